@@ -1,0 +1,1 @@
+"""hilsim agent."""

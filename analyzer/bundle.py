@@ -1,0 +1,283 @@
+"""Profile bundle v1: writer (atomic), reader and validator.
+
+The contract is ARCHITECTURE.md "The data contract: profile bundle v1": a folder
+with ``manifest.json`` (schema ``hilsim.bundle/1``, sha256 of every other file),
+``launches.parquet``, and optionally ``metrics.parquet``, ``regions.parquet`` and
+``microbench.json``. Readers report a wrong schema, a missing column, a negative
+duration, a duplicate ``launch_id`` or a file whose digest disagrees with the
+manifest as one :class:`~analyzer.errors.HilsimError` line naming file and row.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import platform
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from analyzer.atomic import atomic_directory
+from analyzer.errors import HilsimError
+from analyzer.schema import LAUNCH_COLUMNS, REGION_COLUMNS
+
+BUNDLE_SCHEMA = "hilsim.bundle/1"
+MANIFEST = "manifest.json"
+LAUNCHES = "launches.parquet"
+METRICS = "metrics.parquet"
+REGIONS = "regions.parquet"
+MICROBENCH = "microbench.json"
+
+
+def hilsim_version() -> str:
+    """Installed hilsim version (``0+unknown`` when running from a bare checkout)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("hilsim")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+@dataclass
+class Bundle:
+    """A profile in memory: the bundle-v1 tables plus the manifest.
+
+    Attributes:
+        launches: one row per kernel launch (see :mod:`analyzer.schema`).
+        metrics: detailed counters for a subset, ``launch_id`` + one float column
+            per Nsight Compute metric; ``None`` when not profiled.
+        regions: NVTX ranges; ``None`` when none were recorded.
+        manifest: the manifest dict (device, workload, profilers, ...).
+        microbench: microbenchmark measurements, or ``None``.
+        path: where the bundle was read from, if anywhere.
+    """
+
+    launches: pd.DataFrame
+    metrics: pd.DataFrame | None = None
+    regions: pd.DataFrame | None = None
+    manifest: dict[str, Any] = field(default_factory=dict)
+    microbench: list[dict[str, Any]] | None = None
+    path: Path | None = None
+
+    @property
+    def n_launches(self) -> int:
+        return len(self.launches)
+
+    def sequence_digest(self) -> str:
+        """sha256 over the kernel-name sequence (order-sensitive, category-order-free).
+
+        Two runs of the same workload that launched the same kernels in the same
+        order have the same digest; plans record it to detect a different
+        workload when evaluated elsewhere.
+        """
+        hashes = pd.util.hash_pandas_object(self.launches["name"], index=False)
+        digest = hashlib.sha256(hashes.to_numpy(dtype=np.uint64).tobytes())
+        digest.update(str(len(self.launches)).encode())
+        return digest.hexdigest()
+
+    def metrics_aligned(self) -> pd.DataFrame | None:
+        """Metrics re-indexed by launch_id (rows of unprofiled launches absent)."""
+        if self.metrics is None:
+            return None
+        return self.metrics.set_index("launch_id")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def default_manifest(**sections: Any) -> dict[str, Any]:
+    """A manifest with the fields every bundle carries; ``sections`` override."""
+    manifest: dict[str, Any] = {
+        "schema": BUNDLE_SCHEMA,
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "hilsim_version": hilsim_version(),
+        "host": {"hostname": socket.gethostname(), "platform": platform.platform()},
+        "device": {},
+        "workload": {},
+        "profilers": [],
+        "complete": True,
+    }
+    manifest.update(sections)
+    return manifest
+
+
+def _write_table(frame: pd.DataFrame, path: Path) -> None:
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    pq.write_table(table, path, compression="zstd")
+
+
+def write_bundle(bundle: Bundle, path: str | Path, overwrite: bool = False) -> Path:
+    """Write ``bundle`` to the folder ``path`` atomically (temp folder, then rename).
+
+    Returns the bundle path. The manifest's ``files`` section gets the sha256 and
+    size of every file written. Raises :class:`HilsimError` if ``path`` exists
+    and ``overwrite`` is false.
+    """
+    target = Path(path)
+    manifest = dict(bundle.manifest) if bundle.manifest else default_manifest()
+    manifest.setdefault("schema", BUNDLE_SCHEMA)
+    try:
+        with atomic_directory(target, overwrite=overwrite) as tmp:
+            _write_table(bundle.launches[list(LAUNCH_COLUMNS)], tmp / LAUNCHES)
+            if bundle.metrics is not None:
+                _write_table(bundle.metrics, tmp / METRICS)
+            if bundle.regions is not None:
+                _write_table(bundle.regions[list(REGION_COLUMNS)], tmp / REGIONS)
+            if bundle.microbench is not None:
+                (tmp / MICROBENCH).write_text(json.dumps(bundle.microbench, indent=1))
+            manifest["files"] = {
+                item.name: {"sha256": _sha256(item), "bytes": item.stat().st_size}
+                for item in sorted(tmp.iterdir())
+            }
+            manifest["n_launches"] = int(len(bundle.launches))
+            (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, default=str))
+    except FileExistsError as exc:
+        raise HilsimError(f"{target}: already exists (use --force to replace it)") from exc
+    bundle.manifest = manifest
+    bundle.path = target
+    return target
+
+
+def _read_manifest(folder: Path) -> dict[str, Any]:
+    manifest_path = folder / MANIFEST
+    if not folder.is_dir():
+        raise HilsimError(f"{folder}: not a bundle folder (no such directory)")
+    if not manifest_path.is_file():
+        raise HilsimError(f"{manifest_path}: missing; {folder} is not a hilsim bundle")
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise HilsimError(f"{manifest_path}: not valid JSON ({exc})") from exc
+    if not isinstance(manifest, dict) or manifest.get("schema") != BUNDLE_SCHEMA:
+        got = manifest.get("schema") if isinstance(manifest, dict) else type(manifest).__name__
+        raise HilsimError(f"{manifest_path}: schema is {got!r}, expected {BUNDLE_SCHEMA!r}")
+    if not isinstance(manifest.get("files"), dict):
+        raise HilsimError(f"{manifest_path}: no 'files' section with sha256 digests")
+    return manifest
+
+
+def _verify_files(folder: Path, manifest: dict[str, Any]) -> None:
+    files = manifest["files"]
+    if LAUNCHES not in files:
+        raise HilsimError(f"{folder / MANIFEST}: does not list {LAUNCHES}")
+    for name, entry in files.items():
+        if Path(name).name != name:
+            raise HilsimError(f"{folder / MANIFEST}: unsafe file name {name!r} in 'files'")
+        item = folder / name
+        if not item.is_file():
+            raise HilsimError(f"{item}: listed in the manifest but missing")
+        expected = entry.get("sha256") if isinstance(entry, dict) else None
+        if expected != _sha256(item):
+            raise HilsimError(
+                f"{item}: sha256 differs from the manifest (file changed or corrupted)"
+            )
+
+
+def _read_parquet(path: Path) -> pd.DataFrame:
+    try:
+        return pq.read_table(path).to_pandas()
+    except (pa.ArrowException, OSError) as exc:
+        raise HilsimError(f"{path}: cannot read parquet ({exc})") from exc
+
+
+def validate_launches(launches: pd.DataFrame, source: str) -> None:
+    """Check a launches table against bundle v1; raise one line naming the row."""
+    missing = [c for c in LAUNCH_COLUMNS if c not in launches.columns]
+    if missing:
+        raise HilsimError(f"{source}: missing column(s) {', '.join(missing)}")
+    if len(launches) == 0:
+        raise HilsimError(f"{source}: empty profile: no kernel launches")
+    ids = launches["launch_id"].to_numpy()
+    expected = np.arange(len(launches))
+    if not np.array_equal(ids, expected):
+        dup = pd.Index(ids).duplicated()
+        if dup.any():
+            row = int(np.flatnonzero(dup)[0])
+            raise HilsimError(f"{source}: row {row}: duplicate launch_id {ids[row]}")
+        row = int(np.flatnonzero(ids != expected)[0])
+        raise HilsimError(
+            f"{source}: row {row}: launch_id {ids[row]} out of order (expected {row})"
+        )
+    durations = launches["duration_ns"].to_numpy()
+    if durations.dtype.kind not in "iu":
+        raise HilsimError(f"{source}: column duration_ns must be integer nanoseconds")
+    negative = durations < 0
+    if negative.any():
+        row = int(np.flatnonzero(negative)[0])
+        raise HilsimError(f"{source}: row {row}: negative duration_ns {durations[row]}")
+    if launches["name"].isna().any():
+        row = int(np.flatnonzero(launches["name"].isna().to_numpy())[0])
+        raise HilsimError(f"{source}: row {row}: kernel name is null")
+
+
+def validate_metrics(metrics: pd.DataFrame, n_launches: int, source: str) -> None:
+    """Check a metrics table: ``launch_id`` present, unique, within the launches."""
+    if "launch_id" not in metrics.columns:
+        raise HilsimError(f"{source}: missing column launch_id")
+    ids = metrics["launch_id"].to_numpy()
+    dup = pd.Index(ids).duplicated()
+    if dup.any():
+        row = int(np.flatnonzero(dup)[0])
+        raise HilsimError(f"{source}: row {row}: duplicate launch_id {ids[row]}")
+    outside = (ids < 0) | (ids >= n_launches)
+    if outside.any():
+        row = int(np.flatnonzero(outside)[0])
+        raise HilsimError(
+            f"{source}: row {row}: launch_id {ids[row]} has no launch "
+            f"(bundle has {n_launches} launches)"
+        )
+    for column in metrics.columns:
+        if column != "launch_id" and metrics[column].dtype.kind not in "fiu":
+            raise HilsimError(f"{source}: metric column {column!r} is not numeric")
+
+
+def _as_categoricals(launches: pd.DataFrame) -> pd.DataFrame:
+    for column in ("name", "kernel", "region"):
+        if column in launches.columns and not isinstance(launches[column].dtype, pd.CategoricalDtype):
+            launches[column] = launches[column].astype("category")
+    return launches
+
+
+def read_bundle(path: str | Path, verify: bool = True) -> Bundle:
+    """Read and validate a bundle folder.
+
+    With ``verify`` (default) every file's sha256 is checked against the manifest.
+    Raises :class:`HilsimError` with one line naming the file (and row) on any
+    problem.
+    """
+    folder = Path(path)
+    manifest = _read_manifest(folder)
+    if verify:
+        _verify_files(folder, manifest)
+    launches = _as_categoricals(_read_parquet(folder / LAUNCHES))
+    validate_launches(launches, str(folder / LAUNCHES))
+    metrics = None
+    if (folder / METRICS).is_file():
+        metrics = _read_parquet(folder / METRICS)
+        validate_metrics(metrics, len(launches), str(folder / METRICS))
+    regions = None
+    if (folder / REGIONS).is_file():
+        regions = _read_parquet(folder / REGIONS)
+        missing = [c for c in REGION_COLUMNS if c not in regions.columns]
+        if missing:
+            raise HilsimError(f"{folder / REGIONS}: missing column(s) {', '.join(missing)}")
+    microbench = None
+    if (folder / MICROBENCH).is_file():
+        try:
+            microbench = json.loads((folder / MICROBENCH).read_text())
+        except json.JSONDecodeError as exc:
+            raise HilsimError(f"{folder / MICROBENCH}: not valid JSON ({exc})") from exc
+    return Bundle(launches, metrics, regions, manifest, microbench, folder)

@@ -1,0 +1,306 @@
+"""The ``hilsim`` command line: analysis commands plus the ``hilsim agent`` group.
+
+Errors caused by input or environment print one line (``hilsim: error: ...``) and
+exit with code 2; ``--debug`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from analyzer.errors import HilsimError
+
+
+def _parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise HilsimError(f"--param {pair!r}: expected KEY=VALUE")
+        key, raw = pair.split("=", 1)
+        try:
+            value: Any = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        params[key.strip().replace("-", "_")] = value
+    return params
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
+@click.version_option(package_name="hilsim", message="hilsim %(version)s")
+def cli(debug: bool) -> None:
+    """hilsim: profile real GPUs, sample kernel launches, validate sampled simulation.
+
+    Analysis commands run anywhere (no GPU); `hilsim agent ...` runs on a GPU host.
+    """
+
+
+@cli.command("import")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Bundle folder to write (written atomically).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    default="auto",
+    show_default=True,
+    help="Input format: auto, nsys-gpu-trace-csv, nsys-kern-exec-csv, wide-durations-csv.",
+)
+@click.option(
+    "--ncu",
+    "ncu_csv",
+    type=click.Path(path_type=Path),
+    help="Nsight Compute CSV (long or --page raw) with detailed metrics.",
+)
+@click.option(
+    "--ncu-join",
+    type=click.Choice(["order", "id"]),
+    default="order",
+    show_default=True,
+    help="Match ncu rows to launches by launch order or by ncu ID = launch_id.",
+)
+@click.option(
+    "--ncu-first-launch",
+    type=int,
+    default=0,
+    show_default=True,
+    help="launch_id of the first ncu row (ncu --launch-skip).",
+)
+@click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
+def import_cmd(
+    inputs: tuple[Path, ...],
+    output: Path,
+    fmt: str,
+    ncu_csv: Path | None,
+    ncu_join: str,
+    ncu_first_launch: int,
+    force: bool,
+) -> None:
+    """Import profiler output into a profile bundle (bundle v1).
+
+    INPUTS: one profile (nsys stats CSV: cuda_gpu_trace or cuda_kern_exec_trace; a
+    wide table of per-kernel durations). With --ncu, detailed counters are joined
+    to the launches. Writes OUTPUT/manifest.json, launches.parquet, metrics.parquet.
+    """
+    from analyzer.bundle import write_bundle
+    from analyzer.console import out
+    from analyzer.importers.profile import import_profile
+
+    if len(inputs) != 1:
+        raise HilsimError("import: give exactly one profile file (plus --ncu for metrics)")
+    bundle = import_profile(
+        inputs[0], fmt=fmt, ncu=ncu_csv, ncu_join=ncu_join, ncu_first_launch=ncu_first_launch
+    )
+    path = write_bundle(bundle, output, overwrite=force)
+    n_metrics = 0 if bundle.metrics is None else len(bundle.metrics)
+    out.print(
+        f"wrote {path}: {bundle.n_launches} launches, "
+        f"{bundle.launches['name'].nunique()} kernels, {n_metrics} with metrics"
+    )
+
+
+@cli.command("methods")
+def methods_cmd() -> None:
+    """List the sampling methods and their parameters."""
+    from rich.table import Table
+
+    from analyzer import methods
+    from analyzer.console import out
+
+    table = Table("method", "needs", "parameters (defaults)")
+    for name in methods.available():
+        method = methods.create(name)
+        params = ", ".join(f"{k}={v}" for k, v in method.params().items())
+        table.add_row(name, ", ".join(method.needs), params)
+    out.print(table)
+
+
+@cli.command("plan")
+@click.argument("profile", type=click.Path(path_type=Path))
+@click.option(
+    "-m", "--method", "method_name", required=True, help="Sampling method (see `hilsim methods`)."
+)
+@click.option(
+    "-p",
+    "--param",
+    "params",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Method parameter, e.g. -p epsilon=0.01 -p seed=3.",
+)
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Plan JSON to write (hilsim.plan/1).",
+)
+def plan_cmd(profile: Path, method_name: str, params: tuple[str, ...], output: Path) -> None:
+    """Build a sampling plan for PROFILE (a bundle folder or a profile file).
+
+    The plan lists the launches to simulate with their weights; the estimate of
+    any per-launch quantity is sum(weight * value).
+    """
+    from analyzer import methods
+    from analyzer.console import out
+    from analyzer.importers.profile import load_profile
+
+    bundle = load_profile(profile)
+    method = methods.create(method_name, **_parse_params(params))
+    plan = method.plan(bundle).attach_names(bundle.launches["name"])
+    plan.save(output)
+    out.print(
+        f"wrote {output}: {method_name}, {len(plan.clusters)} clusters, "
+        f"{plan.n_samples} launches to simulate of {bundle.n_launches}"
+    )
+    for note in plan.notes:
+        out.print(f"note: {note}")
+
+
+@cli.command("evaluate")
+@click.argument("profile", type=click.Path(path_type=Path))
+@click.option(
+    "--plan", "plan_path", type=click.Path(path_type=Path), help="Evaluate this plan JSON."
+)
+@click.option("-m", "--method", "method_name", help="Or plan with this method over seeds.")
+@click.option(
+    "-p",
+    "--param",
+    "params",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Method parameter (with --method).",
+)
+@click.option(
+    "--seeds",
+    default=20,
+    show_default=True,
+    help="Seeds 0..N-1 for stochastic methods (with --method).",
+)
+@click.option(
+    "--on",
+    "on_path",
+    type=click.Path(path_type=Path),
+    help="Score on another bundle of the same workload (another run or GPU).",
+)
+@click.option("-o", "--output", type=click.Path(path_type=Path), help="Result JSON to write.")
+def evaluate_cmd(
+    profile: Path,
+    plan_path: Path | None,
+    method_name: str | None,
+    params: tuple[str, ...],
+    seeds: int,
+    on_path: Path | None,
+    output: Path | None,
+) -> None:
+    """Score a plan (or a method over seeds) against the profiled truth.
+
+    Error = |estimate - truth| / truth; speedup = total time / time of the distinct
+    sampled launches; 95% interval from the stratified sampling variance; per-metric
+    errors for every counter when metrics cover all launches.
+    """
+    from analyzer import methods
+    from analyzer.console import progress_bar
+    from analyzer.evaluate import evaluate_method, score_plan
+    from analyzer.importers.profile import load_profile
+    from analyzer.plan import load_plan
+    from analyzer.report import print_summary, write_result
+
+    if (plan_path is None) == (method_name is None):
+        raise HilsimError("evaluate: give either --plan PLAN.json or --method NAME")
+    bundle = load_profile(profile)
+    target = load_profile(on_path) if on_path else bundle
+    if plan_path is not None:
+        plan = load_plan(plan_path)
+        score = score_plan(plan, target)
+        result = {"plan": str(plan_path), "method": plan.method, "score": score.to_dict()}
+        print_summary([(plan.method, score, None)])
+    else:
+        method = methods.create(method_name, **_parse_params(params))
+        runs = seeds if method.stochastic else 1
+        with progress_bar(f"{method_name} over {runs} seed(s)", runs) as advance:
+            summary = evaluate_method(method, bundle, seeds, on=target, progress=advance)
+        result = {"method": method_name, "summary": summary.to_dict()}
+        print_summary([(method_name, summary.first_score, summary)])
+    if output:
+        write_result(output, result)
+
+
+@cli.command("quickstart")
+@click.option(
+    "-o",
+    "--output",
+    default="hilsim-quickstart",
+    show_default=True,
+    type=click.Path(path_type=Path),
+    help="Folder for bundles, plans and result.",
+)
+@click.option("--seeds", default=20, show_default=True, help="Seeds for stochastic methods.")
+def quickstart_cmd(output: Path, seeds: int) -> None:
+    """Run the main job on the real profiles shipped with hilsim.
+
+    Imports each example, builds STEM+ROOT and PKA plans (plus the random and
+    first-n baselines), evaluates them over seeds, prints the summary table and
+    writes OUTPUT/<example>/{bundle/, plan-*.json} and OUTPUT/result.json
+    (files of an earlier quickstart run there are replaced).
+    """
+    from analyzer.quickstart import run_quickstart
+
+    run_quickstart(output, seeds=seeds)
+
+
+def _register_agent() -> None:
+    from agent.cli import agent
+
+    cli.add_command(agent)
+
+
+_register_agent()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console-script entry point: one-line errors, exit code 2 for bad input."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    try:
+        cli.main(args=args, prog_name="hilsim", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code or 0)
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("hilsim: aborted", err=True)
+        return 130
+    except HilsimError as exc:
+        if debug:
+            raise
+        click.echo(f"hilsim: error: {exc}", err=True)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        click.echo("hilsim: interrupted", err=True)
+        return 130
+    except Exception as exc:  # a bug: still one line unless --debug
+        if debug:
+            raise
+        click.echo(
+            f"hilsim: internal error: {type(exc).__name__}: {exc} (run with --debug for the "
+            "traceback)",
+            err=True,
+        )
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

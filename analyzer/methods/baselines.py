@@ -1,0 +1,148 @@
+"""Baseline plans the papers compare against.
+
+* ``random`` — uniform random sampling of launches with a fixed probability
+  (STEM section 4.1 uses 0.1% for the HuggingFace suite); each sampled launch
+  weighs ``1 / fraction`` scaled so the weights sum to the number of launches.
+* ``first-n`` — simulate the first launches only (the "first N instructions"
+  truncation baseline of PKA section 5 / STEM Table 3): stop after ``n_launches``
+  launches or after ``n_instructions`` instructions (needs
+  ``smsp__inst_executed.sum`` in the metrics). The prefix is scaled up to the
+  whole workload: weight = total launches / sampled launches (or by
+  instructions, total / prefix, when cut by instructions and all launches
+  have instruction counts).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from analyzer.bundle import Bundle
+from analyzer.errors import HilsimError
+from analyzer.methods import register
+from analyzer.methods.base import Method, source_facts
+from analyzer.plan import Plan, samples_frame
+
+INSTRUCTIONS = "smsp__inst_executed.sum"
+
+
+@register
+class RandomUniform(Method):
+    """Uniform random launch sampling (STEM section 4.1 baseline).
+
+    Args:
+        fraction: probability of keeping each launch (default 0.001).
+        seed: random seed.
+        min_samples: at least this many launches are drawn (default 1).
+    """
+
+    name: ClassVar[str] = "random"
+    stochastic: ClassVar[bool] = True
+
+    def __init__(self, fraction: float = 0.001, seed: int = 0, min_samples: int = 1) -> None:
+        if not 0 < float(fraction) <= 1:
+            raise HilsimError(f"random: fraction must be in (0, 1], got {fraction}")
+        self.fraction = float(fraction)
+        self.seed = int(seed)
+        self.min_samples = max(1, int(min_samples))
+
+    def params(self) -> dict[str, Any]:
+        return {"fraction": self.fraction, "seed": self.seed, "min_samples": self.min_samples}
+
+    def plan(self, bundle: Bundle) -> Plan:
+        n = bundle.n_launches
+        rng = np.random.default_rng(self.seed)
+        keep = np.flatnonzero(rng.random(n) < self.fraction)
+        if len(keep) < self.min_samples:
+            keep = np.sort(rng.choice(n, size=min(n, self.min_samples), replace=False))
+        weights = np.full(len(keep), n / len(keep))
+        durations = bundle.launches["duration_ns"].to_numpy()
+        cluster = {
+            "cluster": 0,
+            "label": "all launches",
+            "size": n,
+            "draws": int(len(keep)),
+            "mean_ns": float(durations.mean()),
+            "std_ns": float(durations.std()),
+        }
+        return Plan(
+            method=self.name,
+            params=self.params(),
+            source=source_facts(bundle),
+            clusters=[cluster],
+            samples=samples_frame(keep, weights, np.zeros(len(keep))),
+            sampling="random",
+        )
+
+
+@register
+class FirstN(Method):
+    """Simulate a prefix of the workload and scale it up (truncation baseline).
+
+    Args:
+        n_launches: number of first launches to keep (default 1000), or
+        n_instructions: keep launches until this many instructions
+            (``smsp__inst_executed.sum``) have run; overrides ``n_launches``.
+    """
+
+    name: ClassVar[str] = "first-n"
+
+    def __init__(self, n_launches: int = 1000, n_instructions: float | None = None) -> None:
+        if int(n_launches) < 1:
+            raise HilsimError(f"first-n: n_launches must be >= 1, got {n_launches}")
+        self.n_launches = int(n_launches)
+        self.n_instructions = None if n_instructions is None else float(n_instructions)
+
+    def params(self) -> dict[str, Any]:
+        return {"n_launches": self.n_launches, "n_instructions": self.n_instructions}
+
+    def plan(self, bundle: Bundle) -> Plan:
+        n = bundle.n_launches
+        notes: list[str] = []
+        if self.n_instructions is not None:
+            inst = _instructions(bundle)
+            cumulative = np.cumsum(inst)
+            count = int(np.searchsorted(cumulative, self.n_instructions, side="left")) + 1
+            count = min(count, n)
+            scale = float(cumulative[-1] / cumulative[count - 1])
+            notes.append(f"first {count} launches hold {self.n_instructions:.3g} instructions")
+        else:
+            count = min(self.n_launches, n)
+            scale = n / count
+        keep = np.arange(count)
+        durations = bundle.launches["duration_ns"].to_numpy()
+        cluster = {
+            "cluster": 0,
+            "label": f"first {count} launches",
+            "size": n,
+            "draws": count,
+            "mean_ns": float(durations[:count].mean()),
+            "std_ns": float(durations[:count].std()),
+        }
+        return Plan(
+            method=self.name,
+            params=self.params(),
+            source=source_facts(bundle),
+            clusters=[cluster],
+            samples=samples_frame(keep, np.full(count, scale), np.zeros(count)),
+            notes=notes,
+        )
+
+
+def _instructions(bundle: Bundle) -> np.ndarray:
+    metrics = bundle.metrics
+    if metrics is None or INSTRUCTIONS not in metrics.columns:
+        raise HilsimError(
+            f"first-n: n_instructions needs the metric {INSTRUCTIONS} for every launch; "
+            "the bundle has none (profile with --detailed-all, or use n_launches)"
+        )
+    values = np.full(bundle.n_launches, np.nan)
+    values[metrics["launch_id"].to_numpy()] = metrics[INSTRUCTIONS].to_numpy(dtype=float)
+    if np.isnan(values).any():
+        missing = int(np.flatnonzero(np.isnan(values))[0])
+        raise HilsimError(
+            f"first-n: launch {missing} has no {INSTRUCTIONS}; n_instructions needs "
+            "instruction counts for every launch"
+        )
+    return values

@@ -1,0 +1,428 @@
+"""STEM+ROOT kernel sampling (Chung et al., MICRO'25; ``shared/papers/001``).
+
+* Clusters start as the launches of one kernel (by full name, and by launch
+  configuration, grid and block, when the profile records it) — section 3.
+* ROOT (section 3.4, Fig. 6) splits every cluster recursively in two with 1-D
+  k-means (k = 2, the paper's choice) on the execution times, and accepts a split
+  only when the STEM-optimal sampled time of the two children, eq. (8), is below
+  that of the parent, eq. (7).  We solve the 2-means problem *exactly* (the
+  optimal threshold of sorted values, found with prefix sums), which is the
+  global optimum of the objective Lloyd's k-means approximates; all clusters of
+  one recursion level are processed together with vectorised numpy.
+* STEM (section 3.3) then sizes the samples of all final clusters jointly with
+  the KKT solution of Problem 1, eq. (6), with ``a_i = mu_i``,
+  ``b_i = N_i^2 sigma_i^2`` and ``c = (epsilon * sum_i N_i mu_i / z)^2``:
+  ``m_i = ceil(sum_j sqrt(a_j b_j) / c * sqrt(b_i / a_i))``; for one cluster this
+  is eq. (3).  Note: eq. (6) as printed (and the last line of Appendix 8.1) puts
+  the square root *outside* the sum, ``sqrt(sum_j a_j b_j)``; the appendix's own
+  derivation gives ``lambda_k = (sum_i sqrt(a_i b_i) / c)^2``, i.e. the sum of
+  square roots, and only that form satisfies the error constraint eq. (5) (the
+  printed one undersamples whenever there are two or more clusters). We follow
+  the derivation; ``tests/test_stem.py`` checks eq. (5) holds.
+* Samples are drawn uniformly at random *with replacement* (section 3.5, for the
+  i.i.d. assumption of the CLT); each draw weighs ``N_i / m_i``.
+
+Two choices the paper leaves open, stated here:
+  - every cluster gets at least one draw (eq. 3/6 give 0 when sigma = 0);
+  - a cluster whose ``m_i`` reaches its size ``N_i`` is simulated whole (each
+    launch weight 1, zero sampling error): drawing ``m_i >= N_i`` launches with
+    replacement would cost at least as much as simulating them all. The eq. (7)/(8)
+    split decision uses the formulas exactly as written.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+from scipy.stats import norm
+
+from analyzer.bundle import Bundle
+from analyzer.errors import HilsimError
+from analyzer.methods import register
+from analyzer.methods.base import Method, source_facts
+from analyzer.plan import Plan, samples_frame
+from analyzer.schema import LAUNCH_CONFIG_COLUMNS, launch_config_key
+
+
+def z_score(confidence: float) -> float:
+    """Two-sided standard score ``z_{1-alpha/2}`` for ``confidence = 1 - alpha``."""
+    return float(norm.ppf(0.5 + confidence / 2.0))
+
+
+def kkt_sample_sizes(
+    sizes: np.ndarray, means: np.ndarray, stds: np.ndarray, epsilon: float, z: float
+) -> np.ndarray:
+    """STEM eq. (6): optimal draws per cluster under the joint error bound (eq. 5).
+
+    ``sizes`` N_i, ``means`` mu_i, ``stds`` sigma_i (population, of the profiled
+    durations). Returns int64 draws, at least 1 per cluster. Clusters with zero
+    mean or zero spread get 1 draw (they add no variance).
+    """
+    sizes = np.asarray(sizes, dtype=np.float64)
+    a = np.asarray(means, dtype=np.float64)
+    b = sizes**2 * np.asarray(stds, dtype=np.float64) ** 2
+    c = (epsilon * float(np.sum(sizes * a)) / z) ** 2
+    m = np.ones(len(sizes), dtype=np.float64)
+    live = (a > 0) & (b > 0)
+    if c > 0 and live.any():
+        lead = float(np.sum(np.sqrt(a[live] * b[live]))) / c
+        m[live] = np.ceil(lead * np.sqrt(b[live] / a[live]))
+    return np.maximum(m, 1.0).astype(np.int64)
+
+
+def _expand(start: np.ndarray, end: np.ndarray):
+    """Segment id, offset within segment and absolute position of every element."""
+    n = end - start
+    total = int(n.sum())
+    seg = np.repeat(np.arange(len(start)), n)
+    offsets = np.arange(total) - np.repeat(np.cumsum(n) - n, n)
+    pos = np.repeat(start, n) + offsets
+    return seg, offsets, pos
+
+
+def segment_moments(
+    values: np.ndarray, counts: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Launch count, mean and population std of each segment of weighted points.
+
+    ``values[i]`` occurs ``counts[i]`` times; segments are ``[start, end)`` ranges
+    of points. Two-pass (centred), so no precision is lost to cancellation.
+    """
+    seg, _, pos = _expand(start, end)
+    v, w = values[pos], counts[pos]
+    n = np.bincount(seg, weights=w, minlength=len(start))
+    mean = np.bincount(seg, weights=w * v, minlength=len(start)) / n
+    dev = v - mean[seg]
+    var = np.bincount(seg, weights=w * dev * dev, minlength=len(start)) / n
+    return n, mean, np.sqrt(var)
+
+
+def _best_split(
+    values: np.ndarray, counts: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Exact 1-D 2-means split of each segment of sorted distinct weighted points.
+
+    Returns a dict with ``cut`` (point index; left child is ``[start, cut)``),
+    ``splittable`` (two or more distinct values), and launch count / mean / std
+    of parent, left and right children. Work is O(points) for all segments at
+    once: centred prefix sums (centring keeps each segment's running sums near
+    zero at its end, so differences lose no precision).
+    """
+    seg, offsets, pos = _expand(start, end)
+    v, w = values[pos], counts[pos]
+    points = end - start
+    first = np.cumsum(points) - points
+    last = first + points - 1
+    n = np.bincount(seg, weights=w, minlength=len(start))
+    mean = np.bincount(seg, weights=w * v, minlength=len(start)) / n
+    c = v - mean[seg]
+    cw = np.cumsum(w)
+    c1 = np.cumsum(w * c)
+    c2 = np.cumsum(w * c * c)
+
+    def rebase(prefix: np.ndarray) -> np.ndarray:
+        base = np.where(first > 0, prefix[np.maximum(first - 1, 0)], 0.0)
+        return prefix - base[seg], prefix[last] - base
+
+    left_n, _ = rebase(cw)
+    left1, tot1 = rebase(c1)
+    left2, tot2 = rebase(c2)
+    right_n = n[seg] - left_n
+    valid = right_n > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sse = (left2 - left1 * left1 / left_n) + (
+            (tot2[seg] - left2) - (tot1[seg] - left1) ** 2 / right_n
+        )
+    sse = np.where(valid, sse, np.inf)
+    best = np.minimum.reduceat(sse, first)
+    splittable = np.isfinite(best)
+    hit = np.flatnonzero(valid & (sse == best[seg]))
+    _, first_hit = np.unique(seg[hit], return_index=True)
+    chosen = hit[first_hit]
+    cut = end.copy()
+    cut[seg[chosen]] = pos[chosen] + 1
+    at = np.zeros(len(start), dtype=np.int64)
+    at[seg[chosen]] = chosen
+    ln = np.where(splittable, left_n[at], n)
+    rn = n - ln
+    l1 = np.where(splittable, left1[at], 0.0)
+    l2 = np.where(splittable, left2[at], 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lmean = mean + l1 / ln
+        rmean = np.where(rn > 0, mean + (tot1 - l1) / rn, 0.0)
+        lvar = np.maximum((l2 - l1 * l1 / ln) / ln, 0.0)
+        rvar = np.where(rn > 0, np.maximum(((tot2 - l2) - (tot1 - l1) ** 2 / rn) / rn, 0.0), 0.0)
+    return {
+        "cut": cut,
+        "splittable": splittable,
+        "n": n,
+        "mean": mean,
+        "std": np.sqrt(np.maximum(tot2 / n, 0.0)),
+        "ln": ln,
+        "lmean": lmean,
+        "lstd": np.sqrt(lvar),
+        "rn": rn,
+        "rmean": rmean,
+        "rstd": np.sqrt(rvar),
+    }
+
+
+def root_clusters(
+    values: np.ndarray,
+    counts: np.ndarray,
+    group_start: np.ndarray,
+    group_end: np.ndarray,
+    epsilon: float,
+    z: float,
+    max_depth: int = 64,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """ROOT (section 3.4): recursively 2-split each group while eq. (8) < eq. (7).
+
+    ``values`` are each group's distinct durations sorted ascending, occurring
+    ``counts`` times, in the point ranges ``[group_start[g], group_end[g])``.
+    Returns final ``(start, end, group)`` point ranges, one per cluster. All
+    clusters of one recursion level are split in one vectorised pass.
+    """
+    final_start: list[np.ndarray] = []
+    final_end: list[np.ndarray] = []
+    final_group: list[np.ndarray] = []
+    start = group_start.astype(np.int64)
+    end = group_end.astype(np.int64)
+    group = np.arange(len(start), dtype=np.int64)
+    for _ in range(max_depth):
+        candidate = (end - start) >= 2  # two or more distinct durations
+        final_start.append(start[~candidate])
+        final_end.append(end[~candidate])
+        final_group.append(group[~candidate])
+        start, end, group = start[candidate], end[candidate], group[candidate]
+        if len(start) == 0:
+            break
+        sp = _best_split(values, counts, start, end)
+        old = kkt_sample_sizes_single(sp["mean"], sp["std"], epsilon, z) * sp["mean"]  # eq. 7
+        new = _pair_stem_time(
+            sp["ln"], sp["lmean"], sp["lstd"], sp["rn"], sp["rmean"], sp["rstd"], epsilon, z
+        )  # eq. (8)
+        accept = sp["splittable"] & (new < old)
+        final_start.append(start[~accept])
+        final_end.append(end[~accept])
+        final_group.append(group[~accept])
+        s, e, g, c = start[accept], end[accept], group[accept], sp["cut"][accept]
+        start = np.concatenate((s, c))
+        end = np.concatenate((c, e))
+        group = np.concatenate((g, g))
+    final_start.append(start)
+    final_end.append(end)
+    final_group.append(group)
+    out_start = np.concatenate(final_start)
+    out_end = np.concatenate(final_end)
+    out_group = np.concatenate(final_group)
+    order = np.argsort(out_start, kind="stable")
+    return out_start[order], out_end[order], out_group[order]
+
+
+def kkt_sample_sizes_single(
+    means: np.ndarray, stds: np.ndarray, epsilon: float, z: float
+) -> np.ndarray:
+    """Eq. (3) for many independent clusters at once: ``ceil((z sigma / (mu eps))^2)``, >= 1."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        m = np.ceil((z * stds / (means * epsilon)) ** 2)
+    m = np.where(np.isfinite(m), m, 1.0)
+    return np.maximum(m, 1.0)
+
+
+def _pair_stem_time(ln, lmean, lstd, rn, rmean, rstd, epsilon, z) -> np.ndarray:
+    """Eq. (8) for many parent clusters at once, each split into (left, right)."""
+    a1, a2 = lmean, rmean
+    b1, b2 = ln**2 * lstd**2, rn**2 * rstd**2
+    c = (epsilon * (ln * lmean + rn * rmean) / z) ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lead = (np.sqrt(a1 * b1) + np.sqrt(a2 * b2)) / c
+        m1 = np.ceil(lead * np.sqrt(b1 / a1))
+        m2 = np.ceil(lead * np.sqrt(b2 / a2))
+    m1 = np.maximum(np.where(np.isfinite(m1), m1, 1.0), 1.0)
+    m2 = np.maximum(np.where(np.isfinite(m2), m2, 1.0), 1.0)
+    return m1 * a1 + m2 * a2
+
+
+@register
+class STEM(Method):
+    """STEM+ROOT (MICRO'25, sections 3.2–3.5): execution-time-driven kernel sampling.
+
+    Args:
+        epsilon: error bound on the total time (eq. 5), default 0.05.
+        confidence: confidence level 1 - alpha of the bound, default 0.95 (z = 1.96).
+        seed: random seed of the with-replacement draws.
+        by_config: key clusters by kernel name *and* grid/block (when recorded).
+        root: apply ROOT's recursive splitting (False = one cluster per kernel key).
+        max_depth: recursion limit of ROOT (a guard; the eq. 7/8 test stops first).
+    """
+
+    name: ClassVar[str] = "stem"
+    needs: ClassVar[tuple[str, ...]] = ("durations",)
+    stochastic: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        epsilon: float = 0.05,
+        confidence: float = 0.95,
+        seed: int = 0,
+        by_config: bool = True,
+        root: bool = True,
+        max_depth: int = 64,
+    ) -> None:
+        if not 0 < float(epsilon) < 1:
+            raise HilsimError(f"stem: epsilon must be in (0, 1), got {epsilon}")
+        if not 0 < float(confidence) < 1:
+            raise HilsimError(f"stem: confidence must be in (0, 1), got {confidence}")
+        self.epsilon = float(epsilon)
+        self.confidence = float(confidence)
+        self.seed = int(seed)
+        self.by_config = bool(by_config)
+        self.root = bool(root)
+        self.max_depth = int(max_depth)
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "epsilon": self.epsilon,
+            "confidence": self.confidence,
+            "seed": self.seed,
+            "by_config": self.by_config,
+            "root": self.root,
+            "max_depth": self.max_depth,
+        }
+
+    def plan(self, bundle: Bundle) -> Plan:
+        launches = bundle.launches
+        z = z_score(self.confidence)
+        keys = launch_config_key(launches, self.by_config)
+        durations = launches["duration_ns"].to_numpy()
+        order = _sort_by_key_then_value(keys, durations)
+        sorted_keys = keys[order]
+        sorted_durations = durations[order]
+        # distinct (key, duration) points with their multiplicities: ROOT's work is
+        # O(distinct durations), exact because 2-means never cuts between equal values
+        change = np.flatnonzero((np.diff(sorted_keys) != 0) | (np.diff(sorted_durations) != 0)) + 1
+        run_start = np.concatenate(([0], change, [len(order)])).astype(np.int64)
+        counts = np.diff(run_start).astype(np.float64)
+        values = sorted_durations[run_start[:-1]].astype(np.float64)
+        point_keys = sorted_keys[run_start[:-1]]
+        boundaries = np.flatnonzero(np.diff(point_keys)) + 1
+        group_start = np.concatenate(([0], boundaries)).astype(np.int64)
+        group_end = np.concatenate((boundaries, [len(values)])).astype(np.int64)
+        if self.root:
+            pstart, pend, group = root_clusters(
+                values, counts, group_start, group_end, self.epsilon, z, self.max_depth
+            )
+        else:
+            pstart, pend, group = group_start, group_end, np.arange(len(group_start))
+        _, means, stds = segment_moments(values, counts, pstart, pend)
+        start, end = run_start[pstart], run_start[pend]  # ranges of sorted launches
+        sizes = end - start
+        draws = kkt_sample_sizes(sizes, means, stds, self.epsilon, z)  # eq. (6)
+        census = draws >= sizes
+        rng = np.random.default_rng(self.seed)
+        ids, weights, cluster_of, draw_count = _draw(order, start, sizes, draws, census, rng)
+        samples = samples_frame(ids, weights, cluster_of, draw_count)
+        clusters = _cluster_records(
+            launches, order, start, end, group, sizes, means, stds, draws, census, self.by_config
+        )
+        predicted = _predicted_bound(sizes, means, stds, np.where(census, sizes, draws), census, z)
+        return Plan(
+            method=self.name,
+            params=self.params(),
+            source=source_facts(bundle),
+            clusters=clusters,
+            samples=samples,
+            sampling="random",
+            diagnostics={
+                "z": z,
+                "kernel_groups": int(len(group_start)),
+                "clusters": int(len(start)),
+                "total_draws": int(draws[~census].sum() + sizes[census].sum()),
+                "census_clusters": int(census.sum()),
+                "predicted_error_bound": predicted,
+            },
+        )
+
+
+def _sort_by_key_then_value(keys: np.ndarray, durations: np.ndarray) -> np.ndarray:
+    """Stable order by (cluster key, duration): one int64 argsort when it fits."""
+    if (
+        len(durations)
+        and durations.min() >= 0
+        and durations.max() < (1 << 40)
+        and (keys.max() < (1 << 22))
+    ):
+        combined = (keys.astype(np.int64) << 40) | durations.astype(np.int64)
+        return np.argsort(combined, kind="stable")
+    return np.lexsort((durations, keys))
+
+
+def _draw(order, start, sizes, draws, census, rng):
+    """Random draws with replacement (section 3.5); census clusters taken whole."""
+    sampled = ~census
+    m = draws[sampled]
+    cl = np.flatnonzero(sampled)
+    cluster_of_draw = np.repeat(cl, m)
+    offsets = np.floor(rng.random(len(cluster_of_draw)) * sizes[cluster_of_draw]).astype(np.int64)
+    positions = start[cluster_of_draw] + offsets
+    weight = sizes[cluster_of_draw] / draws[cluster_of_draw]
+    cc = np.flatnonzero(census)
+    n_c = sizes[cc]
+    census_cluster = np.repeat(cc, n_c)
+    census_pos = np.repeat(start[cc], n_c) + (
+        np.arange(int(n_c.sum())) - np.repeat(np.cumsum(n_c) - n_c, n_c)
+    )
+    ids = order[np.concatenate((positions, census_pos))]
+    weights = np.concatenate((weight, np.ones(len(census_pos))))
+    clusters = np.concatenate((cluster_of_draw, census_cluster))
+    return ids, weights, clusters, np.ones(len(ids), dtype=np.int64)
+
+
+def _predicted_bound(sizes, means, stds, m, census, z) -> float:
+    """Relative half-width z * sqrt(sum N^2 sigma^2 / m) / sum N mu of the plan (eq. 4/5)."""
+    total = float(np.sum(sizes * means))
+    if total <= 0:
+        return 0.0
+    var = np.where(census, 0.0, sizes.astype(float) ** 2 * stds**2 / m)
+    return float(z * math.sqrt(float(var.sum())) / total)
+
+
+def _cluster_records(
+    launches, order, start, end, group, sizes, means, stds, draws, census, by_config
+) -> list[dict[str, Any]]:
+    first_ids = order[start]
+    names = launches["name"].to_numpy()[first_ids] if len(first_ids) else []
+    values = launches.iloc[first_ids] if len(first_ids) else launches.iloc[:0]
+    config_cols = (
+        [c for c in LAUNCH_CONFIG_COLUMNS if c in values and values[c].notna().any()]
+        if by_config
+        else []
+    )
+    records: list[dict[str, Any]] = []
+    lows = launches["duration_ns"].to_numpy()[order[start]]
+    highs = launches["duration_ns"].to_numpy()[order[end - 1]]
+    config = values[config_cols].astype("float64").to_numpy() if config_cols else None
+    for i in range(len(start)):
+        record: dict[str, Any] = {
+            "cluster": i,
+            "label": str(names[i]),
+            "group": int(group[i]),
+            "size": int(sizes[i]),
+            "draws": int(sizes[i] if census[i] else draws[i]),
+            "census": bool(census[i]),
+            "mean_ns": float(means[i]),
+            "std_ns": float(stds[i]),
+            "min_ns": int(lows[i]),
+            "max_ns": int(highs[i]),
+        }
+        if config is not None:
+            record["config"] = {
+                c: (None if pd.isna(config[i, j]) else int(config[i, j]))
+                for j, c in enumerate(config_cols)
+            }
+        records.append(record)
+    return records

@@ -1,0 +1,74 @@
+"""``hilsim quickstart``: the main job end to end on the shipped real profiles.
+
+For each example: import -> bundle -> STEM+ROOT, PKA, random and first-n plans ->
+evaluation over seeds -> rich summary table; writes the bundle, the plans and one
+``result.json`` into the output folder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from analyzer import methods
+from analyzer.bundle import Bundle, write_bundle
+from analyzer.console import out, progress_bar
+from analyzer.errors import HilsimError
+from analyzer.evaluate import evaluate_method
+from analyzer.examples import EXAMPLES, Example
+from analyzer.importers.profile import import_profile
+from analyzer.report import print_summary, write_result
+
+QUICKSTART_METHODS: tuple[str, ...] = ("stem", "pka", "random", "first-n")
+
+
+def missing_needs(method_name: str, bundle: Bundle) -> str | None:
+    """Why ``method_name`` cannot run on ``bundle`` (None when it can)."""
+    needs = methods.get(method_name).needs
+    if "metrics" in needs and bundle.metrics is None:
+        return "needs Nsight Compute metrics; this profile has launch durations only"
+    return None
+
+
+def run_example(example: Example, output: Path, seeds: int) -> dict[str, Any]:
+    """Import one example, plan and evaluate every quickstart method on it."""
+    ncu = example.path(example.ncu) if example.ncu else None
+    bundle = import_profile(example.path(example.profile), ncu=ncu)
+    folder = output / example.name
+    write_bundle(bundle, folder / "bundle", overwrite=True)
+    rows, results, skipped = [], {}, {}
+    for name in QUICKSTART_METHODS:
+        reason = missing_needs(name, bundle)
+        if reason:
+            skipped[name] = reason
+            continue
+        method = methods.create(name)
+        runs = seeds if method.stochastic else 1
+        with progress_bar(f"{example.name}: {name}", runs) as advance:
+            summary = evaluate_method(method, bundle, seeds, progress=advance)
+        plan = summary.first_plan.attach_names(bundle.launches["name"])
+        plan.save(folder / f"plan-{name}.json")
+        rows.append((name, summary.first_score, summary))
+        results[name] = summary.to_dict()
+    print_summary(rows, title=f"{example.name}: {example.description}")
+    for name, reason in skipped.items():
+        out.print(f"[yellow]{name} skipped[/yellow]: {reason}")
+    return {
+        "example": example.name,
+        "description": example.description,
+        "n_launches": bundle.n_launches,
+        "bundle": str(folder / "bundle"),
+        "methods": results,
+        "skipped": skipped,
+    }
+
+
+def run_quickstart(output: str | Path, seeds: int = 20) -> dict[str, Any]:
+    """Run every shipped example; returns (and writes) the combined result."""
+    if seeds < 1:
+        raise HilsimError("quickstart: --seeds must be at least 1")
+    folder = Path(output)
+    result = {"examples": [run_example(ex, folder, seeds) for ex in EXAMPLES]}
+    path = write_result(folder / "result.json", result)
+    out.print(f"wrote plans, bundles and {path}")
+    return result

@@ -1,0 +1,188 @@
+"""Column contracts of profile bundle v1 (ARCHITECTURE.md, "The data contract").
+
+Every importer produces a launches table through :func:`normalize_launches`, so
+the analyzer sees one typed layout whatever tool produced the data:
+
+* ``launch_id`` int64 0..N-1 in start order, ``name`` (full demangled) and
+  ``kernel`` (short base name) as pandas categoricals (names interned once, as
+  Holistic Trace Analysis does, so group-bys run on integer codes),
+* optional launch facts as nullable ``Int64`` (absent when the tool does not
+  record them, e.g. a table of durations only),
+* ``duration_ns`` int64, required and non-negative,
+* ``region`` categorical NVTX path, null when none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+from analyzer.errors import HilsimError
+
+REQUIRED_LAUNCH_COLUMNS: tuple[str, ...] = ("launch_id", "name", "kernel", "duration_ns")
+OPTIONAL_INT_COLUMNS: tuple[str, ...] = (
+    "grid_x",
+    "grid_y",
+    "grid_z",
+    "block_x",
+    "block_y",
+    "block_z",
+    "regs",
+    "smem_static",
+    "smem_dynamic",
+    "stream",
+    "device",
+    "start_ns",
+    "correlation_id",
+)
+LAUNCH_COLUMNS: tuple[str, ...] = (
+    "launch_id",
+    "name",
+    "kernel",
+    *OPTIONAL_INT_COLUMNS[:11],
+    "start_ns",
+    "duration_ns",
+    "correlation_id",
+    "region",
+)
+LAUNCH_CONFIG_COLUMNS: tuple[str, ...] = (
+    "grid_x",
+    "grid_y",
+    "grid_z",
+    "block_x",
+    "block_y",
+    "block_z",
+)
+REGION_COLUMNS: tuple[str, ...] = ("region_id", "name", "path", "depth", "start_ns", "end_ns")
+
+
+def kernel_base_name(full_name: str) -> str:
+    """Short base name of a (demangled) kernel name.
+
+    ``void at::native::foo<float, 4>(int, float*)`` -> ``foo``;
+    ``sgemm_128x64_nn`` -> ``sgemm_128x64_nn``. Template arguments and the
+    parameter list are removed at bracket depth 0, then the last ``::`` component
+    is kept. Names that are not C++ signatures are returned unchanged (stripped).
+    """
+    text = full_name.strip()
+    if text.startswith("void "):
+        text = text[5:]
+    out: list[str] = []
+    depth = 0
+    for ch in text:
+        if ch in "<(":
+            depth += 1
+            continue
+        if ch in ">)":
+            depth = max(0, depth - 1)
+            continue
+        if depth == 0:
+            out.append(ch)
+    base = "".join(out).strip()
+    # "(anonymous namespace)" leaves "::" behind; take the last real component
+    parts = [p for p in base.split("::") if p.strip()]
+    base = parts[-1].strip() if parts else text
+    # a return type left in front ("float foo") -> keep the last word
+    base = base.split()[-1] if base.split() else text
+    return base or text
+
+
+def _as_category(values: pd.Series) -> pd.Series:
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        cats = values.cat.categories
+        if cats.dtype != object:
+            values = values.cat.rename_categories(cats.astype(str).astype(object))
+        return values
+    return values.astype(str).astype("category")
+
+
+def _kernel_from_names(names: pd.Series) -> pd.Series:
+    """Short names for a categorical of full names, computed once per unique name."""
+    short = np.asarray([kernel_base_name(str(c)) for c in names.cat.categories], dtype=object)
+    uniq, inverse = np.unique(short, return_inverse=True)
+    codes = names.cat.codes.to_numpy()
+    new_codes = np.where(codes >= 0, inverse[np.maximum(codes, 0)], -1)
+    return pd.Series(
+        pd.Categorical.from_codes(new_codes, categories=pd.Index(uniq, dtype=object)),
+        index=names.index,
+    )
+
+
+def missing_int_column(length: int) -> pd.api.extensions.ExtensionArray:
+    """A nullable Int64 array of ``length`` nulls (no per-element Python work)."""
+    return pd.arrays.IntegerArray(np.zeros(length, dtype=np.int64), np.ones(length, dtype=bool))
+
+
+def normalize_launches(frame: pd.DataFrame, source: str) -> pd.DataFrame:
+    """Return ``frame`` as a bundle-v1 launches table (typed, ordered, validated).
+
+    ``frame`` must have ``name`` and ``duration_ns``; any of the optional columns
+    may be present. Rows are sorted by ``start_ns`` when present (stable, so the
+    given order breaks ties), ``launch_id`` is assigned 0..N-1 and ``kernel`` is
+    derived from ``name`` when missing. ``source`` names the file for errors.
+    """
+    if len(frame) == 0:
+        raise HilsimError(f"{source}: empty profile: no kernel launches found")
+    for column in ("name", "duration_ns"):
+        if column not in frame.columns:
+            raise HilsimError(f"{source}: missing column '{column}'")
+    out = pd.DataFrame(index=pd.RangeIndex(len(frame)))
+    names = _as_category(frame["name"].reset_index(drop=True))
+    if names.isna().any():
+        row = int(np.flatnonzero(names.isna().to_numpy())[0])
+        raise HilsimError(f"{source}: row {row}: kernel name is empty")
+    duration = pd.to_numeric(frame["duration_ns"].reset_index(drop=True), errors="coerce")
+    bad = duration.isna().to_numpy() | (duration.to_numpy(dtype=float, na_value=np.nan) < 0)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise HilsimError(
+            f"{source}: row {row}: duration_ns must be a non-negative number, "
+            f"got {frame['duration_ns'].iloc[row]!r}"
+        )
+    for column in OPTIONAL_INT_COLUMNS:
+        if column in frame.columns:
+            values = pd.to_numeric(frame[column].reset_index(drop=True), errors="coerce")
+            out[column] = values.round().astype("Int64")
+        else:
+            out[column] = missing_int_column(len(frame))
+    out["name"] = names
+    if "kernel" in frame.columns:
+        out["kernel"] = _as_category(frame["kernel"].reset_index(drop=True))
+    else:
+        out["kernel"] = _kernel_from_names(names)
+    out["duration_ns"] = duration.round().astype(np.int64).to_numpy()
+    if "region" in frame.columns:
+        out["region"] = frame["region"].reset_index(drop=True).astype("category")
+    else:
+        out["region"] = pd.Series(pd.Categorical([None] * len(frame), categories=[]))
+    if out["start_ns"].notna().all():
+        order = np.argsort(out["start_ns"].to_numpy(dtype=np.int64), kind="stable")
+        out = out.iloc[order].reset_index(drop=True)
+    out["launch_id"] = np.arange(len(out), dtype=np.int64)
+    return out[list(LAUNCH_COLUMNS)]
+
+
+def launch_config_key(launches: pd.DataFrame, by_config: bool = True) -> np.ndarray:
+    """Integer cluster key per launch: kernel name (+ grid/block when known).
+
+    Returns int64 codes 0..G-1 (first-appearance order), vectorised with
+    ``pandas.factorize`` on integer columns only.
+    """
+    parts: list[np.ndarray] = [launches["name"].cat.codes.to_numpy(dtype=np.int64)]
+    if by_config:
+        for column in LAUNCH_CONFIG_COLUMNS:
+            if column in launches.columns and launches[column].notna().any():
+                parts.append(launches[column].fillna(-1).to_numpy(dtype=np.int64))
+    if len(parts) == 1:
+        codes, _ = pd.factorize(parts[0])
+        return codes.astype(np.int64)
+    frame = pd.DataFrame({str(i): p for i, p in enumerate(parts)})
+    codes = frame.groupby(list(frame.columns), sort=False).ngroup().to_numpy(dtype=np.int64)
+    return codes
+
+
+def missing_columns(frame: pd.DataFrame, required: Iterable[str]) -> list[str]:
+    """Names in ``required`` that ``frame`` lacks."""
+    return [c for c in required if c not in frame.columns]

@@ -1,0 +1,121 @@
+import json
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from analyzer.bundle import Bundle, read_bundle, write_bundle
+from analyzer.errors import HilsimError
+from analyzer.schema import normalize_launches
+
+
+def small_bundle() -> Bundle:
+    frame = pd.DataFrame(
+        {
+            "name": ["void k<int>(int)", "g", "void k<int>(int)"],
+            "duration_ns": [10, 20, 30],
+            "grid_x": [4, 1, 4],
+            "start_ns": [0, 100, 200],
+        }
+    )
+    metrics = pd.DataFrame({"launch_id": [0, 2], "smsp__inst_executed.sum": [1e6, 2e6]})
+    return Bundle(normalize_launches(frame, "t"), metrics=metrics)
+
+
+def test_roundtrip_keeps_tables_and_digests(tmp_path) -> None:
+    bundle = small_bundle()
+    path = write_bundle(bundle, tmp_path / "b")
+    manifest = json.loads((path / "manifest.json").read_text())
+    assert manifest["schema"] == "hilsim.bundle/1"
+    assert set(manifest["files"]) == {"launches.parquet", "metrics.parquet"}
+    back = read_bundle(path)
+    assert back.launches["name"].astype(str).tolist() == [
+        "void k<int>(int)",
+        "g",
+        "void k<int>(int)",
+    ]
+    assert back.launches["kernel"].astype(str).tolist() == ["k", "g", "k"]
+    assert back.launches["grid_x"].tolist() == [4, 1, 4]
+    assert back.metrics["smsp__inst_executed.sum"].tolist() == [1e6, 2e6]
+    assert back.sequence_digest() == bundle.sequence_digest()
+    assert not list(tmp_path.glob(".b.*")), "no temporary folder left behind"
+
+
+def test_tampered_file_is_reported(tmp_path) -> None:
+    path = write_bundle(small_bundle(), tmp_path / "b")
+    with open(path / "metrics.parquet", "ab") as handle:
+        handle.write(b"x")
+    with pytest.raises(HilsimError, match=r"metrics\.parquet: sha256 differs"):
+        read_bundle(path)
+
+
+def test_existing_bundle_is_not_overwritten(tmp_path) -> None:
+    path = write_bundle(small_bundle(), tmp_path / "b")
+    before = (path / "manifest.json").read_text()
+    with pytest.raises(HilsimError, match="already exists"):
+        write_bundle(small_bundle(), path)
+    assert (path / "manifest.json").read_text() == before
+
+
+def test_failed_write_leaves_nothing(tmp_path, monkeypatch) -> None:
+    import analyzer.bundle as module
+
+    def boom(frame, path):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(module, "_write_table", boom)
+    with pytest.raises(OSError):
+        write_bundle(small_bundle(), tmp_path / "b")
+    assert list(tmp_path.iterdir()) == []
+
+
+def _rewrite_launches(path, mutate) -> None:
+    """Change launches.parquet and fix its digest, to test the validator itself."""
+    frame = pq.read_table(path / "launches.parquet").to_pandas()
+    frame = mutate(frame)
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path / "launches.parquet")
+    import hashlib
+
+    manifest = json.loads((path / "manifest.json").read_text())
+    digest = hashlib.sha256((path / "launches.parquet").read_bytes()).hexdigest()
+    manifest["files"]["launches.parquet"]["sha256"] = digest
+    (path / "manifest.json").write_text(json.dumps(manifest))
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda f: f.assign(launch_id=[0, 0, 2]), r"row 1: duplicate launch_id 0"),
+        (lambda f: f.assign(duration_ns=np.array([1, -5, 3])), r"row 1: negative duration_ns"),
+        (lambda f: f.drop(columns=["kernel"]), r"missing column\(s\) kernel"),
+        (lambda f: f.iloc[:0], r"empty profile"),
+    ],
+)
+def test_validator_names_file_and_row(tmp_path, mutate, message) -> None:
+    path = write_bundle(small_bundle(), tmp_path / "b")
+    _rewrite_launches(path, mutate)
+    with pytest.raises(HilsimError, match=message) as info:
+        read_bundle(path)
+    assert "launches.parquet" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_wrong_schema_and_not_a_bundle(tmp_path) -> None:
+    (tmp_path / "x").mkdir()
+    with pytest.raises(HilsimError, match="not a hilsim bundle"):
+        read_bundle(tmp_path / "x")
+    (tmp_path / "x" / "manifest.json").write_text('{"schema": "other/2", "files": {}}')
+    with pytest.raises(HilsimError, match="expected 'hilsim.bundle/1'"):
+        read_bundle(tmp_path / "x")
+    (tmp_path / "x" / "manifest.json").write_text('{"schema": ')
+    with pytest.raises(HilsimError, match="not valid JSON"):
+        read_bundle(tmp_path / "x")
+
+
+def test_metrics_for_unknown_launch_rejected(tmp_path) -> None:
+    bundle = small_bundle()
+    bundle.metrics = pd.DataFrame({"launch_id": [0, 7], "m": [1.0, 2.0]})
+    path = write_bundle(bundle, tmp_path / "b")
+    with pytest.raises(HilsimError, match=r"metrics\.parquet: row 1: launch_id 7 has no launch"):
+        read_bundle(path)

@@ -1,0 +1,64 @@
+import pandas as pd
+import pytest
+
+from analyzer.errors import HilsimError
+from analyzer.schema import kernel_base_name, launch_config_key, normalize_launches
+
+
+@pytest.mark.parametrize(
+    ("full", "short"),
+    [
+        ("sgemm_128x64_nn", "sgemm_128x64_nn"),
+        (
+            "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+            "at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, "
+            "at::detail::Array<char*, 1>)",
+            "vectorized_elementwise_kernel",
+        ),
+        (
+            "void at::native::(anonymous namespace)::distribution_elementwise_grid_stride_kernel"
+            "<float, 4>(at::TensorIteratorBase&, int)",
+            "distribution_elementwise_grid_stride_kernel",
+        ),
+        (
+            "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4>(Params)",
+            "Kernel",
+        ),
+        ("volta_sgemm_128x64_nn", "volta_sgemm_128x64_nn"),
+    ],
+)
+def test_kernel_base_name(full: str, short: str) -> None:
+    assert kernel_base_name(full) == short
+
+
+def test_normalize_orders_by_start_and_assigns_ids() -> None:
+    frame = pd.DataFrame(
+        {"name": ["b", "a", "c"], "duration_ns": [5, 6, 7], "start_ns": [30, 10, 20]}
+    )
+    out = normalize_launches(frame, "f.csv")
+    assert out["name"].astype(str).tolist() == ["a", "c", "b"]
+    assert out["launch_id"].tolist() == [0, 1, 2]
+    assert str(out["grid_x"].dtype) == "Int64" and out["grid_x"].isna().all()
+
+
+def test_normalize_rejects_negative_duration_naming_row() -> None:
+    frame = pd.DataFrame({"name": ["a", "b"], "duration_ns": [5, -1]})
+    with pytest.raises(HilsimError, match=r"f\.csv: row 1: duration_ns"):
+        normalize_launches(frame, "f.csv")
+
+
+def test_normalize_rejects_empty_and_missing_columns() -> None:
+    with pytest.raises(HilsimError, match="empty profile"):
+        normalize_launches(pd.DataFrame({"name": [], "duration_ns": []}), "e.csv")
+    with pytest.raises(HilsimError, match="missing column 'duration_ns'"):
+        normalize_launches(pd.DataFrame({"name": ["a"]}), "m.csv")
+
+
+def test_config_key_separates_launch_configurations() -> None:
+    frame = pd.DataFrame(
+        {"name": ["k", "k", "k", "j"], "duration_ns": [1, 2, 3, 4], "grid_x": [1, 2, 1, 1]}
+    )
+    out = normalize_launches(frame, "x")
+    keys = launch_config_key(out, by_config=True)
+    assert keys[0] == keys[2] != keys[1] and keys[3] not in (keys[0], keys[1])
+    assert len(set(launch_config_key(out, by_config=False))) == 2

@@ -1,0 +1,105 @@
+"""STEM+ROOT against the paper's equations, known mixtures and the real CASIO data."""
+
+import math
+
+import numpy as np
+import pytest
+
+from analyzer.errors import HilsimError
+from analyzer.evaluate import evaluate_method
+from analyzer.methods.stem import STEM, kkt_sample_sizes, z_score
+from tests.conftest import mixture_bundle
+
+
+def test_z_score_matches_paper() -> None:
+    assert z_score(0.95) == pytest.approx(1.96, abs=1e-3)
+
+
+def test_eq3_is_the_single_cluster_case_of_eq6() -> None:
+    # eq. (3): m = ceil((z sigma / (mu eps))^2) = ceil((1.96 * 0.5 / 0.05)^2) = 385
+    m = kkt_sample_sizes(np.array([10_000]), np.array([100.0]), np.array([50.0]), 0.05, 1.96)
+    assert m.tolist() == [math.ceil((1.96 * 50 / (100 * 0.05)) ** 2)] == [385]
+
+
+def test_eq6_hand_computed_two_clusters() -> None:
+    sizes, mu, sigma = np.array([1000, 4000]), np.array([10.0, 40.0]), np.array([5.0, 4.0])
+    a, b = mu, sizes**2 * sigma**2
+    c = (0.05 * np.sum(sizes * mu) / 1.96) ** 2
+    # KKT solution of Problem 1 (Appendix 8.1 derivation: lambda = (sum sqrt(a b) / c)^2)
+    expected = np.ceil(np.sum(np.sqrt(a * b)) / c * np.sqrt(b / a))
+    got = kkt_sample_sizes(sizes, mu, sigma, 0.05, 1.96)
+    assert got.tolist() == expected.astype(int).tolist()
+    # the KKT sizes satisfy the joint error bound, eq. (5)
+    assert np.sum(b / got) <= c * (1 + 1e-12)
+
+
+def test_root_separates_the_peaks_of_a_known_mixture() -> None:
+    bundle = mixture_bundle(
+        [("gemm", 10_000, 100, 3000), ("gemm", 30_000, 300, 3000), ("pool", 5_000, 2_000, 3000)]
+    )
+    plan = STEM(epsilon=0.05, seed=1).plan(bundle)
+    gemm = [c for c in plan.clusters if c["label"] == "gemm"]
+    assert len(gemm) >= 2
+    # every gemm cluster lies on one side of the gap between the peaks
+    assert all(c["max_ns"] < 20_000 or c["min_ns"] > 20_000 for c in gemm)
+    sizes = sorted(
+        sum(c["size"] for c in gemm if (c["max_ns"] < 20_000) == low) for low in (True, False)
+    )
+    assert sizes == [3000, 3000]
+
+
+def test_no_root_keeps_one_cluster_per_kernel() -> None:
+    bundle = mixture_bundle([("gemm", 10_000, 100, 500), ("gemm", 30_000, 300, 500)])
+    plan = STEM(root=False).plan(bundle)
+    assert len(plan.clusters) == 1 and plan.clusters[0]["size"] == 1000
+
+
+def test_weights_sum_to_launch_count_and_draws_are_with_replacement() -> None:
+    bundle = mixture_bundle([("wide", 1_000, 900, 2000), ("narrow", 50_000, 10, 2000)])
+    plan = STEM(epsilon=0.01, seed=3).plan(bundle)
+    assert plan.samples["weight"].sum() == pytest.approx(bundle.n_launches)
+    assert plan.samples["launch_id"].is_unique
+    draws = {c["cluster"]: c["draws"] for c in plan.clusters}
+    got = plan.samples.groupby("cluster")["draws"].sum().to_dict()
+    assert got == {k: v for k, v in draws.items() if k in got}
+
+
+def test_small_cluster_is_simulated_whole() -> None:
+    bundle = mixture_bundle([("rare", 1_000, 800, 5), ("common", 50_000, 10, 5000)])
+    plan = STEM(epsilon=0.01).plan(bundle)
+    rare = [c for c in plan.clusters if c["label"] == "rare"]
+    assert all(c["census"] for c in rare)
+    rare_ids = set(np.flatnonzero(bundle.launches["name"].astype(str) == "rare"))
+    sampled = plan.samples[plan.samples["launch_id"].isin(rare_ids)]
+    assert len(sampled) == 5 and (sampled["weight"] == 1.0).all()
+
+
+def test_same_seed_same_plan_other_seed_other_draws() -> None:
+    bundle = mixture_bundle([("k", 1_000, 300, 5000)])
+    a = STEM(seed=7).plan(bundle).samples
+    b = STEM(seed=7).plan(bundle).samples
+    c = STEM(seed=8).plan(bundle).samples
+    assert a.equals(b) and not a["launch_id"].equals(c["launch_id"])
+
+
+def test_error_bound_holds_on_a_wide_distribution() -> None:
+    """Property: over seeds, about 95% of estimates fall within epsilon (CLT, eq. 2)."""
+    bundle = mixture_bundle([("wide", 10_000, 6_000, 20_000)], seed=5)
+    summary = evaluate_method(STEM(epsilon=0.05), bundle, seeds=60)
+    assert np.mean(np.array(summary.errors) <= 0.05) >= 0.85
+    assert summary.mean_error < 0.05
+
+
+def test_casio_accuracy_meets_paper_level(casio_bundle) -> None:
+    """Issue 2 target: epsilon 5%, 20 seeds -> mean error <= 0.5%, max <= 1.5%."""
+    summary = evaluate_method(STEM(epsilon=0.05), casio_bundle, seeds=20)
+    assert summary.mean_error <= 0.005
+    assert summary.max_error <= 0.015
+    assert summary.hmean_speedup > 100
+
+
+def test_bad_parameters_are_one_line_errors() -> None:
+    with pytest.raises(HilsimError, match="epsilon"):
+        STEM(epsilon=0)
+    with pytest.raises(HilsimError, match="confidence"):
+        STEM(confidence=1.5)
