@@ -246,7 +246,9 @@ def validate_metrics(metrics: pd.DataFrame, n_launches: int, source: str) -> Non
 
 def _as_categoricals(launches: pd.DataFrame) -> pd.DataFrame:
     for column in ("name", "kernel", "region"):
-        if column in launches.columns and not isinstance(launches[column].dtype, pd.CategoricalDtype):
+        if column in launches.columns and not isinstance(
+            launches[column].dtype, pd.CategoricalDtype
+        ):
             launches[column] = launches[column].astype("category")
     return launches
 
