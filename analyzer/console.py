@@ -3,7 +3,8 @@ errors, tables on stdout."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
@@ -16,12 +17,14 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-out = Console()
+# when output goes to a file or pipe, rich would assume 80 columns and clip table
+# headers; a wider fixed width keeps logs and captured output readable
+out = Console(width=None if sys.stdout.isatty() else 140)
 err = Console(stderr=True)
 
 
 @contextmanager
-def progress_bar(description: str, total: int | None) -> Iterator[callable]:
+def progress_bar(description: str, total: int | None) -> Iterator[Callable[..., None]]:
     """A rich progress bar on stderr; yields ``advance()``.
 
     Transient, and silent when stderr is not a terminal (CI logs stay clean).

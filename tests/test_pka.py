@@ -9,6 +9,7 @@ sizes) is known in advance.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -341,3 +342,61 @@ def test_params_roundtrip_and_registry() -> None:
     assert method.with_seed(5).params()["seed"] == 5
     assert methods._REGISTRY["pka"] is PKA
     assert PKA.needs == ("metrics",)
+
+
+NCU_DATA = Path(__file__).parent / "data" / "ncu"
+NCU_RAW = NCU_DATA / "decodebench_flashinfer_b1_ctx4k_raw_2025.csv"
+NCU_DETAILS = NCU_DATA / "xplacer_cfd_097K_details_2020.log"
+
+
+def _bundle_from_ncu(path: Path, duration_column: str) -> Bundle:
+    ncu_csv = pytest.importorskip("analyzer.importers.ncu_csv")
+    table = ncu_csv.read_ncu_csv(path)
+    frame = table.launches.drop(columns=["ncu_id"]).copy()
+    frame["duration_ns"] = table.metrics[duration_column].to_numpy()
+    launches = normalize_launches(frame, str(path))
+    return Bundle(launches=launches, metrics=ncu_csv.join_metrics(launches, table))
+
+
+def test_real_ncu_csv() -> None:
+    """PKA on real Nsight Compute excerpts (tests/data/ncu): neither has the Table 2 counters.
+
+    The 2025 raw-page excerpt (B200, 2 launches) has only ``launch__grid_size``:
+    PKA clusters on it, names the 11 missing metrics, and refuses in strict mode.
+    The 2020 details excerpt has display names only (``Grid Size``, not
+    ``launch__grid_size``) and no grid dimensions: none present, one-line error.
+    """
+    if not (NCU_RAW.is_file() and NCU_DETAILS.is_file()):
+        pytest.skip("real ncu fixtures not present")
+    bundle = _bundle_from_ncu(NCU_RAW, "gpu__time_duration.sum")
+    plan = PKA().plan(bundle)
+    diag = plan.diagnostics
+    assert diag["features_used"] == ["launch__grid_size"]
+    assert diag["grid_size_derived"] is False
+    assert len(diag["features_missing"]) == 11
+    assert any("smsp__inst_executed.sum" in note for note in plan.notes)
+    assert plan.samples["weight"].sum() == 2
+    assert plan.samples["launch_id"].iloc[0] == 0
+    assert diag["target_met"] is True
+    assert diag["chosen_k"] == 2  # two different kernels, 148 vs 256 blocks
+    assert diag["error_by_k"][0]["error"] > 0.05
+    assert [c["label"] for c in plan.clusters] == [
+        "PersistentVariableLengthMergeStatesKernel",
+        "BatchDecodeWithPagedKVCacheKernel",
+    ]
+    json.loads(plan.to_json())
+    with pytest.raises(HilsimError, match="strict"):
+        PKA(strict=True).plan(bundle)
+    details = _bundle_from_ncu(NCU_DETAILS, "Duration")
+    with pytest.raises(HilsimError, match="none of the PKA Table 2 metrics"):
+        PKA().plan(details)
+
+
+def test_two_level_covering_every_launch() -> None:
+    bundle, truth = mixture(n=300)
+    plan = PKA(detailed_first=300).plan(bundle)
+    assert plan.diagnostics["classifier"]["skipped"] == "no lightly profiled launches"
+    assert plan.samples["launch_id"].tolist() == first_of_each(truth)
+    assert plan.diagnostics["all_launches_error"] == pytest.approx(
+        plan.diagnostics["projected_error"]
+    )

@@ -45,7 +45,14 @@ def create(name: str, **params: Any) -> Method:
         raise HilsimError(f"method {name!r}: bad parameters ({exc})") from exc
 
 
+_BUILTIN_LOADED = False
+
+
 def _load_builtin() -> None:
-    if _REGISTRY:
+    """Import the built-in method modules once (they register themselves)."""
+    global _BUILTIN_LOADED
+    if _BUILTIN_LOADED:
         return
     from analyzer.methods import baselines, pka, stem  # noqa: F401
+
+    _BUILTIN_LOADED = True

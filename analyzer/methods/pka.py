@@ -112,7 +112,7 @@ _PREDICT_CHUNK = 131_072
 
 
 @dataclass
-class _Selection:
+class Selection:
     """Outcome of Principal Kernel Selection on the detailed launches."""
 
     labels: np.ndarray  # group per detailed row, 0..K-1, chronological order
@@ -415,7 +415,7 @@ class PKA(Method):
         self,
         launches: pd.DataFrame,
         j: int,
-        selection: _Selection,
+        selection: Selection,
         diagnostics: dict[str, Any],
         notes: list[str],
     ) -> np.ndarray:
@@ -426,9 +426,12 @@ class PKA(Method):
         k = int(selection.sizes.size)
         info: dict[str, Any] = {"name": self.classifier, "n_light": n - j}
         diagnostics["classifier"] = info
-        if k == 1:
+        if k == 1 or j == n:
             labels_all[j:] = 0
-            info.update(accuracy=None, train_size=0, test_size=0, skipped="single group")
+            reason = "single group" if k == 1 else "no lightly profiled launches"
+            info.update(accuracy=None, train_size=0, test_size=0, skipped=reason)
+            if j == n:
+                notes.append(f"detailed_first={j} covers every launch; no launch was classified")
             return labels_all
         encoder = LightFeatures.fit(launches.iloc[:j])
         info["features"] = encoder.describe()
@@ -449,8 +452,6 @@ class PKA(Method):
         for start in range(j, n, _PREDICT_CHUNK):
             stop = min(n, start + _PREDICT_CHUNK)
             labels_all[start:stop] = model(encoder.transform(launches.iloc[start:stop]))
-        if j == n:
-            notes.append(f"detailed_first={j} covers every launch; no launch was classified")
         return labels_all
 
 
@@ -464,7 +465,7 @@ def select_principal_kernels(
     pca_variance: float = 0.95,
     minibatch_threshold: int = 100_000,
     seed: int = 0,
-) -> _Selection:
+) -> Selection:
     """PKS (PKA section 3.1) on a feature matrix whose rows are in launch order.
 
     Returns groups numbered by their first member (group 0 holds row 0), the
@@ -529,7 +530,7 @@ def select_principal_kernels(
         projected_error=error,
         projected_total=float(np.dot(sizes, times[first])),
     )
-    return _Selection(labels=labels, first=first, sizes=sizes, diagnostics=diag, notes=notes)
+    return Selection(labels=labels, first=first, sizes=sizes, diagnostics=diag, notes=notes)
 
 
 def chronological_groups(raw: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

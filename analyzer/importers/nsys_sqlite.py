@@ -1,0 +1,565 @@
+"""Import an Nsight Systems SQLite export (``nsys export --type sqlite``).
+
+:func:`read_nsys_sqlite` reads the kernel launches, the NVTX ranges, the device
+description and the export's schema/tool versions; :func:`bundle_from_nsys_sqlite`
+wraps them as an in-memory :class:`~analyzer.bundle.Bundle`. Facts used are in
+``FORMATS.md`` ("Nsight Systems SQLite export"):
+
+* Table names are resolved through ``sqlite_master`` (nsys creates tables lazily,
+  so a profile without CUDA tracing has no ``CUPTI_ACTIVITY_KIND_KERNEL``).
+* Kernel names are ``StringIds`` values of ``demangledName`` (falling back to
+  ``shortName``, then ``mangledName``); rows are read ``ORDER BY start`` because
+  newer exports do not store them in time order.
+* ``globalTid`` packs pid and tid: pid = ``(globalTid >> 24) & 0xFFFFFF``; the
+  kernel table's ``globalPid`` equals ``globalTid & ~0xFFFFFF`` of its threads.
+
+NVTX attribution rule (what ``region`` of a launch means)
+---------------------------------------------------------
+A kernel is matched to the CUDA runtime call that launched it: the row of
+``CUPTI_ACTIVITY_KIND_RUNTIME`` with the same ``correlationId`` whose
+``globalTid & ~0xFFFFFF`` equals the kernel's ``globalPid`` (correlation ids are
+per process). The launch's region is then the *innermost* NVTX range enclosing
+that call, innermost meaning latest start (ties: the shorter range):
+
+1. push/pop ranges (``eventType`` 59) on the launching thread (same
+   ``globalTid``) with ``range.start <= call.start`` and ``call.end <= range.end``;
+2. if none, start/end ranges (``eventType`` 60) of the same process (any thread)
+   with the same containment.
+
+The launch's ``region`` is that range's ``path``. Kernels whose runtime call is
+not recorded, or that no range encloses, get a null region. Push/pop ranges are
+nested per thread: a range's parent is the latest-starting range on the same
+thread that contains it, ``depth`` counts its ancestors and ``path`` joins the
+names from the outermost one (``"outer/inner"``); start/end ranges are not
+thread-bound and are listed with depth 0 and path = name.
+
+Both the nesting and the attribution are vectorised: ranges are sorted by
+(thread, start, -end) and each query ("the last range at or before position k
+whose end reaches x") is answered for all launches at once by binary lifting
+over a sparse table of running end maxima, O((launches + ranges) log ranges).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import numpy as np
+import pandas as pd
+
+from analyzer.bundle import Bundle, default_manifest
+from analyzer.errors import HilsimError
+from analyzer.schema import REGION_COLUMNS, normalize_launches
+
+KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
+RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
+NVTX_TABLE = "NVTX_EVENTS"
+STRINGS_TABLE = "StringIds"
+GPU_TABLE = "TARGET_INFO_GPU"
+CUDA_DEVICE_TABLE = "TARGET_INFO_CUDA_DEVICE"
+# newer exports name the export metadata META_DATA_EXPORT, 2021-era ones EXPORT_META_DATA
+META_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA", "META_DATA_CAPTURE")
+
+NVTX_PUSH_POP = 59
+NVTX_START_END = 60
+PID_MASK = ~0xFFFFFF  # globalTid & PID_MASK == globalPid (serialized pid bits)
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_UNNAMED = "(unnamed)"
+
+# launches-table column <- kernel-table column (optional: NULL when the export lacks it)
+_KERNEL_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("grid_x", "gridX"),
+    ("grid_y", "gridY"),
+    ("grid_z", "gridZ"),
+    ("block_x", "blockX"),
+    ("block_y", "blockY"),
+    ("block_z", "blockZ"),
+    ("regs", "registersPerThread"),
+    ("smem_static", "staticSharedMemory"),
+    ("smem_dynamic", "dynamicSharedMemory"),
+    ("stream", "streamId"),
+    ("device", "deviceId"),
+    ("correlation_id", "correlationId"),
+    ("global_pid", "globalPid"),
+)
+
+
+@dataclass
+class NsysSqliteProfile:
+    """What an Nsight Systems SQLite export holds that hilsim uses.
+
+    Attributes:
+        launches: bundle-v1 launches table (:func:`analyzer.schema.normalize_launches`),
+            ``region`` set by the NVTX attribution rule in the module doc.
+        regions: NVTX ranges (``REGION_COLUMNS``), ``None`` when none were recorded.
+        device: the GPU most launches ran on (name, uuid, compute_capability,
+            sm_count, memory_bytes, memory_bandwidth, chip, ...); keys the export
+            does not record are absent.
+        schema_version: the export's ``EXPORT_SCHEMA_VERSION``, or ``None``.
+        tool: ``{"name": "nsys", "version": ..., "product": ...}`` as recorded.
+        source: the file read.
+    """
+
+    launches: pd.DataFrame
+    regions: pd.DataFrame | None
+    device: dict[str, Any] = field(default_factory=dict)
+    schema_version: str | None = None
+    tool: dict[str, Any] = field(default_factory=dict)
+    source: Path | None = None
+
+
+# --------------------------------------------------------------------------- opening
+
+
+def _check_file(path: Path) -> None:
+    """Reject a missing, non-SQLite or truncated file before SQLite sees it."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as handle:
+            header = handle.read(100)
+    except FileNotFoundError as exc:
+        raise HilsimError(f"{path}: no such file") from exc
+    except OSError as exc:
+        raise HilsimError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    if not header.startswith(_SQLITE_MAGIC):
+        raise HilsimError(
+            f"{path}: not a SQLite file (expected an 'nsys export --type sqlite' database)"
+        )
+    if len(header) < 100:
+        raise HilsimError(f"{path}: truncated SQLite file ({size} bytes, header incomplete)")
+    (page_size,) = struct.unpack(">H", header[16:18])
+    page_size = 65536 if page_size == 1 else page_size
+    change_counter, n_pages = struct.unpack(">II", header[24:32])
+    (valid_for,) = struct.unpack(">I", header[92:96])
+    # the in-header page count is authoritative only when valid_for == change counter
+    if n_pages and valid_for == change_counter and size < n_pages * page_size:
+        raise HilsimError(
+            f"{path}: truncated SQLite file ({size} bytes, header says "
+            f"{n_pages} pages of {page_size} bytes = {n_pages * page_size})"
+        )
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    try:
+        conn = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise HilsimError(f"{path}: cannot open SQLite database ({exc})") from exc
+    # nsys stores some environment blobs that are not UTF-8; never fail on a name
+    conn.text_factory = lambda raw: raw.decode("utf-8", errors="replace")
+    return conn
+
+
+def _db_error(path: Path, exc: BaseException) -> HilsimError:
+    cause = exc.__cause__ if isinstance(exc.__cause__, sqlite3.Error) else exc
+    return HilsimError(f"{path}: cannot read SQLite database ({cause})")
+
+
+def _query(conn: sqlite3.Connection, sql: str) -> pd.DataFrame:
+    return pd.read_sql_query(sql, conn)
+
+
+def _tables(conn: sqlite3.Connection) -> dict[str, str]:
+    """Lower-cased table name -> name as stored."""
+    rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    return {str(name).lower(): str(name) for (name,) in rows}
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {str(row[1]) for row in conn.execute(f'PRAGMA table_info("{table}")').fetchall()}
+
+
+# --------------------------------------------------------------------------- intervals
+
+
+def _last_covering(ends: np.ndarray, k: np.ndarray, x: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    """For each query q: the largest j with lo[q] <= j <= k[q] and ends[j] >= x[q], else -1.
+
+    Binary lifting over a sparse table of block maxima: ``table[p][j]`` is the max
+    of ``ends`` over the 2**p positions ending at j (clipped at 0); starting at
+    k, every block whose maximum is below x is skipped, largest blocks first.
+    """
+    n = len(ends)
+    cur = np.asarray(k, dtype=np.int64).copy()
+    if n == 0 or len(cur) == 0:
+        return np.full(len(cur), -1, dtype=np.int64)
+    levels = [np.asarray(ends, dtype=np.int64)]
+    while (1 << len(levels)) <= n:
+        prev, half = levels[-1], 1 << (len(levels) - 1)
+        nxt = prev.copy()
+        nxt[half:] = np.maximum(prev[half:], prev[:-half])
+        levels.append(nxt)
+    for p in range(len(levels) - 1, -1, -1):
+        active = np.flatnonzero(cur >= 0)
+        skip = levels[p][cur[active]] < x[active]
+        cur[active[skip]] -= 1 << p
+    cur[cur < lo] = -1
+    return cur
+
+
+def _sorted_ranges(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Order of ranges by (group, start, -end): outer ranges before the ones they contain."""
+    return np.lexsort((-end, start, group))
+
+
+def _innermost(
+    r_group: np.ndarray,
+    r_start: np.ndarray,
+    r_end: np.ndarray,
+    q_group: np.ndarray,
+    q_start: np.ndarray,
+    q_end: np.ndarray,
+) -> np.ndarray:
+    """Index of the latest-starting range of the same group enclosing each query, else -1."""
+    n_r, n_q = len(r_start), len(q_start)
+    if n_r == 0 or n_q == 0:
+        return np.full(n_q, -1, dtype=np.int64)
+    order = _sorted_ranges(r_group, r_start, r_end)
+    g, s, e = r_group[order], r_start[order], r_end[order]
+    # position of each query among the sorted ranges: ranges at the same
+    # (group, time) sort before the query, so k = last range starting at or before it
+    time = np.concatenate([s, q_start])
+    grp = np.concatenate([g, q_group])
+    kind = np.concatenate([np.zeros(n_r, np.int8), np.ones(n_q, np.int8)])
+    neg_end = np.concatenate([-e, np.zeros(n_q, np.int64)])
+    merged = np.lexsort((neg_end, kind, time, grp))
+    ranges_up_to = np.cumsum(kind[merged] == 0)
+    position = np.empty(n_r + n_q, dtype=np.int64)
+    position[merged] = np.arange(n_r + n_q)
+    k = ranges_up_to[position[n_r:]] - 1
+    lo = np.searchsorted(g, q_group, side="left")
+    found = _last_covering(e, k, q_end, lo)
+    return np.where(found >= 0, order[np.maximum(found, 0)], -1)
+
+
+def _nest(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Parent index of each range (latest-starting other range of its group containing it)."""
+    n = len(start)
+    order = _sorted_ranges(group, start, end)
+    g, e = group[order], end[order]
+    lo = np.searchsorted(g, g, side="left")
+    found = _last_covering(e, np.arange(n, dtype=np.int64) - 1, e, lo)
+    parent = np.full(n, -1, dtype=np.int64)
+    parent[order] = np.where(found >= 0, order[np.maximum(found, 0)], -1)
+    return parent
+
+
+def _depth_and_path(names: np.ndarray, parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Ancestor count and "outer/inner" path, one vectorised step per nesting level."""
+    depth = np.zeros(len(names), dtype=np.int64)
+    path = names.astype(object)
+    up = parent.copy()
+    while (has := up >= 0).any():
+        depth[has] += 1
+        path[has] = names[up[has]].astype(object) + "/" + path[has]
+        up[has] = parent[up[has]]
+    return depth, path
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _read_kernels(conn: sqlite3.Connection, tables: dict[str, str], path: Path) -> pd.DataFrame:
+    kernel = tables.get(KERNEL_TABLE.lower())
+    if kernel is None:
+        if STRINGS_TABLE.lower() in tables or any(t.lower() in tables for t in META_TABLES):
+            raise HilsimError(
+                f"{path}: no kernel launches recorded (no {KERNEL_TABLE} table; "
+                "profile with 'nsys profile --trace=cuda')"
+            )
+        shown = ", ".join(sorted(tables.values())[:8]) or "none"
+        raise HilsimError(
+            f"{path}: not an Nsight Systems SQLite export: no kernel launches recorded "
+            f"(no {KERNEL_TABLE} table; tables: {shown})"
+        )
+    strings = tables.get(STRINGS_TABLE.lower())
+    if strings is None:
+        raise HilsimError(f"{path}: no {STRINGS_TABLE} table, kernel names cannot be resolved")
+    columns = _columns(conn, kernel)
+    for required in ("start", "end"):
+        if required not in columns:
+            raise HilsimError(f"{path}: {kernel} has no '{required}' column")
+    name_columns = [c for c in ("demangledName", "shortName", "mangledName") if c in columns]
+    if not name_columns:
+        raise HilsimError(f"{path}: {kernel} has no kernel-name column (demangledName)")
+    select = ["k.rowid AS _row", "k.start AS start_ns", "k.\"end\" - k.start AS duration_ns"]
+    select += [
+        f'k."{src}" AS {dst}' if src in columns else f"NULL AS {dst}"
+        for dst, src in _KERNEL_COLUMNS
+    ]
+    joins = [
+        f'LEFT JOIN "{strings}" AS s{i} ON s{i}.id = k."{col}"'
+        for i, col in enumerate(name_columns)
+    ]
+    # NULLIF: an empty demangled name falls back to the short name
+    coalesce = ", ".join(f"NULLIF(s{i}.value, '')" for i in range(len(name_columns)))
+    select.append(f"COALESCE({coalesce}) AS name")
+    runtime = tables.get(RUNTIME_TABLE.lower())
+    if runtime is not None and {"correlationId", "globalPid"} <= columns:
+        select += ["r.globalTid AS call_tid", "r.start AS call_start", 'r."end" AS call_end']
+        joins.append(
+            f'LEFT JOIN "{runtime}" AS r ON r.correlationId = k.correlationId '
+            f"AND (r.globalTid & {PID_MASK}) = k.globalPid"
+        )
+    else:
+        select += ["NULL AS call_tid", "NULL AS call_start", "NULL AS call_end"]
+    sql = (
+        f"SELECT {', '.join(select)} FROM \"{kernel}\" AS k {' '.join(joins)} "  # noqa: S608
+        "ORDER BY k.start, k.rowid"
+    )
+    frame = _query(conn, sql)
+    # a correlation id reused by two runtime rows must not duplicate the launch
+    frame = frame.drop_duplicates("_row", keep="first").drop(columns="_row")
+    if len(frame) == 0:
+        raise HilsimError(f"{path}: no kernel launches recorded ({kernel} is empty)")
+    missing = frame["name"].isna().to_numpy()
+    if missing.any():
+        row = int(np.flatnonzero(missing)[0])
+        raise HilsimError(f"{path}: launch {row}: kernel name id not found in {strings}")
+    return frame.reset_index(drop=True)
+
+
+def _read_nvtx(conn: sqlite3.Connection, tables: dict[str, str]) -> pd.DataFrame | None:
+    nvtx = tables.get(NVTX_TABLE.lower())
+    if nvtx is None:
+        return None
+    columns = _columns(conn, nvtx)
+    if not {"start", "end", "eventType", "globalTid"} <= columns:
+        return None
+    text = "n.text" if "text" in columns else "NULL"
+    strings = tables.get(STRINGS_TABLE.lower())
+    join, text_id = "", "NULL"
+    if strings is not None and "textId" in columns:
+        join, text_id = f'LEFT JOIN "{strings}" AS s ON s.id = n.textId', "s.value"
+    sql = (
+        f"SELECT n.start AS start_ns, n.\"end\" AS end_ns, n.eventType AS event_type, "  # noqa: S608
+        f"n.globalTid AS tid, COALESCE({text}, {text_id}) AS name "
+        f'FROM "{nvtx}" AS n {join} '
+        f"WHERE n.eventType IN ({NVTX_PUSH_POP}, {NVTX_START_END}) "
+        'AND n."end" IS NOT NULL AND n."end" >= n.start AND n.globalTid IS NOT NULL '
+        "ORDER BY n.start, n.\"end\" DESC, n.rowid"
+    )
+    frame = _query(conn, sql)
+    return frame if len(frame) else None
+
+
+def _regions(nvtx: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """Regions table (start order) plus each region's event type and globalTid."""
+    start = nvtx["start_ns"].to_numpy(dtype=np.int64)
+    end = nvtx["end_ns"].to_numpy(dtype=np.int64)
+    tid = nvtx["tid"].to_numpy(dtype=np.int64)
+    kind = nvtx["event_type"].to_numpy(dtype=np.int64)
+    names = nvtx["name"].fillna(_UNNAMED).astype(str).to_numpy(dtype=object)
+    push_pop = kind == NVTX_PUSH_POP
+    # start/end ranges are not thread-bound: each is its own root (unique group)
+    group = np.where(push_pop, tid, -1 - np.arange(len(tid), dtype=np.int64))
+    parent = _nest(group, start, end)
+    depth, path = _depth_and_path(names, parent)
+    regions = pd.DataFrame(
+        {
+            "region_id": np.arange(len(nvtx), dtype=np.int64),
+            "name": names,
+            "path": path,
+            "depth": depth,
+            "start_ns": start,
+            "end_ns": end,
+        }
+    )
+    return regions[list(REGION_COLUMNS)], kind, tid
+
+
+def _attribute(frame: pd.DataFrame, regions: pd.DataFrame, kind: np.ndarray, tid: np.ndarray):
+    """Path of each launch's innermost enclosing range (module doc), None where none."""
+    n = len(frame)
+    known = frame[["call_tid", "call_start", "call_end"]].notna().all(axis=1).to_numpy()
+    rows = np.flatnonzero(known)
+    result = np.full(n, None, dtype=object)
+    if len(rows) == 0:
+        return result
+    q_tid = frame["call_tid"].to_numpy()[rows].astype(np.int64)
+    q_start = frame["call_start"].to_numpy()[rows].astype(np.int64)
+    q_end = frame["call_end"].to_numpy()[rows].astype(np.int64)
+    start = regions["start_ns"].to_numpy(dtype=np.int64)
+    end = regions["end_ns"].to_numpy(dtype=np.int64)
+    paths = regions["path"].to_numpy(dtype=object)
+    found = np.full(len(rows), -1, dtype=np.int64)
+    for event_type, r_group, q_group in (
+        (NVTX_PUSH_POP, tid, q_tid),
+        (NVTX_START_END, tid & PID_MASK, q_tid & PID_MASK),
+    ):
+        pick = np.flatnonzero(kind == event_type)
+        todo = np.flatnonzero(found < 0)
+        if len(pick) == 0 or len(todo) == 0:
+            continue
+        hit = _innermost(
+            r_group[pick], start[pick], end[pick], q_group[todo], q_start[todo], q_end[todo]
+        )
+        found[todo] = np.where(hit >= 0, pick[np.maximum(hit, 0)], -1)
+    ok = found >= 0
+    result[rows[ok]] = paths[found[ok]]
+    return result
+
+
+def _meta(conn: sqlite3.Connection, tables: dict[str, str]) -> dict[str, str]:
+    meta: dict[str, str] = {}
+    for name in META_TABLES:
+        table = tables.get(name.lower())
+        if table is None or not {"name", "value"} <= _columns(conn, table):
+            continue
+        for key, value in conn.execute(f'SELECT name, value FROM "{table}"').fetchall():  # noqa: S608
+            meta.setdefault(str(key), str(value))
+    return meta
+
+
+def _tool(meta: dict[str, str]) -> dict[str, Any]:
+    tool: dict[str, Any] = {"name": "nsys"}
+    version = meta.get("EXPORT_PRODUCT_VERSION")
+    if version is None:
+        version = next(
+            (v for k, v in meta.items() if "VERSION" in k.upper() and "NSYS" in k.upper()), None
+        )
+    if version:
+        tool["version"] = version
+    if meta.get("EXPORT_PRODUCT_NAME"):
+        tool["product"] = meta["EXPORT_PRODUCT_NAME"]
+    return tool
+
+
+def _positive(value: Any) -> int | None:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        return None
+    return number if number > 0 else None
+
+
+def _device(conn: sqlite3.Connection, tables: dict[str, str], launches: pd.DataFrame):
+    """Description of the GPU that ran most launches (CUDA ordinal = kernel deviceId)."""
+    devices = launches["device"].dropna()
+    ordinal = int(devices.mode().iloc[0]) if len(devices) else None
+    info: dict[str, Any] = {}
+    if ordinal is not None:
+        info["cuda_device"] = ordinal
+        if devices.nunique() > 1:
+            info["n_devices_used"] = int(devices.nunique())
+    gpu_id, cuda_row = None, None
+    cuda_table = tables.get(CUDA_DEVICE_TABLE.lower())
+    if cuda_table is not None and ordinal is not None:
+        cuda = _query(conn, f'SELECT * FROM "{cuda_table}"')  # noqa: S608
+        if "cudaId" in cuda.columns:
+            match = cuda[cuda["cudaId"] == ordinal]
+            if len(match):
+                cuda_row = match.iloc[0]
+                gpu_id = cuda_row.get("gpuId")
+    gpu_table = tables.get(GPU_TABLE.lower())
+    row = None
+    if gpu_table is not None:
+        gpus = _query(conn, f'SELECT * FROM "{gpu_table}"')  # noqa: S608
+        if len(gpus):
+            filled = gpus["smCount"].fillna(0) > 0 if "smCount" in gpus.columns else True
+            gpus = gpus.assign(_filled=filled).sort_values("_filled", ascending=False)
+            candidates = gpus.iloc[0:0]
+            if gpu_id is not None and "id" in gpus.columns:
+                candidates = gpus[gpus["id"] == gpu_id]
+            if not len(candidates) and ordinal is not None and "cuDevice" in gpus.columns:
+                candidates = gpus[gpus["cuDevice"] == ordinal]
+            if not len(candidates) and ordinal is not None and "id" in gpus.columns:
+                candidates = gpus[gpus["id"] == ordinal]
+            if not len(candidates):
+                candidates = gpus
+            row = candidates.iloc[0]
+    if row is not None:
+        if row.get("name"):
+            info["name"] = str(row["name"])
+        if row.get("uuid"):
+            info["uuid"] = str(row["uuid"])
+        major, minor = _positive(row.get("computeMajor")), row.get("computeMinor")
+        if major is not None and minor is not None and not pd.isna(minor):
+            info["compute_capability"] = f"{major}.{int(minor)}"
+        for key, column in (
+            ("sm_count", "smCount"),
+            ("memory_bytes", "totalMemory"),
+            ("memory_bandwidth", "memoryBandwidth"),
+            ("l2_bytes", "l2CacheSize"),
+        ):
+            value = _positive(row.get(column))
+            if value is not None:
+                info[key] = value
+        clock = _positive(row.get("clockRate"))
+        if clock is not None:
+            info["max_sm_clock_mhz"] = clock / 1e6
+        if row.get("chipName"):
+            info["chip"] = str(row["chipName"])
+        if row.get("busLocation"):
+            info["bus"] = str(row["busLocation"])
+    if cuda_row is not None:
+        if "uuid" not in info and cuda_row.get("uuid"):
+            info["uuid"] = str(cuda_row["uuid"])
+        sm = _positive(cuda_row.get("numMultiprocessors"))
+        if "sm_count" not in info and sm is not None:
+            info["sm_count"] = sm
+    return info
+
+
+def read_nsys_sqlite(path: str | Path) -> NsysSqliteProfile:
+    """Read an ``nsys export --type sqlite`` file (see the module doc for the rules).
+
+    Raises :class:`HilsimError` (one line naming the file) for a missing file, a
+    file that is not SQLite, a truncated or corrupt database, a database without
+    Nsight Systems kernel records, or an empty kernel table.
+    """
+    source = Path(path)
+    _check_file(source)
+    conn = _connect(source)
+    try:
+        tables = _tables(conn)
+        frame = _read_kernels(conn, tables, source)
+        nvtx = _read_nvtx(conn, tables)
+        meta = _meta(conn, tables)
+        regions = None
+        if nvtx is not None:
+            regions, kind, tid = _regions(nvtx)
+            frame["region"] = _attribute(frame, regions, kind, tid)
+        launches = normalize_launches(
+            frame.drop(columns=["call_tid", "call_start", "call_end", "global_pid"]),
+            str(source),
+        )
+        device = _device(conn, tables, launches)
+    except (sqlite3.Error, pd.errors.DatabaseError) as exc:
+        raise _db_error(source, exc) from exc
+    finally:
+        conn.close()
+    launches.attrs["source"] = str(source)
+    return NsysSqliteProfile(
+        launches=launches,
+        regions=regions,
+        device=device,
+        schema_version=meta.get("EXPORT_SCHEMA_VERSION"),
+        tool=_tool(meta),
+        source=source,
+    )
+
+
+def bundle_from_nsys_sqlite(path: str | Path) -> Bundle:
+    """An in-memory bundle (launches, regions, manifest) from an nsys SQLite export."""
+    profile = read_nsys_sqlite(path)
+    profiler: dict[str, Any] = {"name": "nsys", "version": profile.tool.get("version")}
+    profiler["export_schema_version"] = profile.schema_version
+    profiler["format"] = "sqlite"
+    profiler["file"] = Path(path).name
+    n_attributed = int(profile.launches["region"].notna().sum())
+    manifest = default_manifest(
+        device=profile.device,
+        profilers=[profiler],
+        source={
+            "files": [str(path)],
+            "format": "sqlite",
+            "nvtx_ranges": 0 if profile.regions is None else len(profile.regions),
+            "launches_with_region": n_attributed,
+        },
+    )
+    return Bundle(launches=profile.launches, regions=profile.regions, manifest=manifest)

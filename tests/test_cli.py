@@ -1,0 +1,175 @@
+"""The command line end to end: quickstart, import/plan/evaluate, one-line errors."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from analyzer.cli import main
+from analyzer.examples import EXAMPLES
+
+DATA = Path(__file__).parent / "data"
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_quickstart_writes_plans_and_result(tmp_path, capsys) -> None:
+    code, out, err = run(capsys, "quickstart", "-o", str(tmp_path / "qs"), "--seeds", "3")
+    assert code == 0, err
+    result = json.loads((tmp_path / "qs" / "result.json").read_text())
+    names = [e["example"] for e in result["examples"]]
+    assert names == [e.name for e in EXAMPLES]
+    casio = result["examples"][0]
+    assert casio["n_launches"] == 85217
+    assert casio["methods"]["stem"]["mean_error"] < 0.02
+    assert (tmp_path / "qs" / "casio-durations" / "plan-stem.json").is_file()
+    assert "stem" in out and "speedup" in out
+
+
+def test_import_plan_evaluate_roundtrip(tmp_path, capsys) -> None:
+    csv = DATA / "casio" / "casio-kernel-durations.csv"
+    bundle = tmp_path / "casio.bundle"
+    assert run(capsys, "import", str(csv), "-o", str(bundle))[0] == 0
+    plan = tmp_path / "stem.json"
+    code, out, _ = run(
+        capsys,
+        "plan",
+        str(bundle),
+        "-m",
+        "stem",
+        "-p",
+        "epsilon=0.05",
+        "-p",
+        "seed=4",
+        "-o",
+        str(plan),
+    )
+    assert code == 0 and "launches to simulate" in out
+    data = json.loads(plan.read_text())
+    assert data["schema"] == "hilsim.plan/1" and data["params"]["seed"] == 4
+    assert all("name" in s for s in data["samples"])
+    result = tmp_path / "r.json"
+    code, out, _ = run(capsys, "evaluate", str(bundle), "--plan", str(plan), "-o", str(result))
+    assert code == 0
+    score = json.loads(result.read_text())["score"]
+    assert score["error"] < 0.02 and score["interval_ns"] is not None
+    code, _, _ = run(
+        capsys,
+        "evaluate",
+        str(bundle),
+        "-m",
+        "random",
+        "--seeds",
+        "2",
+        "-p",
+        "fraction=0.01",
+        "-o",
+        str(result),
+    )
+    assert code == 0
+    assert json.loads(result.read_text())["summary"]["seeds"] == [0, 1]
+
+
+def _one_line_error(err: str, *fragments: str) -> None:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("hilsim: error: ")
+    for fragment in fragments:
+        assert fragment in lines[0]
+    assert "Traceback" not in err
+
+
+def test_bad_inputs_exit_2_with_one_line(tmp_path, capsys) -> None:
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    code, _, err = run(capsys, "import", str(empty), "-o", str(tmp_path / "b"))
+    assert code == 2
+    _one_line_error(err, "empty.csv")
+    assert not (tmp_path / "b").exists()
+
+    truncated = tmp_path / "trunc.sqlite"
+    truncated.write_bytes(b"SQLite format 3\x00" + b"\x00" * 100)
+    code, _, err = run(capsys, "import", str(truncated), "-o", str(tmp_path / "b"))
+    assert code == 2
+    _one_line_error(err, "trunc.sqlite")
+    assert not (tmp_path / "b").exists()
+
+    other_tool = tmp_path / "accelwattch.csv"
+    other_tool.write_text("Benchmark,Kernel,L1_RH\nb+tree,findK,1.0\n")
+    code, _, err = run(
+        capsys,
+        "import",
+        str(other_tool),
+        "--format",
+        "nsys-gpu-trace-csv",
+        "-o",
+        str(tmp_path / "b"),
+    )
+    assert code == 2
+    _one_line_error(err, "accelwattch.csv")
+
+    code, _, err = run(
+        capsys, "plan", str(tmp_path / "missing"), "-m", "stem", "-o", str(tmp_path / "p.json")
+    )
+    assert code == 2
+    _one_line_error(err, "missing")
+    code, _, err = run(
+        capsys,
+        "plan",
+        str(DATA / "casio" / "casio-kernel-durations.csv"),
+        "-m",
+        "nope",
+        "-o",
+        str(tmp_path / "p.json"),
+    )
+    assert code == 2
+    _one_line_error(err, "unknown method 'nope'")
+    assert not (tmp_path / "p.json").exists()
+
+
+def test_tampered_bundle_is_refused_and_kept(tmp_path, capsys) -> None:
+    csv = DATA / "casio" / "casio-kernel-durations.csv"
+    bundle = tmp_path / "b"
+    assert run(capsys, "import", str(csv), "-o", str(bundle))[0] == 0
+    with open(bundle / "launches.parquet", "r+b") as handle:
+        handle.seek(100)
+        handle.write(b"\x00\x01\x02")
+    code, _, err = run(capsys, "plan", str(bundle), "-m", "stem", "-o", str(tmp_path / "p.json"))
+    assert code == 2
+    _one_line_error(err, "launches.parquet", "sha256")
+    # importing again over it without --force keeps what is there
+    code, _, err = run(capsys, "import", str(csv), "-o", str(bundle))
+    assert code == 2 and "already exists" in err
+    assert (bundle / "manifest.json").is_file()
+
+
+def test_debug_shows_traceback(tmp_path) -> None:
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    from analyzer.errors import HilsimError
+
+    with pytest.raises(HilsimError):
+        main(["--debug", "import", str(empty), "-o", str(tmp_path / "b")])
+
+
+def test_help_of_every_command(capsys) -> None:
+    for command in ([], ["import"], ["plan"], ["evaluate"], ["quickstart"], ["methods"], ["agent"]):
+        code = main([*command, "--help"])
+        out = capsys.readouterr().out
+        assert code == 0 and "Usage:" in out
+
+
+def test_installed_console_script(tmp_path) -> None:
+    """The `hilsim` entry point exists after `pip install` (CI installs the package)."""
+    script = shutil.which("hilsim")
+    if script is None:
+        pytest.skip("hilsim console script not on PATH (package not installed)")
+    import subprocess
+
+    proc = subprocess.run([script, "methods"], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0 and "stem" in proc.stdout and "pka" in proc.stdout

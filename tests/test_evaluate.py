@@ -1,0 +1,126 @@
+"""Evaluation: definitions, intervals, per-metric errors, cross-bundle checks."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analyzer.bundle import Bundle
+from analyzer.errors import HilsimError
+from analyzer.evaluate import evaluate_method, score_plan
+from analyzer.methods.baselines import FirstN, RandomUniform
+from analyzer.methods.stem import STEM
+from analyzer.plan import Plan, load_plan, samples_frame
+from analyzer.schema import normalize_launches
+from tests.conftest import mixture_bundle
+
+
+def hand_plan(bundle: Bundle, ids, weights) -> Plan:
+    from analyzer.methods.base import source_facts
+
+    return Plan(
+        method="hand",
+        params={},
+        source=source_facts(bundle),
+        clusters=[{"cluster": 0, "size": bundle.n_launches}],
+        samples=samples_frame(np.array(ids), np.array(weights), np.zeros(len(ids))),
+    )
+
+
+def test_definitions_on_a_hand_computed_case() -> None:
+    frame = pd.DataFrame({"name": ["a", "a", "b", "b"], "duration_ns": [10, 30, 100, 100]})
+    bundle = Bundle(normalize_launches(frame, "t"))
+    plan = hand_plan(bundle, [0, 2], [2.0, 2.0])
+    score = score_plan(plan, bundle)
+    assert score.truth_ns == 240
+    assert score.estimate_ns == 2 * 10 + 2 * 100
+    assert score.error == pytest.approx(20 / 240)
+    assert score.speedup == pytest.approx(240 / 110)
+    assert score.interval_ns is None  # a hand-picked (deterministic) plan has no interval
+
+
+def test_speedup_counts_a_launch_drawn_twice_once() -> None:
+    bundle = mixture_bundle([("k", 1000, 10, 3)])
+    plan = hand_plan(bundle, [1, 1], [1.5, 1.5])
+    assert len(plan.samples) == 1 and plan.samples["weight"].iloc[0] == 3.0
+    assert plan.samples["draws"].iloc[0] == 2
+    score = score_plan(plan, bundle)
+    d = bundle.launches["duration_ns"].to_numpy()
+    assert score.speedup == pytest.approx(d.sum() / d[1])
+
+
+def test_interval_covers_truth_about_95_percent() -> None:
+    """Property on a known wide mixture: the 95% interval holds in ~95% of seeds."""
+    bundle = mixture_bundle([("w", 5_000, 3_000, 20_000), ("n", 40_000, 200, 5_000)], seed=2)
+    summary = evaluate_method(STEM(epsilon=0.05), bundle, seeds=80)
+    coverage = np.mean(summary.covered)
+    assert 0.85 <= coverage <= 1.0
+
+
+def test_random_baseline_weights_and_interval() -> None:
+    bundle = mixture_bundle([("k", 1000, 300, 50_000)])
+    plan = RandomUniform(fraction=0.01, seed=1).plan(bundle)
+    assert plan.samples["weight"].sum() == pytest.approx(bundle.n_launches)
+    assert 300 < plan.n_samples < 700
+    score = score_plan(plan, bundle)
+    lo, hi = score.interval_ns
+    assert lo < score.estimate_ns < hi and score.error < 0.05
+
+
+def test_first_n_scales_the_prefix() -> None:
+    bundle = mixture_bundle([("k", 1000, 0.0, 100)], shuffle=False)
+    plan = FirstN(n_launches=10).plan(bundle)
+    assert plan.samples["launch_id"].tolist() == list(range(10))
+    assert score_plan(plan, bundle).error == pytest.approx(0.0)
+
+
+def test_first_n_by_instructions_needs_counts() -> None:
+    bundle = mixture_bundle([("k", 1000, 1.0, 10)], shuffle=False)
+    with pytest.raises(HilsimError, match="smsp__inst_executed.sum"):
+        FirstN(n_instructions=1e6).plan(bundle)
+    bundle.metrics = pd.DataFrame(
+        {"launch_id": np.arange(10), "smsp__inst_executed.sum": np.full(10, 1e5)}
+    )
+    plan = FirstN(n_instructions=3e5).plan(bundle)
+    assert plan.n_samples == 3
+    assert plan.samples["weight"].iloc[0] == pytest.approx(10 / 3)
+
+
+def test_per_metric_errors_need_full_coverage() -> None:
+    bundle = mixture_bundle([("k", 1000, 100, 1000)], seed=4)
+    ids = np.arange(1000)
+    bundle.metrics = pd.DataFrame(
+        {
+            "launch_id": ids,
+            "inst": bundle.launches["duration_ns"].to_numpy() * 3.0,
+            "zero": np.zeros(1000),
+        }
+    )
+    plan = STEM(epsilon=0.05, seed=0).plan(bundle)
+    score = score_plan(plan, bundle)
+    assert score.metric_errors["inst"] == pytest.approx(score.error)
+    assert score.metric_errors["zero"] is None
+    bundle.metrics = bundle.metrics.iloc[:10]
+    score = score_plan(plan, bundle)
+    assert score.metric_errors["inst"] is None and "cover 10 of 1000" in score.metric_notes[0]
+
+
+def test_plan_evaluated_on_another_run_of_the_same_workload(tmp_path) -> None:
+    run_a = mixture_bundle([("k", 1000, 100, 2000), ("j", 5000, 50, 2000)], seed=1, shuffle=False)
+    run_b = mixture_bundle([("k", 1100, 100, 2000), ("j", 5200, 50, 2000)], seed=2, shuffle=False)
+    plan = STEM(seed=0).plan(run_a).attach_names(run_a.launches["name"])
+    plan.save(tmp_path / "p.json")
+    loaded = load_plan(tmp_path / "p.json")
+    score = score_plan(loaded, run_b)
+    assert score.truth_ns == run_b.launches["duration_ns"].sum()
+    assert score.error < 0.05
+
+
+def test_plan_on_a_different_workload_is_refused() -> None:
+    run_a = mixture_bundle([("k", 1000, 100, 2000)], seed=1)
+    shorter = mixture_bundle([("k", 1000, 100, 1999)], seed=1)
+    plan = STEM().plan(run_a).attach_names(run_a.launches["name"])
+    with pytest.raises(HilsimError, match="has 1999 launches but the plan was made on 2000"):
+        score_plan(plan, shorter)
+    other = mixture_bundle([("k", 1000, 100, 1000), ("x", 1000, 100, 1000)], seed=1)
+    with pytest.raises(HilsimError, match="launch sequences differ"):
+        score_plan(plan, other)
