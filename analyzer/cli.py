@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from analyzer.errors import HilsimError
+from analyzer.importers.profile import FORMATS
 
 
 def _parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -54,7 +55,8 @@ def cli(debug: bool) -> None:
     "fmt",
     default="auto",
     show_default=True,
-    help="Input format: auto, nsys-gpu-trace-csv, nsys-kern-exec-csv, wide-durations-csv.",
+    type=click.Choice(["auto", *FORMATS]),
+    help="Input format (auto: sniffed from the file's first bytes).",
 )
 @click.option(
     "--ncu",
@@ -88,9 +90,12 @@ def import_cmd(
 ) -> None:
     """Import profiler output into a profile bundle (bundle v1).
 
-    INPUTS: one profile (nsys stats CSV: cuda_gpu_trace or cuda_kern_exec_trace; a
-    wide table of per-kernel durations). With --ncu, detailed counters are joined
-    to the launches. Writes OUTPUT/manifest.json, launches.parquet, metrics.parquet.
+    INPUTS: one profile: `nsys stats --format csv` output (cuda_gpu_trace or
+    cuda_kern_exec_trace), an Nsight Systems SQLite export, a PyTorch-profiler
+    (Kineto) trace (.json / .json.gz), or a wide table of per-kernel durations.
+    With --ncu, Nsight Compute counters are joined to the launches. Writes
+    OUTPUT/manifest.json, launches.parquet and, when present, metrics.parquet and
+    regions.parquet.
     """
     from analyzer.bundle import write_bundle
     from analyzer.console import out

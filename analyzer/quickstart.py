@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzer import methods
-from analyzer.bundle import Bundle, write_bundle
+from analyzer.bundle import write_bundle
 from analyzer.console import out, progress_bar
 from analyzer.errors import HilsimError
 from analyzer.evaluate import evaluate_method
@@ -22,12 +22,17 @@ from analyzer.report import print_summary, write_result
 QUICKSTART_METHODS: tuple[str, ...] = ("stem", "pka", "random", "first-n")
 
 
-def missing_needs(method_name: str, bundle: Bundle) -> str | None:
-    """Why ``method_name`` cannot run on ``bundle`` (None when it can)."""
-    needs = methods.get(method_name).needs
-    if "metrics" in needs and bundle.metrics is None:
-        return "needs Nsight Compute metrics; this profile has launch durations only"
-    return None
+def _row_label(name: str, plan: Any) -> str:
+    """Method name, flagged when PKA ran on fewer than its 12 Table 2 metrics."""
+    used = plan.diagnostics.get("features_used")
+    if name == "pka" and used is not None and len(used) < 12:
+        return f"pka ({len(used)}/12 metrics)"
+    return name
+
+
+def summary_notes(name: str, result: dict[str, Any]) -> list[str]:
+    """Notes a plan carried (e.g. PKA metrics that were missing)."""
+    return list(result.get("notes", []))
 
 
 def run_example(example: Example, output: Path, seeds: int) -> dict[str, Any]:
@@ -38,21 +43,24 @@ def run_example(example: Example, output: Path, seeds: int) -> dict[str, Any]:
     write_bundle(bundle, folder / "bundle", overwrite=True)
     rows, results, skipped = [], {}, {}
     for name in QUICKSTART_METHODS:
-        reason = missing_needs(name, bundle)
-        if reason:
-            skipped[name] = reason
-            continue
         method = methods.create(name)
         runs = seeds if method.stochastic else 1
-        with progress_bar(f"{example.name}: {name}", runs) as advance:
-            summary = evaluate_method(method, bundle, seeds, progress=advance)
+        try:
+            with progress_bar(f"{example.name}: {name}", runs) as advance:
+                summary = evaluate_method(method, bundle, seeds, progress=advance)
+        except HilsimError as exc:  # the profile lacks what the method needs
+            skipped[name] = str(exc)
+            continue
         plan = summary.first_plan.attach_names(bundle.launches["name"])
         plan.save(folder / f"plan-{name}.json")
-        rows.append((name, summary.first_score, summary))
-        results[name] = summary.to_dict()
+        rows.append((_row_label(name, plan), summary.first_score, summary))
+        results[name] = summary.to_dict() | {"notes": plan.notes}
     print_summary(rows, title=f"{example.name}: {example.description}")
     for name, reason in skipped.items():
-        out.print(f"[yellow]{name} skipped[/yellow]: {reason}")
+        out.print(f"[yellow]{name} skipped[/yellow]: {reason}", markup=True, highlight=False)
+    for name in results:
+        for note in summary_notes(name, results[name]):
+            out.print(f"[dim]{name}: {note}[/dim]", highlight=False)
     return {
         "example": example.name,
         "description": example.description,

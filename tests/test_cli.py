@@ -29,6 +29,15 @@ def test_quickstart_writes_plans_and_result(tmp_path, capsys) -> None:
     assert casio["methods"]["stem"]["mean_error"] < 0.02
     assert (tmp_path / "qs" / "casio-durations" / "plan-stem.json").is_file()
     assert "stem" in out and "speedup" in out
+    # durations only: PKA is skipped with the reason; the A100 nsys export has launch
+    # configurations, so PKA runs there on launch__grid_size and says what is missing
+    assert "no metrics" in casio["skipped"]["pka"]
+    nerf = result["examples"][1]
+    assert nerf["n_launches"] == 1106
+    assert set(nerf["methods"]) == {"stem", "pka", "random", "first-n"}
+    assert any("11 of the 12" in note for note in nerf["methods"]["pka"]["notes"])
+    assert (tmp_path / "qs" / "casio-nerf-a100" / "plan-pka.json").is_file()
+    assert "pka (1/12 metrics)" in out
 
 
 def test_import_plan_evaluate_roundtrip(tmp_path, capsys) -> None:

@@ -26,4 +26,10 @@ EXAMPLES: tuple[Example, ...] = (
         profile="casio-kernel-durations.csv",
         description="CASIO ML kernels, 85,217 launches timed by Nsight Systems (STEM Fig. 1)",
     ),
+    Example(
+        name="casio-nerf-a100",
+        profile="casio-nerf-a100.nsys.sqlite",
+        description="CASIO NeRF on an A100-PCIE-40GB, Nsight Systems SQLite export, "
+        "1,106 launches with grid/block and NVTX",
+    ),
 )

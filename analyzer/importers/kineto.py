@@ -71,8 +71,12 @@ MAX_TRACE_BYTES = 2 * 1024**3
 """Default limit on the (decompressed) trace size; larger files are refused."""
 
 KERNEL_CATS = frozenset({"kernel", "Kernel"})
-COPY_CATS = {"gpu_memcpy": "n_gpu_memcpy", "Memcpy": "n_gpu_memcpy",
-             "gpu_memset": "n_gpu_memset", "Memset": "n_gpu_memset"}  # fmt: skip
+COPY_CATS = {
+    "gpu_memcpy": "n_gpu_memcpy",
+    "Memcpy": "n_gpu_memcpy",
+    "gpu_memset": "n_gpu_memset",
+    "Memset": "n_gpu_memset",
+}
 GPU_ANNOTATION_CAT = "gpu_user_annotation"
 CPU_ANNOTATION_CAT = "user_annotation"
 RANGE_CAT = "cuda_profiler_range"
@@ -282,9 +286,22 @@ def _kernel_frame(path: Path, kernels: list[dict[str, Any]]) -> pd.DataFrame:
     dur = np.empty(n, dtype=np.int64)
     ints: dict[str, list[int | None]] = {
         c: []
-        for c in ("device", "stream", "correlation_id", "regs", "smem_static",
-                  "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "pid", "tid")
-    }  # fmt: skip
+        for c in (
+            "device",
+            "stream",
+            "correlation_id",
+            "regs",
+            "smem_static",
+            "grid_x",
+            "grid_y",
+            "grid_z",
+            "block_x",
+            "block_y",
+            "block_z",
+            "pid",
+            "tid",
+        )
+    }
     for i, event in enumerate(kernels):
         args = event.get("args") if isinstance(event.get("args"), dict) else {}
         names.append(str(event.get("name", "")))
@@ -468,9 +485,7 @@ def _cpu_regions(
     return regions, index
 
 
-def _pair_ranges_with_launch_calls(
-    frame: pd.DataFrame, launch_calls: list[dict[str, Any]]
-) -> bool:
+def _pair_ranges_with_launch_calls(frame: pd.DataFrame, launch_calls: list[dict[str, Any]]) -> bool:
     """Give range-built launches the correlation of the n-th kernel-launch API call."""
     launches = []
     for event in launch_calls:

@@ -36,7 +36,8 @@ thread-bound and are listed with depth 0 and path = name.
 Both the nesting and the attribution are vectorised: ranges are sorted by
 (thread, start, -end) and each query ("the last range at or before position k
 whose end reaches x") is answered for all launches at once by binary lifting
-over a sparse table of running end maxima, O((launches + ranges) log ranges).
+over a sparse table of running end maxima, O((launches + ranges) log ranges);
+depths come from pointer doubling and paths are built one nesting level at a time.
 """
 
 from __future__ import annotations
@@ -249,14 +250,18 @@ def _nest(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
 
 
 def _depth_and_path(names: np.ndarray, parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Ancestor count and "outer/inner" path, one vectorised step per nesting level."""
-    depth = np.zeros(len(names), dtype=np.int64)
-    path = names.astype(object)
+    """Ancestor count (pointer doubling) and "outer/inner" path, built level by level."""
+    depth = (parent >= 0).astype(np.int64)
     up = parent.copy()
-    while (has := up >= 0).any():
-        depth[has] += 1
-        path[has] = names[up[has]].astype(object) + "/" + path[has]
-        up[has] = parent[up[has]]
+    while (has := up >= 0).any():  # after round r, up is the 2**r-th ancestor
+        depth[has] += depth[up[has]]
+        up[has] = up[up[has]]
+    path = names.astype(object)
+    order = np.argsort(depth, kind="stable")
+    bounds = np.searchsorted(depth[order], np.arange(1, int(depth.max(initial=0)) + 2))
+    for level in range(len(bounds) - 1):  # parents' paths are complete before children's
+        rows = order[bounds[level] : bounds[level + 1]]
+        path[rows] = path[parent[rows]] + "/" + names[rows].astype(object)
     return depth, path
 
 
@@ -286,7 +291,7 @@ def _read_kernels(conn: sqlite3.Connection, tables: dict[str, str], path: Path) 
     name_columns = [c for c in ("demangledName", "shortName", "mangledName") if c in columns]
     if not name_columns:
         raise HilsimError(f"{path}: {kernel} has no kernel-name column (demangledName)")
-    select = ["k.rowid AS _row", "k.start AS start_ns", "k.\"end\" - k.start AS duration_ns"]
+    select = ["k.rowid AS _row", "k.start AS start_ns", 'k."end" - k.start AS duration_ns']
     select += [
         f'k."{src}" AS {dst}' if src in columns else f"NULL AS {dst}"
         for dst, src in _KERNEL_COLUMNS
@@ -308,7 +313,7 @@ def _read_kernels(conn: sqlite3.Connection, tables: dict[str, str], path: Path) 
     else:
         select += ["NULL AS call_tid", "NULL AS call_start", "NULL AS call_end"]
     sql = (
-        f"SELECT {', '.join(select)} FROM \"{kernel}\" AS k {' '.join(joins)} "  # noqa: S608
+        f'SELECT {", ".join(select)} FROM "{kernel}" AS k {" ".join(joins)} '  # noqa: S608
         "ORDER BY k.start, k.rowid"
     )
     frame = _query(conn, sql)
@@ -336,12 +341,12 @@ def _read_nvtx(conn: sqlite3.Connection, tables: dict[str, str]) -> pd.DataFrame
     if strings is not None and "textId" in columns:
         join, text_id = f'LEFT JOIN "{strings}" AS s ON s.id = n.textId', "s.value"
     sql = (
-        f"SELECT n.start AS start_ns, n.\"end\" AS end_ns, n.eventType AS event_type, "  # noqa: S608
+        f'SELECT n.start AS start_ns, n."end" AS end_ns, n.eventType AS event_type, '  # noqa: S608
         f"n.globalTid AS tid, COALESCE({text}, {text_id}) AS name "
         f'FROM "{nvtx}" AS n {join} '
         f"WHERE n.eventType IN ({NVTX_PUSH_POP}, {NVTX_START_END}) "
         'AND n."end" IS NOT NULL AND n."end" >= n.start AND n.globalTid IS NOT NULL '
-        "ORDER BY n.start, n.\"end\" DESC, n.rowid"
+        'ORDER BY n.start, n."end" DESC, n.rowid'
     )
     frame = _query(conn, sql)
     return frame if len(frame) else None

@@ -3,6 +3,10 @@
 ``load_profile(path)`` returns a :class:`~analyzer.bundle.Bundle` from a bundle
 folder or from a foreign file (format sniffed by :mod:`analyzer.importers.detect`);
 ``import_profile`` also joins Nsight Compute metrics.
+
+Formats: ``nsys stats`` CSV (``cuda_gpu_trace``, ``cuda_kern_exec_trace``), wide
+per-kernel duration tables, Nsight Systems SQLite exports, PyTorch-profiler
+(Kineto) traces; plus Nsight Compute CSV metrics (``--ncu``).
 """
 
 from __future__ import annotations
@@ -13,19 +17,49 @@ from typing import Any
 from analyzer.bundle import Bundle, default_manifest, read_bundle
 from analyzer.errors import HilsimError
 
+FORMATS: tuple[str, ...] = (
+    "nsys-gpu-trace-csv",
+    "nsys-kern-exec-csv",
+    "wide-durations-csv",
+    "sqlite",
+    "kineto-json",
+)
 
-def _read_launches(path: Path, fmt: str):
+
+def _csv_bundle(path: Path, fmt: str) -> Bundle:
     from analyzer.importers import nsys_stats, wide_durations
 
-    if fmt in ("nsys-gpu-trace-csv", "nsys-kern-exec-csv"):
-        return nsys_stats.read_nsys_stats_csv(path), "nsys stats"
     if fmt == "wide-durations-csv":
-        return wide_durations.read_wide_durations(path), "wide duration table"
-    raise HilsimError(
-        f"{path}: format {fmt!r} cannot be imported as launches here "
-        "(supported: nsys stats CSV cuda_gpu_trace / cuda_kern_exec_trace, "
-        "wide per-kernel duration CSV)"
+        launches, tool = wide_durations.read_wide_durations(path), "wide duration table"
+    else:
+        launches, tool = nsys_stats.read_nsys_stats_csv(path), "nsys stats"
+    source: dict[str, Any] = {"files": [str(path)], "format": fmt}
+    dropped = launches.attrs.get("dropped_non_kernel_rows")
+    if dropped:
+        source["dropped_non_kernel_rows"] = int(dropped)
+    manifest = default_manifest(
+        profilers=[{"name": tool, "format": fmt, "file": path.name}], source=source
     )
+    return Bundle(launches=launches, manifest=manifest)
+
+
+def _read(path: Path, fmt: str) -> Bundle:
+    if fmt in ("nsys-gpu-trace-csv", "nsys-kern-exec-csv", "wide-durations-csv"):
+        return _csv_bundle(path, fmt)
+    if fmt == "sqlite":
+        from analyzer.importers.nsys_sqlite import bundle_from_nsys_sqlite
+
+        return bundle_from_nsys_sqlite(path)
+    if fmt == "kineto-json":
+        from analyzer.importers.kineto import bundle_from_kineto
+
+        return bundle_from_kineto(path)
+    if fmt.startswith("ncu-csv"):
+        raise HilsimError(
+            f"{path}: is Nsight Compute CSV (metrics, not a timeline of every launch); "
+            "import the light profile and pass this file with --ncu"
+        )
+    raise HilsimError(f"{path}: format {fmt!r} is not importable; known: {', '.join(FORMATS)}")
 
 
 def import_profile(
@@ -43,31 +77,26 @@ def import_profile(
         raise HilsimError(f"{source}: no such file")
     if fmt == "auto":
         fmt = sniff_format(source)
-    launches, tool = _read_launches(source, fmt)
-    profilers: list[dict[str, Any]] = [{"name": tool, "format": fmt, "file": source.name}]
-    metrics = None
+    bundle = _read(source, fmt)
     if ncu is not None:
         from analyzer.importers.ncu_csv import read_ncu_metrics_for_bundle
 
-        metrics = read_ncu_metrics_for_bundle(
-            Path(ncu), launches, by=ncu_join, first_launch=ncu_first_launch
+        if bundle.metrics is not None:
+            raise HilsimError(f"{source}: already carries metrics; --ncu would replace them")
+        bundle.metrics = read_ncu_metrics_for_bundle(
+            Path(ncu), bundle.launches, by=ncu_join, first_launch=ncu_first_launch
         )
-        profilers.append(
+        bundle.manifest.setdefault("profilers", []).append(
             {
                 "name": "nsight-compute",
                 "file": Path(ncu).name,
                 "join": ncu_join,
                 "first_launch": ncu_first_launch,
+                "launches_with_metrics": int(len(bundle.metrics)),
             }
         )
-    manifest = default_manifest(
-        profilers=profilers,
-        source={"files": [str(source)] + ([str(ncu)] if ncu else []), "format": fmt},
-    )
-    dropped = launches.attrs.get("dropped_non_kernel_rows")
-    if dropped:
-        manifest["source"]["dropped_non_kernel_rows"] = int(dropped)
-    return Bundle(launches=launches, metrics=metrics, manifest=manifest)
+        bundle.manifest.setdefault("source", {}).setdefault("files", []).append(str(ncu))
+    return bundle
 
 
 def load_profile(path: str | Path) -> Bundle:

@@ -295,10 +295,15 @@ class PKA(Method):
         """Launch-table rows of the detailed launches and their metrics, in order."""
         metrics = bundle.metrics
         if metrics is None or len(metrics) == 0:
-            raise HilsimError(
-                "pka: the bundle has no metrics; PKA clusters Nsight Compute metrics "
-                "(PKA Table 2) — profile with ncu or pick a method that needs durations only"
-            )
+            if self.strict or _grid_size(launches, np.arange(len(launches))) is None:
+                raise HilsimError(
+                    "pka: the bundle has no metrics; PKA clusters Nsight Compute metrics "
+                    "(PKA Table 2) — profile with ncu or pick a method that needs durations "
+                    "only"
+                )
+            # light profile with launch configurations: launch__grid_size (Table 2) is
+            # known exactly for every launch; the other 11 metrics are named as missing
+            metrics = pd.DataFrame({"launch_id": launch_ids})
         if "launch_id" not in metrics.columns:
             raise HilsimError("pka: metrics table has no 'launch_id' column")
         metrics = metrics.sort_values("launch_id", kind="stable").reset_index(drop=True)
