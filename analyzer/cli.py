@@ -42,7 +42,7 @@ def cli(debug: bool) -> None:
 
 
 @cli.command("import")
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("profile", type=click.Path(path_type=Path))
 @click.option(
     "-o",
     "--output",
@@ -80,7 +80,7 @@ def cli(debug: bool) -> None:
 )
 @click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
 def import_cmd(
-    inputs: tuple[Path, ...],
+    profile: Path,
     output: Path,
     fmt: str,
     ncu_csv: Path | None,
@@ -90,7 +90,7 @@ def import_cmd(
 ) -> None:
     """Import profiler output into a profile bundle (bundle v1).
 
-    INPUTS: one profile: `nsys stats --format csv` output (cuda_gpu_trace or
+    PROFILE: one profile file: `nsys stats --format csv` output (cuda_gpu_trace or
     cuda_kern_exec_trace), an Nsight Systems SQLite export, a PyTorch-profiler
     (Kineto) trace (.json / .json.gz), or a wide table of per-kernel durations.
     With --ncu, Nsight Compute counters are joined to the launches. Writes
@@ -98,14 +98,15 @@ def import_cmd(
     regions.parquet.
     """
     from analyzer.bundle import write_bundle
-    from analyzer.console import out
+    from analyzer.console import out, status
     from analyzer.importers.profile import import_profile
 
-    if len(inputs) != 1:
-        raise HilsimError("import: give exactly one profile file (plus --ncu for metrics)")
-    bundle = import_profile(
-        inputs[0], fmt=fmt, ncu=ncu_csv, ncu_join=ncu_join, ncu_first_launch=ncu_first_launch
-    )
+    if output.exists() and not force:
+        raise HilsimError(f"{output}: already exists (use --force to replace it)")
+    with status(f"importing {profile}"):
+        bundle = import_profile(
+            profile, fmt=fmt, ncu=ncu_csv, ncu_join=ncu_join, ncu_first_launch=ncu_first_launch
+        )
     path = write_bundle(bundle, output, overwrite=force)
     n_metrics = 0 if bundle.metrics is None else len(bundle.metrics)
     out.print(
@@ -157,12 +158,14 @@ def plan_cmd(profile: Path, method_name: str, params: tuple[str, ...], output: P
     any per-launch quantity is sum(weight * value).
     """
     from analyzer import methods
-    from analyzer.console import out
+    from analyzer.console import out, status
     from analyzer.importers.profile import load_profile
 
-    bundle = load_profile(profile)
     method = methods.create(method_name, **_parse_params(params))
-    plan = method.plan(bundle).attach_names(bundle.launches["name"])
+    with status(f"reading {profile}"):
+        bundle = load_profile(profile)
+    with status(f"planning with {method_name}"):
+        plan = method.plan(bundle).attach_names(bundle.launches["name"])
     plan.save(output)
     out.print(
         f"wrote {output}: {method_name}, {len(plan.clusters)} clusters, "
@@ -215,7 +218,7 @@ def evaluate_cmd(
     errors for every counter when metrics cover all launches.
     """
     from analyzer import methods
-    from analyzer.console import progress_bar
+    from analyzer.console import progress_bar, status
     from analyzer.evaluate import evaluate_method, score_plan
     from analyzer.importers.profile import load_profile
     from analyzer.plan import load_plan
@@ -223,8 +226,9 @@ def evaluate_cmd(
 
     if (plan_path is None) == (method_name is None):
         raise HilsimError("evaluate: give either --plan PLAN.json or --method NAME")
-    bundle = load_profile(profile)
-    target = load_profile(on_path) if on_path else bundle
+    with status(f"reading {profile}"):
+        bundle = load_profile(profile)
+        target = load_profile(on_path) if on_path else bundle
     if plan_path is not None:
         plan = load_plan(plan_path)
         score = score_plan(plan, target)

@@ -46,3 +46,13 @@ def progress_bar(description: str, total: int | None) -> Iterator[Callable[..., 
             progress.advance(task, step)
 
         yield advance
+
+
+@contextmanager
+def status(message: str) -> Iterator[None]:
+    """A spinner on stderr for a step that may take more than a second."""
+    if not err.is_terminal:
+        yield
+        return
+    with err.status(message):
+        yield
