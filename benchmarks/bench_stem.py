@@ -1,6 +1,10 @@
 """Time STEM+ROOT planning on 1M and 10M launches built from the CASIO distributions.
 
-Usage: python benchmarks/bench_stem.py [N ...]   (default: 1000000 10000000)
+Usage: python benchmarks/bench_stem.py [--jitter NS] [N ...]   (default: 1000000 10000000)
+
+``--jitter NS`` adds uniform noise to every duration so most are distinct: the
+worst case for ROOT, whose work is proportional to the number of distinct
+(kernel, duration) values.
 
 Each size runs in a fresh subprocess so the peak resident memory it prints
 (``ru_maxrss``) belongs to that size alone; ``plan peak`` is the extra memory the
@@ -21,13 +25,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-def run_one(n: int) -> dict[str, float]:
+def run_one(n: int, jitter: int) -> dict[str, float]:
     from casio_scaled import scaled_bundle
 
     from analyzer.methods.stem import STEM
 
     t0 = time.perf_counter()
-    bundle = scaled_bundle(n)
+    bundle = scaled_bundle(n, jitter_ns=jitter)
     build = time.perf_counter() - t0
     tracemalloc.start()
     t0 = time.perf_counter()
@@ -48,17 +52,22 @@ def run_one(n: int) -> dict[str, float]:
 
 
 def main() -> None:
-    if len(sys.argv) > 2 and sys.argv[1] == "--one":
-        print(json.dumps(run_one(int(sys.argv[2]))))
+    args = sys.argv[1:]
+    if args and args[0] == "--one":
+        print(json.dumps(run_one(int(args[1]), int(args[2]))))
         return
-    sizes = [int(x) for x in sys.argv[1:]] or [1_000_000, 10_000_000]
+    jitter = 0
+    if args and args[0] == "--jitter":
+        jitter, args = int(args[1]), args[2:]
+    sizes = [int(x) for x in args] or [1_000_000, 10_000_000]
+    print(f"durations: {'real CASIO values' if not jitter else f'CASIO + U[0,{jitter}) ns'}")
     print(
         f"{'launches':>12} {'plan s':>8} {'plan peak GB':>13} {'process RSS GB':>15} "
         f"{'clusters':>9} {'samples':>8}"
     )
     for n in sizes:
         proc = subprocess.run(
-            [sys.executable, __file__, "--one", str(n)],
+            [sys.executable, __file__, "--one", str(n), str(jitter)],
             capture_output=True,
             text=True,
             check=True,

@@ -24,12 +24,20 @@ def casio_launch_pattern() -> tuple[np.ndarray, np.ndarray]:
     return cols.astype(np.int64), values[rows, cols].astype(np.int64), list(table.columns)
 
 
-def scaled_bundle(n: int) -> Bundle:
-    """A bundle of ``n`` launches repeating the CASIO pattern (built vectorised)."""
+def scaled_bundle(n: int, jitter_ns: int = 0, seed: int = 0) -> Bundle:
+    """A bundle of ``n`` launches repeating the CASIO pattern (built vectorised).
+
+    ``jitter_ns`` adds uniform integer noise in [0, jitter_ns) to every duration, so
+    that most durations are distinct (the worst case for STEM's distinct-value
+    compression); 0 keeps the real values.
+    """
     codes, durations, names = casio_launch_pattern()
     reps = -(-n // len(codes))
     codes = np.tile(codes, reps)[:n]
     durations = np.tile(durations, reps)[:n]
+    if jitter_ns:
+        rng = np.random.default_rng(seed)
+        durations = durations + rng.integers(0, jitter_ns, size=n)
     launches = pd.DataFrame(
         {
             "launch_id": np.arange(n, dtype=np.int64),
