@@ -268,6 +268,79 @@ def quickstart_cmd(output: Path, seeds: int) -> None:
     run_quickstart(output, seeds=seeds)
 
 
+@cli.command("compare")
+@click.argument("profile", type=click.Path(path_type=Path))
+@click.option(
+    "--methods",
+    "method_list",
+    default="all",
+    show_default=True,
+    help="Comma-separated methods, or 'all' (every registered method).",
+)
+@click.option("--seeds", default=10, show_default=True, help="Seeds for stochastic methods.")
+@click.option(
+    "--holdout",
+    type=click.Path(path_type=Path),
+    help="Choose plans on PROFILE, score them on this other run of the workload.",
+)
+@click.option(
+    "-p",
+    "--param",
+    "params",
+    multiple=True,
+    metavar="METHOD.KEY=VALUE",
+    help="Method parameter, e.g. -p stem.epsilon=0.01.",
+)
+@click.option("--workers", type=int, default=None, help="Worker processes (default: CPUs).")
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Folder for compare.json, compare.csv and pareto.png.",
+)
+def compare_cmd(
+    profile: Path,
+    method_list: str,
+    seeds: int,
+    holdout: Path | None,
+    params: tuple[str, ...],
+    workers: int | None,
+    output: Path,
+) -> None:
+    """Compare every sampling method the profile's data allows (STEM Table 3 / Fig. 9).
+
+    Methods whose inputs are missing (e.g. Nsight Compute metrics, NVTX regions)
+    are listed as skipped with the reason.
+    """
+    from analyzer.compare import compare_methods, pareto_plot
+    from analyzer.console import progress_bar, status
+    from analyzer.importers.profile import load_profile
+    from analyzer.report import print_comparison, write_comparison
+
+    per_method: dict[str, dict[str, Any]] = {}
+    for key, value in _parse_params(params).items():
+        if "." not in key:
+            raise HilsimError(f"--param {key!r}: expected METHOD.KEY=VALUE")
+        name, param = key.split(".", 1)
+        per_method.setdefault(name, {})[param] = value
+    with status(f"reading {profile}"):
+        bundle = load_profile(profile)
+        other = load_profile(holdout) if holdout else None
+    names = [m.strip() for m in method_list.split(",") if m.strip()]
+    with progress_bar("comparing methods", None) as advance:
+        result = compare_methods(bundle, names, seeds, other, per_method, workers, advance)
+    result["profile"] = str(profile)
+    result["holdout_profile"] = str(holdout) if holdout else None
+    print_comparison(result)
+    write_comparison(output, result)
+    if result["methods"]:
+        title = f"{profile.name}: {bundle.n_launches:,} launches" + (
+            f", scored on {holdout.name}" if holdout else ""
+        )
+        pareto_plot(result["methods"], output / "pareto.png", title)
+
+
 def _register_agent() -> None:
     from agent.cli import agent
 

@@ -72,3 +72,61 @@ def print_summary(
 def write_result(path: str | Path, result: dict[str, Any]) -> Path:
     """Write a JSON result atomically."""
     return write_text_atomic(path, json.dumps(_jsonable(result), indent=1) + "\n")
+
+
+def print_comparison(result: dict[str, Any]) -> None:
+    """The comparison table (STEM Table 3 columns) and the skipped methods."""
+    title = "methods compared" + (" (plans scored on the holdout run)" if result["holdout"] else "")
+    table = Table(title=title)
+    for column in (
+        "method",
+        "runs",
+        "speedup",
+        "error",
+        "max err",
+        "samples",
+        "plan s",
+        "profiling needed",
+    ):
+        table.add_column(
+            column, justify="left" if column in ("method", "profiling needed") else "right"
+        )
+    for s in result["methods"]:
+        table.add_row(
+            s["method"],
+            str(s["runs"]),
+            f"{s['hmean_speedup']:,.0f}x",
+            _pct(s["mean_error"]),
+            _pct(s["max_error"]),
+            f"{s['mean_samples']:,.0f}",
+            f"{s['mean_plan_seconds']:.2f}",
+            s["profiling"],
+        )
+    out.print(table)
+    for name, reason in result["skipped"].items():
+        out.print(f"[yellow]{name} skipped[/yellow]: {reason}", highlight=False)
+
+
+def write_comparison(folder: str | Path, result: dict[str, Any]) -> Path:
+    """compare.json (everything) and compare.csv (the table), written atomically."""
+    import csv
+    import io
+
+    target = Path(folder)
+    write_result(target / "compare.json", result)
+    buffer = io.StringIO()
+    columns = [
+        "method",
+        "runs",
+        "hmean_speedup",
+        "mean_error",
+        "max_error",
+        "mean_samples",
+        "mean_plan_seconds",
+        "profiling",
+    ]
+    writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(result["methods"])
+    write_text_atomic(target / "compare.csv", buffer.getvalue())
+    return target

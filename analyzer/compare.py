@@ -1,0 +1,215 @@
+"""Side-by-side comparison of sampling methods on one workload (issue 7).
+
+Every registered method the bundle's data allows runs over seeds; the result is
+a table like STEM+ROOT Table 3 (harmonic-mean speedup, mean and max error, plan
+time, the profiling level the method needs) and the speedup–error Pareto plot
+(STEM Fig. 9). Methods that cannot run on the data are listed with the reason.
+
+With a *holdout* bundle (another run of the same workload), plans are chosen on
+the first bundle and scored on the second: the honest number for methods that
+look at the very durations they are scored on.
+
+(method, seed) runs are spread over worker processes (fork, sharing the bundle
+copy-on-write); a rich progress bar counts finished runs.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from analyzer import methods
+from analyzer.bundle import Bundle
+from analyzer.errors import HilsimError
+from analyzer.evaluate import score_plan
+
+#: what each kind of input costs to collect (STEM Table 5 discussion)
+PROFILING_LEVEL = {
+    "durations": "light (every launch timed: nsys / CUPTI / torch)",
+    "metrics": "detailed (Nsight Compute counters)",
+    "regions": "light + NVTX regions",
+}
+
+_STATE: dict[str, Any] = {}
+
+
+@dataclass
+class MethodResult:
+    """One method over seeds."""
+
+    method: str
+    needs: tuple[str, ...]
+    errors: list[float] = field(default_factory=list)
+    speedups: list[float] = field(default_factory=list)
+    samples: list[int] = field(default_factory=list)
+    plan_seconds: list[float] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        speedups = np.asarray(self.speedups, dtype=float)
+        return {
+            "method": self.method,
+            "runs": len(self.errors),
+            "mean_error": float(np.mean(self.errors)),
+            "max_error": float(np.max(self.errors)),
+            "hmean_speedup": float(len(speedups) / np.sum(1.0 / speedups)),
+            "mean_samples": float(np.mean(self.samples)),
+            "mean_plan_seconds": float(np.mean(self.plan_seconds)),
+            "profiling": "; ".join(PROFILING_LEVEL.get(n, n) for n in self.needs),
+        }
+
+
+def _run(name: str, seed: int) -> tuple[str, int, float, float, int, float] | tuple[str, str]:
+    bundle: Bundle = _STATE["bundle"]
+    target: Bundle = _STATE["target"]
+    method = methods.create(name, **_STATE["params"].get(name, {}))
+    if method.stochastic:
+        method = method.with_seed(seed)
+    try:
+        t0 = time.perf_counter()
+        plan = method.plan(bundle)
+        seconds = time.perf_counter() - t0
+        score = score_plan(plan, target)
+    except HilsimError as exc:
+        return name, str(exc)
+    return name, seed, score.error, score.speedup, score.n_samples, seconds
+
+
+def _tasks(names: list[str], seeds: int) -> list[tuple[str, int]]:
+    tasks = []
+    for name in names:
+        stochastic = methods.get(name).stochastic
+        tasks.extend((name, s) for s in (range(seeds) if stochastic else [0]))
+    return tasks
+
+
+def compare_methods(
+    bundle: Bundle,
+    names: list[str] | None = None,
+    seeds: int = 10,
+    holdout: Bundle | None = None,
+    params: dict[str, dict[str, Any]] | None = None,
+    workers: int | None = None,
+    progress: Any = None,
+) -> dict[str, Any]:
+    """Run ``names`` (default: every registered method) over ``seeds`` and score them.
+
+    Returns ``{"methods": [summary...], "skipped": {name: reason}, "holdout": bool}``.
+    """
+    available = methods.available()
+    names = available if not names or names == ["all"] else names
+    unknown = [n for n in names if n not in available]
+    if unknown:
+        raise HilsimError(f"compare: unknown method(s) {', '.join(unknown)}")
+    _STATE.update(bundle=bundle, target=holdout or bundle, params=params or {})
+    tasks = _tasks(names, seeds)
+    results: dict[str, MethodResult] = {
+        n: MethodResult(n, tuple(methods.get(n).needs)) for n in names
+    }
+    skipped: dict[str, str] = {}
+    workers = workers or min(len(tasks), os.cpu_count() or 1)
+    outcomes = []
+    if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            futures = [pool.submit(_run, name, seed) for name, seed in tasks]
+            for future in as_completed(futures):
+                outcomes.append(future.result())
+                if progress:
+                    progress()
+    else:
+        for name, seed in tasks:
+            outcomes.append(_run(name, seed))
+            if progress:
+                progress()
+    for outcome in outcomes:
+        if len(outcome) == 2:
+            skipped[outcome[0]] = outcome[1]
+            continue
+        name, _, error, speedup, n_samples, seconds = outcome
+        r = results[name]
+        r.errors.append(error)
+        r.speedups.append(speedup)
+        r.samples.append(n_samples)
+        r.plan_seconds.append(seconds)
+    summaries = [r.summary() for n, r in results.items() if n not in skipped and r.errors]
+    summaries.sort(key=lambda s: s["mean_error"])
+    return {
+        "methods": summaries,
+        "skipped": skipped,
+        "holdout": holdout is not None,
+        "seeds": seeds,
+    }
+
+
+def pareto_front(points: list[tuple[float, float]]) -> list[int]:
+    """Indices of points not dominated in (higher speedup, lower error)."""
+    front = []
+    for i, (s_i, e_i) in enumerate(points):
+        dominated = any(
+            (s_j >= s_i and e_j <= e_i) and (s_j > s_i or e_j < e_i)
+            for j, (s_j, e_j) in enumerate(points)
+            if j != i
+        )
+        if not dominated:
+            front.append(i)
+    return front
+
+
+def pareto_plot(summaries: list[dict[str, Any]], path: str | Path, title: str) -> Path:
+    """Speedup–error scatter with the Pareto front (STEM Fig. 9), written as PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from analyzer.atomic import write_bytes_atomic
+
+    points = [(s["hmean_speedup"], max(s["mean_error"], 1e-6)) for s in summaries]
+    front = set(pareto_front(points))
+    fig, ax = plt.subplots(figsize=(6, 4.5), dpi=110)
+    for i, (summary, (speedup, error)) in enumerate(zip(summaries, points, strict=True)):
+        ax.scatter(
+            speedup,
+            100 * error,
+            s=60,
+            marker="o" if i in front else "x",
+            color="tab:blue" if i in front else "tab:gray",
+        )
+        ax.annotate(
+            summary["method"],
+            (speedup, 100 * error),
+            textcoords="offset points",
+            xytext=(5, 4),
+            fontsize=8,
+        )
+    ordered = sorted((points[i] for i in front), key=lambda p: p[0])
+    if len(ordered) > 1:
+        ax.plot(
+            [p[0] for p in ordered],
+            [100 * p[1] for p in ordered],
+            color="tab:blue",
+            lw=1,
+            ls="--",
+            label="Pareto front",
+        )
+        ax.legend(loc="best", fontsize=8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("speedup (harmonic mean over seeds)")
+    ax.set_ylabel("mean sampling error (%)")
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    import io
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    plt.close(fig)
+    return write_bytes_atomic(path, buffer.getvalue())
