@@ -6,7 +6,18 @@ so this module imports on any machine.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import click
+
+from analyzer.errors import HilsimError
+
+
+class IncompleteRun(HilsimError):
+    """The bundle was written but the workload did not finish: exit code 1."""
+
+    exit_code = 1
 
 
 @click.group("agent")
@@ -15,3 +26,137 @@ def agent() -> None:
 
     Install the GPU extra there: pip install 'hilsim[gpu]'.
     """
+
+
+@agent.command("probe")
+@click.option("--device", "device_index", default=0, show_default=True, help="GPU index.")
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("hilsim-probe.json"), show_default=True, help="Where to save the facts (JSON).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def probe(device_index: int, output: Path, as_json: bool) -> None:
+    """Print and save the device facts and which profilers are usable.
+
+    NVML (nvidia-ml-py) for what the driver knows, CUDA device properties (CuPy) for
+    SM count, L2 size and the CUDA runtime.
+    """
+    from agent.probe import probe_device
+    from analyzer.atomic import write_text_atomic
+
+    facts = probe_device(device_index)
+    text = json.dumps(facts, indent=2, default=str)
+    write_text_atomic(output, text + "\n")
+    if as_json:
+        click.echo(text)
+        return
+    from rich.table import Table
+
+    from analyzer.console import out
+
+    table = Table(title=f"GPU {device_index}")
+    table.add_column("fact")
+    table.add_column("value")
+    for key, value in facts.items():
+        if key != "tools":
+            table.add_row(key, str(value))
+    out.print(table)
+    tools = Table(title="profilers")
+    for column in ("tool", "usable", "version", "note"):
+        tools.add_column(column)
+    for name, tool in facts.get("tools", {}).items():
+        note = tool.get("reason") or ""
+        if name == "nsys" and tool.get("usable") and not tool.get("extra", {}).get("export"):
+            note = "nsys export unavailable: " + tool.get("extra", {}).get("export_error", "")
+        tools.add_row(name, "yes" if tool.get("usable") else "no", tool.get("version") or "",
+                      note)
+    out.print(tools)
+    click.echo(f"saved {output}", err=True)
+
+
+@agent.command(
+    "profile", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False}
+)
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
+              help="Bundle folder to write.")
+@click.option("--backend", type=click.Choice(["auto", "nsys", "cupti", "torch"]),
+              default="auto", show_default=True, help="Light profiler (every launch).")
+@click.option("--detailed-first", type=int, default=None, metavar="J",
+              help="Nsight Compute counters for the first J launches.")
+@click.option("--detailed-launches", default=None, metavar="PLAN|IDS",
+              help="Counters for these launch ids: a plan JSON (samples) or '3,17,42'.")
+@click.option("--detailed-all", is_flag=True, help="Counters for every launch (slow).")
+@click.option("--metrics", default=None, metavar="A,B,...",
+              help="ncu metrics (default: PKA Table 2 + cycles, DRAM, L1/L2, instruction mix).")
+@click.option("--timeout", type=float, default=None, metavar="SECONDS",
+              help="Stop the workload after this long (bundle kept, marked incomplete).")
+@click.option("--detailed-timeout", type=float, default=None, metavar="SECONDS",
+              help="Time limit of the ncu pass.")
+@click.option("--measure-overhead", is_flag=True,
+              help="Also run the workload without a profiler and record the wall-time ratio.")
+@click.option("--nvtx-module", "nvtx_modules", multiple=True, metavar="MODULE:FUNCTION",
+              help="Wrap this function in an NVTX range (Python workloads; repeatable).")
+@click.option("--keep-raw", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Keep the profilers' own files (reports, CSV, logs) in this folder.")
+@click.option("--no-probe", is_flag=True,
+              help="Do not query NVML/CUDA for device facts (use the profiler's records).")
+@click.option("--device", "device_index", default=0, show_default=True, help="GPU to probe.")
+@click.option("--force", is_flag=True, help="Replace an existing bundle.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
+def profile(
+    output: Path,
+    backend: str,
+    detailed_first: int | None,
+    detailed_launches: str | None,
+    detailed_all: bool,
+    metrics: str | None,
+    timeout: float | None,
+    detailed_timeout: float | None,
+    measure_overhead: bool,
+    nvtx_modules: tuple[str, ...],
+    keep_raw: Path | None,
+    no_probe: bool,
+    device_index: int,
+    force: bool,
+    command: tuple[str, ...],
+) -> None:
+    """Run CMD under a two-level profile and write a bundle:  -o OUT [options] -- CMD ARGS...
+
+    Exit code 0: complete bundle; 1: bundle written but the workload failed, was
+    interrupted or timed out (launches captured so far kept, manifest complete=false);
+    2: nothing written (one-line error).
+    """
+    from agent import ncu as ncu_mod
+    from agent.profile import ProfileOptions, profile_workload
+
+    sel = ncu_mod.selection(detailed_first, detailed_launches, detailed_all)
+    metric_list = (
+        [m.strip() for m in metrics.split(",") if m.strip()]
+        if metrics else list(ncu_mod.DEFAULT_METRICS)
+    )
+    opts = ProfileOptions(
+        command=list(command), out=output, backend=backend, detailed=sel, metrics=metric_list,
+        timeout_s=timeout, detailed_timeout_s=detailed_timeout,
+        measure_overhead=measure_overhead, nvtx_modules=list(nvtx_modules), force=force,
+        keep_raw=keep_raw, probe=not no_probe, device_index=device_index,
+    )
+    path, manifest = profile_workload(opts)
+    light = manifest["profilers"][0]
+    work = manifest["workload"]
+    summary = (
+        f"wrote {path}: {manifest.get('n_launches')} launches ({light.get('backend')}), "
+        f"exit code {work['exit_code']}, {work['wall_s']:.2f} s"
+    )
+    for prof in manifest["profilers"][1:]:
+        if "launches_with_metrics" in prof:
+            summary += f", {prof['launches_with_metrics']} with ncu metrics"
+    if "overhead" in manifest and manifest["overhead"].get("ratio") is not None:
+        summary += f", overhead x{manifest['overhead']['ratio']:.2f}"
+    click.echo(summary, err=True)
+    if not manifest.get("complete", True):
+        why = ("timed out" if work["timed_out"] else "interrupted" if work["interrupted"]
+               else f"exit code {work['exit_code']}")
+        raise IncompleteRun(
+            f"the workload did not finish ({why}); {path} holds the launches captured so far "
+            "and is marked incomplete"
+        )

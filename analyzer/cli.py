@@ -341,13 +341,18 @@ def compare_cmd(
         pareto_plot(result["methods"], output / "pareto.png", title)
 
 
-def _register_agent() -> None:
+def _register_commands() -> None:
+    """Commands that live in their own modules (GPU imports inside them stay lazy)."""
     from agent.cli import agent
+    from analyzer.tune_cli import tune_cmd
+    from microbench.cli import microbench_cmd
 
+    agent.add_command(microbench_cmd)
     cli.add_command(agent)
+    cli.add_command(tune_cmd)
 
 
-_register_agent()
+_register_commands()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,8 +9,10 @@ With a *holdout* bundle (another run of the same workload), plans are chosen on
 the first bundle and scored on the second: the honest number for methods that
 look at the very durations they are scored on.
 
-(method, seed) runs are spread over worker processes (fork, sharing the bundle
-copy-on-write); a rich progress bar counts finished runs.
+(method, seed) runs are spread over worker processes ("spawn" start method:
+forking a parent that already runs BLAS/OpenMP threads can deadlock); each worker
+receives the bundle once through its initializer. A rich progress bar counts
+finished runs.
 """
 
 from __future__ import annotations
@@ -65,6 +67,10 @@ class MethodResult:
         }
 
 
+def _init_worker(bundle: Bundle, target: Bundle, params: dict[str, dict[str, Any]]) -> None:
+    _STATE.update(bundle=bundle, target=target, params=params)
+
+
 def _run(name: str, seed: int) -> tuple[str, int, float, float, int, float] | tuple[str, str]:
     bundle: Bundle = _STATE["bundle"]
     target: Bundle = _STATE["target"]
@@ -115,9 +121,14 @@ def compare_methods(
     skipped: dict[str, str] = {}
     workers = workers or min(len(tasks), os.cpu_count() or 1)
     outcomes = []
-    if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
-        context = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    if workers > 1:
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=context,
+            initializer=_init_worker,
+            initargs=(bundle, holdout or bundle, params or {}),
+        ) as pool:
             futures = [pool.submit(_run, name, seed) for name, seed in tasks]
             for future in as_completed(futures):
                 outcomes.append(future.result())

@@ -5,8 +5,10 @@ folder or from a foreign file (format sniffed by :mod:`analyzer.importers.detect
 ``import_profile`` also joins Nsight Compute metrics.
 
 Formats: ``nsys stats`` CSV (``cuda_gpu_trace``, ``cuda_kern_exec_trace``), wide
-per-kernel duration tables, Nsight Systems SQLite exports, PyTorch-profiler
-(Kineto) traces; plus Nsight Compute CSV metrics (``--ncu``).
+per-kernel duration tables, Nsight Systems SQLite exports (and ``.nsys-rep``
+reports, exported with ``nsys export`` when nsys is installed), PyTorch-profiler
+(Kineto) traces, CUPTI activity records written by ``hilsim agent profile
+--backend cupti``; plus Nsight Compute CSV metrics (``--ncu``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ FORMATS: tuple[str, ...] = (
     "wide-durations-csv",
     "sqlite",
     "kineto-json",
+    "cupti-records",
 )
 
 
@@ -50,6 +53,10 @@ def _read(path: Path, fmt: str) -> Bundle:
         from analyzer.importers.nsys_sqlite import bundle_from_nsys_sqlite
 
         return bundle_from_nsys_sqlite(path)
+    if fmt == "cupti-records":
+        from analyzer.importers.cupti_records import bundle_from_cupti_records
+
+        return bundle_from_cupti_records(path)
     if fmt == "kineto-json":
         from analyzer.importers.kineto import bundle_from_kineto
 
@@ -75,8 +82,14 @@ def import_profile(
     source = Path(path)
     if not source.is_file():
         raise HilsimError(f"{source}: no such file")
+    if source.suffix in (".nsys-rep", ".qdrep"):
+        from analyzer.importers.nsys_rep import export_nsys_rep
+
+        source, fmt = export_nsys_rep(source), "sqlite"
     if fmt == "auto":
-        fmt = sniff_format(source)
+        from analyzer.importers.cupti_records import is_cupti_records
+
+        fmt = "cupti-records" if is_cupti_records(source) else sniff_format(source)
     bundle = _read(source, fmt)
     if ncu is not None:
         from analyzer.importers.ncu_csv import read_ncu_metrics_for_bundle

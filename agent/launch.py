@@ -1,0 +1,76 @@
+"""``python -m agent.launch [--nvtx MODULE:FUNCTION]... -- script.py ARGS | -m module ARGS``.
+
+Installs the ``--nvtx`` wrappers (:func:`agent.nvtx.wrap_function`) and then runs the
+workload in this interpreter exactly as ``python script.py ARGS`` / ``python -m module
+ARGS`` would (``runpy``, ``__name__ == "__main__"``, ``sys.argv`` rewritten). The other
+launchers (:mod:`agent.cupti_launch`, :mod:`agent.torch_launch`) reuse
+:func:`split_argv` and :func:`run_target`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import runpy
+import sys
+
+
+def split_argv(argv: list[str], prog: str, out_required: bool = False) -> tuple[
+    argparse.Namespace, list[str]
+]:
+    """Launcher options before ``--``, the workload after it."""
+    if "--" not in argv:
+        raise SystemExit(f"{prog}: usage: {prog} [options] -- script.py ARGS | -m module ARGS")
+    cut = argv.index("--")
+    parser = argparse.ArgumentParser(prog=prog)
+    parser.add_argument("--nvtx", action="append", default=[], metavar="MODULE:FUNCTION")
+    parser.add_argument("--out", required=out_required, help="records / trace file to write")
+    options = parser.parse_args(argv[:cut])
+    target = argv[cut + 1 :]
+    if not target or (target[0] == "-m" and len(target) < 2):
+        raise SystemExit(f"{prog}: nothing to run after '--'")
+    return options, target
+
+
+def run_target(target: list[str]) -> None:
+    """Run ``script.py ARGS`` or ``-m module ARGS`` as ``__main__`` (SystemExit propagates)."""
+    if target[0] == "-m":
+        module, args = target[1], target[2:]
+        sys.argv = [module, *args]
+        if "" not in sys.path:
+            sys.path.insert(0, "")
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        return
+    script, args = target[0], target[1:]
+    sys.argv = [script, *args]
+    prepare_sys_path(target)
+    runpy.run_path(script, run_name="__main__")
+
+
+def prepare_sys_path(target: list[str]) -> None:
+    """Put the script's folder (or the working directory for ``-m``) first on sys.path,
+    as ``python script.py`` does; called before the wrappers import the user's modules."""
+    folder = "" if target[0] == "-m" else os.path.dirname(os.path.abspath(target[0]))
+    if not sys.path or sys.path[0] != folder:
+        sys.path.insert(0, folder)
+
+
+def install_wrappers(specs: list[str], prog: str) -> None:
+    from agent.nvtx import install
+
+    try:
+        install(specs)
+    except ValueError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from exc
+
+
+def main(argv: list[str] | None = None) -> None:
+    options, target = split_argv(list(sys.argv[1:] if argv is None else argv), "agent.launch")
+    prepare_sys_path(target)
+    install_wrappers(options.nvtx, "agent.launch")
+    run_target(target)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,177 @@
+"""``hilsim agent probe``: the device facts a bundle's manifest records.
+
+NVML (``pynvml`` from nvidia-ml-py) gives what the driver knows: name, UUID, max SM and
+memory clocks, bus width, memory size, driver and CUDA driver versions, compute
+capability. CUDA device properties (CuPy) give the rest: SM count, L2 size, and the CUDA
+runtime version. Either source alone still yields a partial probe (``sources`` says which
+answered); neither, or no GPU, is a one-line :class:`~analyzer.errors.HilsimError`.
+Both libraries are imported inside the functions only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from analyzer.errors import HilsimError
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def nvml_facts(index: int = 0) -> dict[str, Any]:
+    """Facts NVML knows about GPU ``index``. Raises ImportError / RuntimeError."""
+    import pynvml  # lazy: GPU extra
+
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as exc:
+        raise RuntimeError(f"NVML could not start ({exc}): no NVIDIA driver or GPU") from exc
+    try:
+        count = pynvml.nvmlDeviceGetCount()
+        if count == 0:
+            raise RuntimeError("NVML sees no NVIDIA GPU")
+        if not 0 <= index < count:
+            raise RuntimeError(f"no GPU {index} (NVML sees {count})")
+        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        facts: dict[str, Any] = {
+            "index": index,
+            "name": _text(pynvml.nvmlDeviceGetName(handle)),
+            "uuid": _text(pynvml.nvmlDeviceGetUUID(handle)),
+            "driver": _text(pynvml.nvmlSystemGetDriverVersion()),
+            "memory_bytes": int(pynvml.nvmlDeviceGetMemoryInfo(handle).total),
+            "devices_visible": int(count),
+        }
+        optional = {
+            "max_sm_clock_mhz": lambda: pynvml.nvmlDeviceGetMaxClockInfo(
+                handle, pynvml.NVML_CLOCK_SM
+            ),
+            "max_mem_clock_mhz": lambda: pynvml.nvmlDeviceGetMaxClockInfo(
+                handle, pynvml.NVML_CLOCK_MEM
+            ),
+            "sm_clock_mhz": lambda: pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM),
+            "mem_clock_mhz": lambda: pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM),
+            "bus_width_bits": lambda: pynvml.nvmlDeviceGetMemoryBusWidth(handle),
+            "compute_capability": lambda: "{}.{}".format(
+                *pynvml.nvmlDeviceGetCudaComputeCapability(handle)
+            ),
+            "cuda_driver_version": lambda: _cuda_version(pynvml.nvmlSystemGetCudaDriverVersion()),
+            "pci_bus_id": lambda: _text(pynvml.nvmlDeviceGetPciInfo(handle).busId),
+        }
+        for key, getter in optional.items():
+            try:
+                facts[key] = getter()
+            except (pynvml.NVMLError, AttributeError, TypeError):
+                continue
+        return facts
+    finally:
+        with contextlib.suppress(pynvml.NVMLError):
+            pynvml.nvmlShutdown()
+
+
+def _cuda_version(code: int) -> str:
+    """CUDA's integer version (12040) as text (``12.4``)."""
+    code = int(code)
+    return f"{code // 1000}.{(code % 1000) // 10}"
+
+
+def cuda_facts(index: int = 0) -> dict[str, Any]:
+    """Facts from CUDA device properties via CuPy. Raises ImportError / RuntimeError."""
+    import cupy  # lazy: GPU extra
+
+    runtime = cupy.cuda.runtime
+    try:
+        count = runtime.getDeviceCount()
+        if not 0 <= index < count:
+            raise RuntimeError(f"no GPU {index} (CUDA sees {count})")
+        props = runtime.getDeviceProperties(index)
+        runtime_version = runtime.runtimeGetVersion()
+        driver_version = runtime.driverGetVersion()
+    except runtime.CUDARuntimeError as exc:
+        raise RuntimeError(f"CUDA could not open a GPU ({exc})") from exc
+
+    def prop(key: str) -> Any:
+        value = props.get(key)
+        return _text(value) if isinstance(value, bytes) else value
+
+    facts: dict[str, Any] = {
+        "name": prop("name"),
+        "compute_capability": f"{prop('major')}.{prop('minor')}",
+        "sm_count": prop("multiProcessorCount"),
+        "l2_bytes": prop("l2CacheSize"),
+        "memory_bytes": prop("totalGlobalMem"),
+        "bus_width_bits": prop("memoryBusWidth"),
+        "shared_mem_per_block_bytes": prop("sharedMemPerBlock"),
+        "shared_mem_per_sm_bytes": prop("sharedMemPerMultiprocessor"),
+        "regs_per_sm": prop("regsPerMultiprocessor"),
+        "max_threads_per_sm": prop("maxThreadsPerMultiProcessor"),
+        "warp_size": prop("warpSize"),
+        "cuda_runtime": _cuda_version(runtime_version),
+        "cuda_driver_version": _cuda_version(driver_version),
+        "cupy_version": cupy.__version__,
+    }
+    # kHz in CUDA < 13; CUDA 13 removed the clock fields (NVML is used for them)
+    for key, out in (("clockRate", "max_sm_clock_mhz"), ("memoryClockRate", "max_mem_clock_mhz")):
+        value = props.get(key)
+        if isinstance(value, int) and value > 0:
+            facts[out] = value / 1000.0
+    uuid = props.get("uuid")
+    if isinstance(uuid, bytes) and len(uuid) == 16:
+        h = uuid.hex()
+        facts["uuid"] = f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    return {k: v for k, v in facts.items() if v is not None}
+
+
+def probe_device(index: int = 0, tools: bool = True) -> dict[str, Any]:
+    """Device facts of GPU ``index`` (NVML first, CUDA properties for the rest) plus tools.
+
+    Keys: name, uuid, compute_capability, sm_count, max_sm_clock_mhz, max_mem_clock_mhz,
+    bus_width_bits, memory_bytes, l2_bytes, driver, cuda_runtime, cuda_driver_version,
+    ... , ``sources`` (which libraries answered) and ``tools`` (nsys / ncu / cupti /
+    torch: usable, version, reason). Raises :class:`HilsimError` when neither pynvml nor
+    cupy is installed, or when no GPU answers.
+    """
+    facts: dict[str, Any] = {}
+    sources: list[str] = []
+    problems: list[str] = []
+    missing: list[str] = []
+    for label, package, getter in (
+        ("nvml", "nvidia-ml-py (pynvml)", nvml_facts),
+        ("cuda", "cupy", cuda_facts),
+    ):
+        try:
+            got = getter(index)
+        except ImportError:
+            missing.append(package)
+            continue
+        except RuntimeError as exc:
+            problems.append(f"{label}: {exc}")
+            continue
+        sources.append(label)
+        for key, value in got.items():
+            facts.setdefault(key, value)  # NVML wins where both answer (clocks, UUID text)
+    if not sources:
+        if len(missing) == 2:
+            raise HilsimError(
+                "agent probe: neither nvidia-ml-py (pynvml) nor cupy is installed; "
+                "install the GPU extra on the GPU host: pip install 'hilsim[gpu]'"
+            )
+        detail = "; ".join(problems) or "no answer"
+        hint = f" ({', '.join(missing)} not installed)" if missing else ""
+        raise HilsimError(f"agent probe: no usable NVIDIA GPU: {detail}{hint}")
+    facts["sources"] = sources
+    if missing:
+        facts["missing_packages"] = missing
+    if tools:
+        from agent.tools import all_tools
+
+        facts["tools"] = {name: t.as_dict() for name, t in all_tools().items()}
+    return facts
+
+
+DEVICE_KEYS: tuple[str, ...] = (
+    "name", "uuid", "compute_capability", "sm_count", "max_sm_clock_mhz", "max_mem_clock_mhz",
+    "bus_width_bits", "memory_bytes", "l2_bytes", "driver", "cuda_runtime",
+    "cuda_driver_version",
+)

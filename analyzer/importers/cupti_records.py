@@ -1,0 +1,295 @@
+"""CUPTI activity records written by ``hilsim agent profile --backend cupti``.
+
+Format ``hilsim.cupti-records/1``: JSON Lines, written atomically (temporary file in
+the same folder, then rename) by :func:`write_cupti_records`, the one writer the agent's
+in-process backend (:mod:`agent.cupti_launch`) uses. One JSON object per line:
+
+* line 1, the header: ``{"schema": "hilsim.cupti-records/1", "kind": "header",
+  "tool": {"name": "cupti-python", "version": ...}, "argv": [...], "pid": ...,
+  "complete": bool, "reason": str | null, "counts": {...}}``. ``complete`` is false when
+  the records were flushed by a signal handler (Ctrl-C, timeout) or after the workload
+  raised/exited non-zero; ``reason`` says why.
+* ``{"kind": "kernel", ...}``: one per ``CONCURRENT_KERNEL`` activity record, fields as
+  cupti-python names them (FORMATS.md, CUPTI): ``name``, ``start``, ``end`` (ns, CUPTI
+  clock), ``correlation_id``, ``device_id``, ``stream_id``, ``context_id``,
+  ``grid_x/y/z``, ``block_x/y/z``, ``registers_per_thread``, ``static_shared_memory``,
+  ``dynamic_shared_memory``. Missing fields are omitted or null.
+* ``{"kind": "runtime", ...}``: the CUDA runtime/driver call that launched a kernel
+  (``start``, ``end``, ``correlation_id``, ``thread_id``, ``process_id``); only calls
+  whose ``correlation_id`` matches a kernel are kept.
+* ``{"kind": "range", ...}``: an NVTX-like range (``name``, ``start``, ``end``,
+  ``thread_id``, ``source`` = ``"annotate"`` for :func:`agent.nvtx.annotate` /
+  ``--nvtx-module`` ranges, ``"marker"`` for NVTX ranges CUPTI reported).
+
+Region attribution is the Nsight Systems rule (:mod:`analyzer.importers.nsys_sqlite`):
+a launch's region is the innermost range on the launching thread that encloses the
+runtime call with the launch's correlation id; launches without such a call get none.
+Kernel names are demangled with ``c++filt`` when it is installed (CUPTI reports mangled
+names); otherwise they are kept as recorded and the manifest says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analyzer.bundle import Bundle, default_manifest
+from analyzer.errors import HilsimError
+from analyzer.schema import normalize_launches
+
+SCHEMA = "hilsim.cupti-records/1"
+FORMAT = "cupti-records"
+KINDS = ("kernel", "runtime", "range")
+
+# launches-table column <- kernel record field
+_KERNEL_FIELDS: tuple[tuple[str, str], ...] = (
+    ("grid_x", "grid_x"),
+    ("grid_y", "grid_y"),
+    ("grid_z", "grid_z"),
+    ("block_x", "block_x"),
+    ("block_y", "block_y"),
+    ("block_z", "block_z"),
+    ("regs", "registers_per_thread"),
+    ("smem_static", "static_shared_memory"),
+    ("smem_dynamic", "dynamic_shared_memory"),
+    ("stream", "stream_id"),
+    ("device", "device_id"),
+    ("correlation_id", "correlation_id"),
+)
+_NVTX_PUSH_POP = 59
+
+
+def write_cupti_records(
+    path: str | os.PathLike[str], header: dict[str, Any], records: Iterable[dict[str, Any]]
+) -> Path:
+    """Write a records file atomically: header line, then one line per record.
+
+    ``header`` gets ``schema`` and ``kind`` set; each record must have ``kind`` in
+    ``kernel``, ``runtime``, ``range``. Streams the lines to a temporary file in the
+    target folder and renames it, so a reader never sees half a file.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    head = {"schema": SCHEMA, "kind": "header", **header}
+    head["schema"], head["kind"] = SCHEMA, "header"
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(head, default=str) + "\n")
+            for record in records:
+                handle.write(json.dumps(record, default=str, separators=(",", ":")) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return target
+
+
+def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        handle = open(path, encoding="utf-8")  # noqa: SIM115
+    except FileNotFoundError as exc:
+        raise HilsimError(f"{path}: no such file") from exc
+    except OSError as exc:
+        raise HilsimError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    with handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise HilsimError(f"{path}: line {number}: not valid JSON ({exc.msg})") from exc
+            if not isinstance(item, dict):
+                raise HilsimError(f"{path}: line {number}: expected a JSON object")
+            yield number, item
+
+
+def is_cupti_records(path: str | Path) -> bool:
+    """True when the file's first line is a ``hilsim.cupti-records/1`` header."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            first = handle.readline(4096)
+        return json.loads(first).get("schema") == SCHEMA
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def demangle(names: list[str]) -> tuple[list[str], bool]:
+    """Demangle Itanium C++ names with ``c++filt`` if installed; ``(names, demangled?)``."""
+    todo = [n for n in names if n.startswith("_Z")]
+    tool = shutil.which("c++filt")
+    if not todo or tool is None:
+        return names, False
+    try:
+        done = subprocess.run(
+            [tool], input="\n".join(todo) + "\n", capture_output=True, text=True,
+            timeout=60, check=True,
+        ).stdout.splitlines()
+    except (OSError, subprocess.SubprocessError):
+        return names, False
+    if len(done) != len(todo):
+        return names, False
+    table = dict(zip(todo, done, strict=True))
+    return [table.get(n, n) for n in names], True
+
+
+def read_cupti_records(
+    path: str | Path,
+) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Read a records file: ``(header, kernels, runtime, ranges)`` as raw frames.
+
+    Raises :class:`HilsimError` naming the file and line for a missing header, a wrong
+    schema, an unknown kind, or a record without its required fields.
+    """
+    source = Path(path)
+    header: dict[str, Any] | None = None
+    rows: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
+    for number, item in _lines(source):
+        kind = item.get("kind")
+        if header is None:
+            if kind != "header" or item.get("schema") != SCHEMA:
+                raise HilsimError(
+                    f"{source}: line {number}: not a hilsim CUPTI records file "
+                    f"(expected a header with schema {SCHEMA!r})"
+                )
+            header = item
+            continue
+        if kind not in rows:
+            raise HilsimError(f"{source}: line {number}: unknown record kind {kind!r}")
+        required = ("name", "start", "end") if kind != "runtime" else ("start", "end")
+        for key in required:
+            if item.get(key) is None:
+                raise HilsimError(f"{source}: line {number}: {kind} record has no {key!r}")
+        if item["end"] < item["start"]:
+            raise HilsimError(f"{source}: line {number}: {kind} record ends before it starts")
+        rows[kind].append(item)
+    if header is None:
+        raise HilsimError(f"{source}: empty file (no header line)")
+    frames = [pd.DataFrame(rows[kind]) for kind in KINDS]
+    return header, frames[0], frames[1], frames[2]
+
+
+def _launch_frame(kernels: pd.DataFrame, runtime: pd.DataFrame) -> pd.DataFrame:
+    frame = pd.DataFrame(
+        {
+            "name": kernels["name"].astype(str),
+            "start_ns": kernels["start"].astype(np.int64),
+            "duration_ns": (kernels["end"] - kernels["start"]).astype(np.int64),
+        }
+    )
+    for column, field_name in _KERNEL_FIELDS:
+        if field_name in kernels.columns:
+            frame[column] = pd.to_numeric(kernels[field_name], errors="coerce")
+    frame["call_tid"] = frame["call_start"] = frame["call_end"] = np.nan
+    if len(runtime) and "correlation_id" in frame.columns and "thread_id" in runtime.columns:
+        calls = runtime.dropna(subset=["correlation_id"]).drop_duplicates(
+            "correlation_id", keep="first"
+        )
+        calls = calls.set_index(calls["correlation_id"].astype(np.int64))
+        corr = frame["correlation_id"].astype("Int64")
+        frame["call_tid"] = corr.map(calls["thread_id"]).astype(float).to_numpy()
+        frame["call_start"] = corr.map(calls["start"]).astype(float).to_numpy()
+        frame["call_end"] = corr.map(calls["end"]).astype(float).to_numpy()
+    return frame
+
+
+def _range_threads(ranges: pd.DataFrame, runtime: pd.DataFrame) -> np.ndarray:
+    """Thread of each range in the runtime records' numbering.
+
+    Ranges carry the OS thread id (``thread_id``) and Python's ``threading.get_ident()``
+    (``thread_ident``, pthread_self on Linux); whichever overlaps the thread ids CUPTI
+    reported for the launching calls is used.
+    """
+    known = set()
+    if "thread_id" in runtime.columns:
+        known = set(pd.to_numeric(runtime["thread_id"], errors="coerce").dropna().astype(np.int64))
+    best, best_hits = None, -1
+    for column in ("thread_id", "thread_ident"):
+        if column not in ranges.columns:
+            continue
+        values = pd.to_numeric(ranges[column], errors="coerce").fillna(-1).astype(np.int64)
+        hits = int(values.isin(known).sum())
+        if hits > best_hits:
+            best, best_hits = values, hits
+    if best is None:
+        return np.zeros(len(ranges), dtype=np.int64)
+    return best.to_numpy()
+
+
+def bundle_from_cupti_records(path: str | Path) -> Bundle:
+    """Import a records file as an in-memory :class:`~analyzer.bundle.Bundle`."""
+    from analyzer.importers.nsys_sqlite import _attribute, _regions
+
+    source = Path(path)
+    header, kernels, runtime, ranges = read_cupti_records(source)
+    if len(kernels) == 0:
+        state = "complete" if header.get("complete", True) else "incomplete"
+        raise HilsimError(
+            f"{source}: no kernel launches recorded ({state} run"
+            + (f": {header['reason']}" if header.get("reason") else "")
+            + "); does the workload launch CUDA kernels?"
+        )
+    names, demangled = demangle(kernels["name"].astype(str).tolist())
+    kernels = kernels.assign(name=names)
+    frame = _launch_frame(kernels, runtime)
+    regions: pd.DataFrame | None = None
+    if len(ranges):
+        nvtx = pd.DataFrame(
+            {
+                "start_ns": ranges["start"].astype(np.int64),
+                "end_ns": ranges["end"].astype(np.int64),
+                "event_type": _NVTX_PUSH_POP,
+                "tid": _range_threads(ranges, runtime),
+                "name": ranges["name"].astype(str),
+            }
+        ).sort_values(["start_ns", "end_ns"], ascending=[True, False], kind="stable")
+        regions, kind, tid = _regions(nvtx.reset_index(drop=True))
+        frame["region"] = _attribute(frame, regions, kind, tid)
+    launches = normalize_launches(
+        frame.drop(columns=["call_tid", "call_start", "call_end"]), str(source)
+    )
+    tool = header.get("tool") if isinstance(header.get("tool"), dict) else {}
+    profiler = {
+        "name": "cupti",
+        "version": tool.get("version"),
+        "format": FORMAT,
+        "file": source.name,
+        "names_demangled": demangled,
+    }
+    manifest = default_manifest(
+        device=header.get("device") or {},
+        profilers=[profiler],
+        complete=bool(header.get("complete", True)),
+        source={
+            "files": [str(source)],
+            "format": FORMAT,
+            "records": {"kernel": len(kernels), "runtime": len(runtime), "range": len(ranges)},
+            "reason_incomplete": header.get("reason"),
+            "launches_with_region": int(launches["region"].notna().sum()),
+        },
+    )
+    return Bundle(launches=launches, regions=regions, manifest=manifest)
+
+
+__all__ = [
+    "SCHEMA",
+    "bundle_from_cupti_records",
+    "demangle",
+    "is_cupti_records",
+    "read_cupti_records",
+    "write_cupti_records",
+]

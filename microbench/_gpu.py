@@ -1,0 +1,276 @@
+"""GPU plumbing shared by the families: lazy CuPy, compiled modules, timing, device facts.
+
+Nothing here imports CuPy or pynvml at module import time (``import microbench`` works
+on a machine without a CUDA driver); :func:`require_cupy` does, and turns any failure
+into one :class:`~analyzer.errors.HilsimError` line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from analyzer.errors import HilsimError
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
+def require_cupy() -> Any:
+    """Import CuPy and check for a device; ``HilsimError`` (one line) when there is none."""
+    try:
+        import cupy  # noqa: PLC0415  (lazy by design: no CUDA needed to import hilsim)
+    except Exception as exc:  # ImportError, or a CUDA library failing to load
+        raise HilsimError(
+            f"no CUDA GPU/driver found: cupy is not importable ({_first_line(exc)}); "
+            "install the 'gpu' extra on a CUDA host"
+        ) from None
+    try:
+        count = int(cupy.cuda.runtime.getDeviceCount())
+    except Exception as exc:
+        raise HilsimError(f"no CUDA GPU/driver found: {_first_line(exc)}") from None
+    if count < 1:
+        raise HilsimError("no CUDA GPU/driver found: the CUDA runtime reports 0 devices")
+    return cupy
+
+
+def theoretical_dram_gbs(mem_clock_mhz: float | None, bus_width_bits: float | None) -> float | None:
+    """Peak DRAM bandwidth in GB/s: memory clock x bus width x 2 (double data rate).
+
+    Uses NVML's memory clock, which for GDDR5/6/6X and HBM is the clock whose double
+    data rate gives the data rate (TITAN V: 850 MHz x 3072 bit x 2 = 652.8 GB/s, the
+    figure Accel-Sim's ``mem_bw`` prints as its theoretical peak).
+    """
+    if not mem_clock_mhz or not bus_width_bits:
+        return None
+    return float(mem_clock_mhz) * 1e6 * 2.0 * float(bus_width_bits) / 8.0 / 1e9
+
+
+def _decode(value: Any) -> Any:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def _nvml_facts(pci_bus_id: str | None, device: int) -> dict[str, Any]:
+    """Clocks and bus width from NVML (optional: missing pynvml gives ``{}``)."""
+    try:
+        import pynvml  # noqa: PLC0415
+    except Exception:
+        return {}
+    facts: dict[str, Any] = {}
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:
+        return {"nvml_error": _first_line(exc)}
+    try:
+        handle = None
+        candidates = [pci_bus_id] if pci_bus_id else []
+        if pci_bus_id and len(pci_bus_id.split(":")[0]) == 4:
+            candidates.append("0000" + pci_bus_id)  # NVML's 8-digit domain form
+        for pci in candidates:
+            try:
+                handle = pynvml.nvmlDeviceGetHandleByPciBusId(pci)
+                break
+            except Exception:
+                handle = None
+        if handle is None:  # CUDA and NVML order agree unless CUDA_VISIBLE_DEVICES reorders
+            handle = pynvml.nvmlDeviceGetHandleByIndex(device)
+        sm, mem = pynvml.NVML_CLOCK_SM, pynvml.NVML_CLOCK_MEM
+        calls: dict[str, Callable[[], Any]] = {
+            "nvml_name": lambda: _decode(pynvml.nvmlDeviceGetName(handle)),
+            "uuid": lambda: _decode(pynvml.nvmlDeviceGetUUID(handle)),
+            "driver_version": lambda: _decode(pynvml.nvmlSystemGetDriverVersion()),
+            "max_sm_clock_mhz": lambda: int(pynvml.nvmlDeviceGetMaxClockInfo(handle, sm)),
+            "max_mem_clock_mhz": lambda: int(pynvml.nvmlDeviceGetMaxClockInfo(handle, mem)),
+            "sm_clock_mhz_idle": lambda: int(pynvml.nvmlDeviceGetClockInfo(handle, sm)),
+            "memory_bus_width_bits": lambda: int(pynvml.nvmlDeviceGetMemoryBusWidth(handle)),
+        }
+        for key, call in calls.items():
+            try:
+                facts[key] = call()
+            except Exception:  # noqa: S112  (unsupported on this board: leave it out)
+                continue
+    finally:
+        with contextlib.suppress(Exception):  # a shutdown failure must not hide the facts
+            pynvml.nvmlShutdown()
+    return facts
+
+
+def nvml_sm_clock_mhz(device_facts: dict[str, Any]) -> float | None:
+    """Current SM clock from NVML (while a kernel runs: the clock under load), or None."""
+    try:
+        import pynvml  # noqa: PLC0415
+
+        pynvml.nvmlInit()
+        try:
+            uuid = device_facts.get("uuid")
+            handle = (
+                pynvml.nvmlDeviceGetHandleByUUID(uuid)
+                if uuid
+                else pynvml.nvmlDeviceGetHandleByIndex(int(device_facts.get("index", 0)))
+            )
+            return float(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:
+        return None
+
+
+def device_facts(device: int = 0) -> dict[str, Any]:
+    """Facts about CUDA device ``device``: CuPy device properties + NVML clocks/bus width.
+
+    Keys: index, name, compute_capability ("9.0"), sm_count, l2_cache_bytes,
+    shared_mem_per_sm_bytes, max_threads_per_sm, regs_per_sm, total_memory_bytes,
+    memory_bus_width_bits, max_sm_clock_mhz, max_mem_clock_mhz, peak_dram_gbs, cuda
+    runtime/driver versions, cupy version, and NVML's uuid/driver version where
+    available. Raises ``HilsimError("no CUDA GPU/driver found: ...")`` without a GPU.
+    """
+    cp = require_cupy()
+    count = int(cp.cuda.runtime.getDeviceCount())
+    if not 0 <= device < count:
+        raise HilsimError(f"--device {device}: no such CUDA device (found {count})")
+    props = {_decode(k): v for k, v in cp.cuda.runtime.getDeviceProperties(device).items()}
+    facts: dict[str, Any] = {
+        "index": device,
+        "name": _decode(props.get("name", "")),
+        "compute_capability": f"{props.get('major')}.{props.get('minor')}",
+        "cc_major": int(props.get("major", 0)),
+        "cc_minor": int(props.get("minor", 0)),
+        "sm_count": int(props.get("multiProcessorCount", 0)),
+        "l2_cache_bytes": int(props.get("l2CacheSize", 0)),
+        "shared_mem_per_sm_bytes": int(props.get("sharedMemPerMultiprocessor", 0)),
+        "shared_mem_per_block_bytes": int(props.get("sharedMemPerBlock", 0)),
+        "max_threads_per_sm": int(props.get("maxThreadsPerMultiProcessor", 0)),
+        "max_threads_per_block": int(props.get("maxThreadsPerBlock", 1024)),
+        "regs_per_sm": int(props.get("regsPerMultiprocessor", 0)),
+        "warp_size": int(props.get("warpSize", 32)),
+        "total_memory_bytes": int(props.get("totalGlobalMem", 0)),
+        "cupy_version": str(cp.__version__),
+    }
+    # clock fields are deprecated in CUDA 12 and may be absent in CUDA 13 builds
+    if props.get("memoryBusWidth"):
+        facts["memory_bus_width_bits"] = int(props["memoryBusWidth"])
+    if props.get("clockRate"):
+        facts["max_sm_clock_mhz"] = int(props["clockRate"]) / 1000.0
+    if props.get("memoryClockRate"):
+        facts["max_mem_clock_mhz"] = int(props["memoryClockRate"]) / 1000.0
+    for key, call in (
+        ("cuda_runtime_version", cp.cuda.runtime.runtimeGetVersion),
+        ("cuda_driver_version", cp.cuda.runtime.driverGetVersion),
+    ):
+        try:
+            facts[key] = int(call())
+        except Exception:  # noqa: S112  (optional fact)
+            continue
+    try:
+        pci_bus_id: str | None = str(cp.cuda.runtime.deviceGetPCIBusId(device))
+    except Exception:
+        pci_bus_id = None
+    facts["pci_bus_id"] = pci_bus_id
+    facts.update({k: v for k, v in _nvml_facts(pci_bus_id, device).items() if v is not None})
+    facts["peak_dram_gbs"] = theoretical_dram_gbs(
+        facts.get("max_mem_clock_mhz"), facts.get("memory_bus_width_bits")
+    )
+    return facts
+
+
+@dataclass
+class Context:
+    """What every benchmark needs: CuPy, the device, its facts and compiled modules."""
+
+    cp: Any
+    device: int
+    facts: dict[str, Any]
+    seed: int = 0
+    sm_clock_mhz_measured: float | None = None
+    _modules: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def sm_count(self) -> int:
+        """Number of SMs."""
+        return int(self.facts["sm_count"])
+
+    @property
+    def cc(self) -> tuple[int, int]:
+        """Compute capability (major, minor)."""
+        return int(self.facts.get("cc_major", 0)), int(self.facts.get("cc_minor", 0))
+
+    @property
+    def threads_per_sm(self) -> int:
+        """Resident threads per SM (2048 on sm_70/80/90, 1024 on sm_75, 1536 on sm_86)."""
+        return int(self.facts.get("max_threads_per_sm") or 1024)
+
+    def sm_clock_mhz(self) -> tuple[float | None, str]:
+        """SM clock for cycle conversions and where it came from."""
+        if self.sm_clock_mhz_measured:
+            return self.sm_clock_mhz_measured, "measured (clock.sm_clock)"
+        if self.facts.get("max_sm_clock_mhz"):
+            return float(self.facts["max_sm_clock_mhz"]), "max SM clock (NVML/properties)"
+        return None, "unknown"
+
+    def module(self, name: str) -> Any:
+        """The compiled CuPy ``RawModule`` for source ``name`` (see ``sources.py``)."""
+        if name not in self._modules:
+            from microbench.sources import all_sources  # noqa: PLC0415
+
+            code = all_sources()[name]
+            self._modules[name] = self.cp.RawModule(code=code, options=("--std=c++14",))
+        return self._modules[name]
+
+    def kernel(self, module: str, name: str) -> Any:
+        """A kernel of a compiled module (compiles on first use; one line on failure)."""
+        try:
+            return self.module(module).get_function(name)
+        except Exception as exc:
+            raise HilsimError(f"compiling {module}:{name} failed: {_first_line(exc)}") from None
+
+    def time_ms(self, launch: Callable[[], None]) -> float:
+        """GPU time of ``launch()`` on the current stream, by CUDA events (ms)."""
+        cp = self.cp
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        launch()
+        stop.record()
+        stop.synchronize()
+        return float(cp.cuda.get_elapsed_time(start, stop))
+
+    def rng(self, salt: int) -> np.random.Generator:
+        """A deterministic generator per benchmark."""
+        return np.random.default_rng([self.seed, salt])
+
+    def free_bytes(self) -> int:
+        """Free device memory now (after CuPy's pool has released what it holds)."""
+        self.cp.get_default_memory_pool().free_all_blocks()
+        free, _total = self.cp.cuda.runtime.memGetInfo()
+        return int(free)
+
+
+def per_sm_rate(records: np.ndarray, work_per_block: float) -> tuple[float, int]:
+    """Work per SM clock from per-block ``(smid, clock64 start, clock64 end)`` records.
+
+    ``clock64`` is a per-SM counter, so spans are only comparable within one SM: for
+    every SM the blocks it ran are grouped, and the SM's rate is their total work over
+    ``max(end) - min(start)``. Returns (median rate over SMs, number of SMs seen).
+    Robust to the block scheduler putting several blocks (or none) on an SM.
+    """
+    rec = np.asarray(records, dtype=np.int64).reshape(-1, 3)
+    rates = []
+    for sm in np.unique(rec[:, 0]):
+        rows = rec[rec[:, 0] == sm]
+        span = int(rows[:, 2].max() - rows[:, 1].min())
+        if span > 0:
+            rates.append(work_per_block * len(rows) / span)
+    if not rates:
+        return math.nan, 0
+    return float(np.median(rates)), len(rates)
+
+
+def to_u64(value: int) -> np.uint64:
+    """A Python int as a wrapped ``uint64`` kernel argument."""
+    return np.uint64(value % (1 << 64))

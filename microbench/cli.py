@@ -1,0 +1,51 @@
+"""``hilsim agent microbench``: run the suite and write ``hilsim.microbench/1`` JSON
+(Accel-Sim Section II-C: the microbenchmark output the tuner reads)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from microbench.runner import FAMILIES, device_facts, parse_only, run_suite
+
+
+@click.command("microbench")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("microbench.json"),
+    show_default=True,
+    help="Where to write the hilsim.microbench/1 JSON (written atomically).",
+)
+@click.option(
+    "--only",
+    "only",
+    metavar="FAMILY[,FAMILY]",
+    default=None,
+    help=f"Run only these families: {', '.join(FAMILIES)} (default: all).",
+)
+@click.option("--device", type=int, default=0, show_default=True, help="CUDA device index.")
+def microbench_cmd(output: Path, only: str | None, device: int) -> None:
+    """Measure latencies, bandwidths, unit throughputs, atomics, launch overhead and the
+    SM clock of one GPU with CuPy microbenchmarks (needs a CUDA GPU)."""
+    from analyzer.console import out  # noqa: PLC0415
+    from microbench.measurement import write_microbench_json  # noqa: PLC0415
+
+    families = parse_only(only)
+    facts = device_facts(device)
+    results = run_suite(families, device=device, facts=facts)
+    write_microbench_json(output, results, facts)
+    from rich.table import Table  # noqa: PLC0415
+
+    table = Table(title=f"{facts.get('name', 'GPU')} (cc {facts.get('compute_capability')})")
+    for column in ("measurement", "value", "unit", "spread", "valid"):
+        table.add_column(column, justify="right" if column in ("value", "spread") else "left")
+    for m in results:
+        value = "-" if m.value is None else f"{m.value:,.4g}"
+        spread = "-" if m.spread is None or m.spread != m.spread else f"{m.spread:.1%}"
+        table.add_row(m.name, value, m.unit, spread, "yes" if m.valid else f"no: {m.note}")
+    out.print(table)
+    invalid = sum(not m.valid for m in results)
+    out.print(f"wrote {output} ({len(results)} measurements, {invalid} invalid)")

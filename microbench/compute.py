@@ -1,0 +1,359 @@
+"""Execution-unit throughput and dependent-issue latency (Accel-Sim Section II-C:
+``MaxFlops_*``, ``lat_*``, ``tensor_*``; Section IV, Table IV: unit counts and latencies).
+
+Throughput: every thread runs 8 independent chains of ``x = x * a + b`` (PTX ``fma.rn``
+f32/f64/f16x2, ``mad.lo.s32``) with all SMs fully occupied; per-block ``clock64()`` spans
+grouped by ``%smid`` give operations per SM clock. Units follow Accel-Sim's printout: an
+FMA counts 2 operations, a half2 FMA 4, an integer multiply-add 2.
+
+Latency: one warp runs one dependent chain of 64 x ``n`` operations; cycles per op after
+subtracting the clock-read overhead (an empty ``clock64()`` interval).
+
+Tensor cores: ``mma.sync`` inline PTX, shape chosen by ``__CUDA_ARCH__`` (m8n8k4 on
+sm_70/72, m16n8k8 on sm_75, m16n8k16 on sm_80+); the kernel reports the flops of one
+warp-level mma so host and device agree. FP16 inputs, FP32 accumulate.
+
+Dead-code elimination is prevented by ``asm volatile`` and by writing the results
+conditionally (``if (r == magic) out[...] = r``), which never happens but the compiler
+cannot prove.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from microbench._gpu import per_sm_rate
+from microbench.measurement import Measurement, measurement_from_stability, repeat_until_stable
+
+# (kernel suffix, C type, asm constraint, PTX instruction, ops per instruction)
+TYPES: dict[str, tuple[str, str, str, int]] = {
+    "fp32": ("float", "f", "fma.rn.f32", 2),
+    "fp64": ("double", "d", "fma.rn.f64", 2),
+    "fp16x2": ("unsigned int", "r", "fma.rn.f16x2", 4),
+    "int32": ("int", "r", "mad.lo.s32", 2),
+}
+
+_RECORD = r"""
+__device__ __forceinline__ unsigned int smid_() {
+    unsigned int r; asm volatile("mov.u32 %0, %%smid;" : "=r"(r)); return r;
+}
+"""
+
+_TPUT = r"""
+extern "C" __global__ void tput_{key}({ctype} a, {ctype} b, int n, {ctype} magic,
+                                       {ctype}* __restrict__ out, long long* __restrict__ rec)
+{{
+    {ctype} x0 = ({ctype})(threadIdx.x), x1 = x0 + ({ctype})1, x2 = x0 + ({ctype})2,
+            x3 = x0 + ({ctype})3, x4 = x0 + ({ctype})4, x5 = x0 + ({ctype})5,
+            x6 = x0 + ({ctype})6, x7 = x0 + ({ctype})7;
+    __syncthreads();
+    long long t0 = clock64();
+    for (int i = 0; i < n; ++i) {{
+#pragma unroll
+        for (int k = 0; k < 16; ++k) {{
+            asm volatile("{ins} %0, %0, %1, %2;" : "+{c}"(x0) : "{c}"(a), "{c}"(b));
+            asm volatile("{ins} %0, %0, %1, %2;" : "+{c}"(x1) : "{c}"(a), "{c}"(b));
+            asm volatile("{ins} %0, %0, %1, %2;" : "+{c}"(x2) : "{c}"(a), "{c}"(b));
+            asm volatile("{ins} %0, %0, %1, %2;" : "+{c}"(x3) : "{c}"(a), "{c}"(b));
+            asm volatile("{ins} %0, %0, %1, %2;" : "+{c}"(x4) : "{c}"(a), "{c}"(b));
+            asm volatile("{ins} %0, %0, %1, %2;" : "+{c}"(x5) : "{c}"(a), "{c}"(b));
+            asm volatile("{ins} %0, %0, %1, %2;" : "+{c}"(x6) : "{c}"(a), "{c}"(b));
+            asm volatile("{ins} %0, %0, %1, %2;" : "+{c}"(x7) : "{c}"(a), "{c}"(b));
+        }}
+    }}
+    __syncthreads();
+    long long t1 = clock64();
+    {ctype} r = x0 ^ x1 ^ x2 ^ x3 ^ x4 ^ x5 ^ x6 ^ x7;
+    if (r == magic) out[(long long)blockIdx.x * blockDim.x + threadIdx.x] = r;
+    if (threadIdx.x == 0) {{
+        rec[3 * blockIdx.x] = smid_();
+        rec[3 * blockIdx.x + 1] = t0;
+        rec[3 * blockIdx.x + 2] = t1;
+    }}
+}}
+
+extern "C" __global__ void lat_{key}({ctype} a, {ctype} b, int n, {ctype} magic,
+                                      {ctype}* __restrict__ out, long long* __restrict__ cyc)
+{{
+    {ctype} x = ({ctype})(threadIdx.x);
+    long long t0 = clock64();
+    long long t1 = clock64();
+    for (int i = 0; i < n; ++i) {{
+#pragma unroll
+        for (int k = 0; k < 64; ++k) {{
+            asm volatile("{ins} %0, %0, %1, %2;" : "+{c}"(x) : "{c}"(a), "{c}"(b));
+        }}
+    }}
+    long long t2 = clock64();
+    if (x == magic) out[threadIdx.x] = x;
+    if (threadIdx.x == 0) {{ cyc[0] = t2 - t1; cyc[1] = t1 - t0; }}
+}}
+"""
+
+
+def _arith_source() -> str:
+    parts = [_RECORD]
+    for key, (ctype, c, ins, _ops) in TYPES.items():
+        code = _TPUT.format(key=key, ctype=ctype, c=c, ins=ins)
+        if ctype in ("float", "double"):  # XOR is for integers: fold floats by addition
+            code = code.replace(
+                "x0 ^ x1 ^ x2 ^ x3 ^ x4 ^ x5 ^ x6 ^ x7", "x0 + x1 + x2 + x3 + x4 + x5 + x6 + x7"
+            )
+        parts.append(code)
+    return "\n".join(parts)
+
+
+MMA_SOURCE = (
+    _RECORD
+    + r"""
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define MMA_FLOPS 4096
+#define MMA(d, a, b) asm volatile( \
+    "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, " \
+    "{%8,%9}, {%0,%1,%2,%3};" \
+    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) \
+    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]))
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
+#define MMA_FLOPS 2048
+#define MMA(d, a, b) asm volatile( \
+    "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, " \
+    "{%0,%1,%2,%3};" \
+    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a[0]), "r"(a[1]), "r"(b[0]))
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+#define MMA_FLOPS 2048
+#define MMA(d, a, b) asm volatile( \
+    "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32 {%0,%1,%2,%3,%4,%5,%6,%7}, " \
+    "{%8,%9}, {%10,%11}, {%0,%1,%2,%3,%4,%5,%6,%7};" \
+    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), \
+      "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]) \
+    : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(b[1]))
+#else
+#define MMA_FLOPS 0
+#define MMA(d, a, b) do { } while (0)
+#endif
+
+extern "C" __global__ void mma_tput(unsigned int av, int n, float magic,
+                                    float* __restrict__ out, long long* __restrict__ rec,
+                                    int* __restrict__ flops_per_mma)
+{
+    unsigned int a[4] = {av, av, av, av};
+    unsigned int b[2] = {av, av};
+    float d0[8] = {0, 0, 0, 0, 0, 0, 0, 0}, d1[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    float d2[8] = {0, 0, 0, 0, 0, 0, 0, 0}, d3[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    __syncthreads();
+    long long t0 = clock64();
+    for (int i = 0; i < n; ++i) {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            MMA(d0, a, b); MMA(d1, a, b); MMA(d2, a, b); MMA(d3, a, b);
+        }
+    }
+    __syncthreads();
+    long long t1 = clock64();
+    float r = 0.f;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) r += d0[k] + d1[k] + d2[k] + d3[k];
+    if (r == magic) out[(long long)blockIdx.x * blockDim.x + threadIdx.x] = r;
+    if (threadIdx.x == 0) {
+        rec[3 * blockIdx.x] = smid_();
+        rec[3 * blockIdx.x + 1] = t0;
+        rec[3 * blockIdx.x + 2] = t1;
+        if (blockIdx.x == 0) flops_per_mma[0] = MMA_FLOPS;
+    }
+}
+
+extern "C" __global__ void mma_lat(unsigned int av, int n, float magic,
+                                   float* __restrict__ out, long long* __restrict__ cyc,
+                                   int* __restrict__ flops_per_mma)
+{
+    unsigned int a[4] = {av, av, av, av};
+    unsigned int b[2] = {av, av};
+    float d[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    long long t0 = clock64();
+    long long t1 = clock64();
+    for (int i = 0; i < n; ++i) {
+#pragma unroll
+        for (int k = 0; k < 16; ++k) { MMA(d, a, b); }
+    }
+    long long t2 = clock64();
+    float r = 0.f;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) r += d[k];
+    if (r == magic) out[threadIdx.x] = r;
+    if (threadIdx.x == 0) { cyc[0] = t2 - t1; cyc[1] = t1 - t0; flops_per_mma[0] = MMA_FLOPS; }
+}
+"""
+)
+
+SOURCES: dict[str, str] = {"arith": _arith_source(), "mma": MMA_SOURCE}
+
+
+def _short(key: str) -> str:
+    """Measurement-name prefix (``simmodel.measurement_names``): fp16x2 -> fp16."""
+    return "fp16" if key == "fp16x2" else key
+
+
+def _operands(key: str) -> tuple[Any, Any, Any]:
+    """(a, b, magic) kernel arguments that keep the chains finite and never hit magic."""
+    if key == "fp32":
+        return np.float32(0.999), np.float32(0.001), np.float32(-12345.5)
+    if key == "fp64":
+        return np.float64(0.999), np.float64(0.001), np.float64(-12345.5)
+    if key == "fp16x2":
+        a = int(np.array([0.999, 0.999], dtype=np.float16).view(np.uint32)[0])
+        b = int(np.array([0.001, 0.001], dtype=np.float16).view(np.uint32)[0])
+        return np.uint32(a), np.uint32(b), np.uint32(0xFFFFFFFF)
+    return np.int32(3), np.int32(1), np.int32(-7)  # int32: a wrapping affine map
+
+
+def _out_dtype(ctx: Any, key: str) -> Any:
+    cp = ctx.cp
+    return {"fp32": cp.float32, "fp64": cp.float64, "fp16x2": cp.uint32, "int32": cp.int32}[key]
+
+
+def throughput(ctx: Any, key: str, target_ms: float = 5.0) -> Measurement:
+    """Operations per SM clock for one type (all SMs, full occupancy)."""
+    cp = ctx.cp
+    ops = TYPES[key][3]
+    block = 256
+    blocks = ctx.sm_count * max(1, ctx.threads_per_sm // block)
+    rec = cp.zeros(3 * blocks, dtype=cp.int64)
+    out = cp.zeros(blocks * block, dtype=_out_dtype(ctx, key))
+    kern = ctx.kernel("compute.arith", f"tput_{key}")
+    a, b, magic = _operands(key)
+    n = 16
+    launch_n = [n]
+
+    def launch() -> None:
+        kern((blocks,), (block,), (a, b, np.int32(launch_n[0]), magic, out, rec))
+
+    ms = ctx.time_ms(launch)  # compile and calibrate: about target_ms per launch
+    launch_n[0] = int(max(16, min(1 << 20, n * target_ms / max(ms, 1e-3))))
+    per_block = float(launch_n[0] * 16 * 8 * block * ops)
+
+    def once() -> float:
+        ctx.time_ms(launch)
+        return per_sm_rate(rec.get().reshape(-1, 3), per_block)[0]
+
+    stab = repeat_until_stable(once, 8, 0.03, 3)
+    params = {
+        "instruction": TYPES[key][2],
+        "ops_per_instruction": ops,
+        "chains_per_thread": 8,
+        "blocks": blocks,
+        "threads_per_block": block,
+        "iterations": launch_n[0],
+    }
+    return measurement_from_stability(f"{_short(key)}_throughput", stab, "flop/clk/SM", params)
+
+
+def latency(ctx: Any, key: str, n: int = 256) -> Measurement:
+    """Dependent-issue latency of one type (one warp, one chain)."""
+    cp = ctx.cp
+    cyc = cp.zeros(2, dtype=cp.int64)
+    out = cp.zeros(32, dtype=_out_dtype(ctx, key))
+    kern = ctx.kernel("compute.arith", f"lat_{key}")
+    a, b, magic = _operands(key)
+
+    def once() -> float:
+        kern((1,), (32,), (a, b, np.int32(n), magic, out, cyc))
+        body, overhead = (int(v) for v in cyc.get())
+        return (body - overhead) / (64 * n)
+
+    stab = repeat_until_stable(once, 8, 0.03, 3)
+    params = {"instruction": TYPES[key][2], "chain_length": 64 * n}
+    return measurement_from_stability(f"{_short(key)}_latency", stab, "cycles", params)
+
+
+def tensor(ctx: Any) -> list[Measurement]:
+    """Tensor-core ``mma.sync`` throughput (FMA/clk/SM) and latency (cycles per mma)."""
+    cp = ctx.cp
+    major, minor = ctx.cc
+    if major < 7:
+        return [
+            Measurement(
+                f"tensor_{what}",
+                None,
+                unit,
+                valid=False,
+                note=f"no tensor cores on compute capability {major}.{minor}",
+            )
+            for what, unit in (("throughput", "FMA/clk/SM"), ("latency", "cycles"))
+        ]
+    av = np.uint32(int(np.array([0.01, 0.01], dtype=np.float16).view(np.uint32)[0]))
+    magic = np.float32(-12345.5)
+    flops = cp.zeros(1, dtype=cp.int32)
+    block = 256
+    blocks = ctx.sm_count * max(1, ctx.threads_per_sm // block)
+    rec = cp.zeros(3 * blocks, dtype=cp.int64)
+    out = cp.zeros(blocks * block, dtype=cp.float32)
+    kern = ctx.kernel("compute.mma", "mma_tput")
+    n = [64]
+
+    def launch() -> None:
+        kern((blocks,), (block,), (av, np.int32(n[0]), magic, out, rec, flops))
+
+    ms = ctx.time_ms(launch)
+    n[0] = int(max(16, min(1 << 20, n[0] * 5.0 / max(ms, 1e-3))))
+    flops_per_mma = int(flops.get()[0])
+    warps = block // 32
+    per_block = float(n[0] * 16 * warps * flops_per_mma) / 2.0  # FMAs (2 flops each)
+
+    def once() -> float:
+        ctx.time_ms(launch)
+        return per_sm_rate(rec.get().reshape(-1, 3), per_block)[0]
+
+    stab = repeat_until_stable(once, 8, 0.03, 3)
+    shape = {4096: "m16n8k16", 2048: "m16n8k8" if (major, minor) >= (7, 5) else "m8n8k4"}.get(
+        flops_per_mma, "none"
+    )
+    params = {
+        "shape": shape,
+        "types": "f16 x f16 + f32",
+        "flops_per_warp_mma": flops_per_mma,
+        "chains_per_warp": 4,
+        "blocks": blocks,
+        "threads_per_block": block,
+    }
+    valid = flops_per_mma > 0
+    tput = measurement_from_stability(
+        "tensor_throughput",
+        stab,
+        "FMA/clk/SM",
+        params,
+        valid,
+        "" if valid else "kernel compiled without mma",
+    )
+
+    cyc = cp.zeros(2, dtype=cp.int64)
+    lat_kern = ctx.kernel("compute.mma", "mma_lat")
+    iters = 64
+
+    def once_lat() -> float:
+        lat_kern((1,), (32,), (av, np.int32(iters), magic, out, cyc, flops))
+        body, overhead = (int(v) for v in cyc.get())
+        return (body - overhead) / (16 * iters)
+
+    stab_lat = repeat_until_stable(once_lat, 8, 0.03, 3)
+    lat = measurement_from_stability(
+        "tensor_latency",
+        stab_lat,
+        "cycles",
+        {"shape": shape, "chain_length": 16 * iters},
+        valid,
+    )
+    return [tput, lat]
+
+
+def benchmarks() -> list[tuple[str, Callable[[Any], list[Measurement]]]]:
+    """The compute family's benchmarks, in run order."""
+    out: list[tuple[str, Callable[[Any], list[Measurement]]]] = []
+    for key in TYPES:
+        out.append(
+            (f"compute.{key}", lambda ctx, key=key: [throughput(ctx, key), latency(ctx, key)])
+        )
+    out.append(("compute.mma", tensor))
+    return out

@@ -1,0 +1,109 @@
+"""Names and units of the microbenchmark measurements the tuner understands.
+
+This module is the contract between ``microbench/`` (which writes ``microbench.json``,
+schema ``hilsim.microbench/1``) and ``simmodel.tuner`` (which reads it). A measurement
+row is ``{name, value, unit, params, samples, spread}``; ``name`` is one of the
+constants below and ``unit`` must equal its declared unit exactly.
+
+The quantities are *hardware* quantities as the Accel-Sim microbenchmark suite
+measures them (Accel-Sim paper, Section II-C): latencies are pointer-chase or
+dependent-chain latencies in SM clock cycles as read with ``%clock``; throughputs
+are per SM per SM clock. The tuner turns them into simulator options (see
+``docs/tuner.md``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MICROBENCH_SCHEMA = "hilsim.microbench/1"
+
+
+@dataclass(frozen=True)
+class MeasurementSpec:
+    """One measurement name: its unit and what exactly is measured."""
+
+    name: str
+    unit: str
+    description: str
+
+
+# --- memory hierarchy latencies (pointer chasing, one warp, SM clock cycles) ---------
+L1_HIT_LATENCY = "l1_hit_latency"
+L2_HIT_LATENCY = "l2_hit_latency"
+DRAM_LATENCY = "dram_latency"
+SHARED_LATENCY = "shared_latency"
+ATOMIC_LATENCY = "atomic_latency"
+# --- geometry --------------------------------------------------------------------
+L1_CAPACITY_BYTES = "l1_capacity_bytes"
+L2_CAPACITY_BYTES = "l2_capacity_bytes"
+L1_LINE_BYTES = "l1_line_bytes"
+L1_SECTOR_BYTES = "l1_sector_bytes"
+L2_LINE_BYTES = "l2_line_bytes"
+L2_SECTOR_BYTES = "l2_sector_bytes"
+# --- bandwidths --------------------------------------------------------------------
+DRAM_COPY_BANDWIDTH = "dram_copy_bandwidth"
+DRAM_READ_BANDWIDTH = "dram_read_bandwidth"
+L2_BANDWIDTH = "l2_bandwidth"
+L1_BANDWIDTH = "l1_bandwidth"
+SHARED_BANDWIDTH = "shared_bandwidth"
+# --- execution units -------------------------------------------------------------
+FP32_THROUGHPUT = "fp32_throughput"
+FP32_LATENCY = "fp32_latency"
+FP16_THROUGHPUT = "fp16_throughput"
+FP16_LATENCY = "fp16_latency"
+FP64_THROUGHPUT = "fp64_throughput"
+FP64_LATENCY = "fp64_latency"
+INT32_THROUGHPUT = "int32_throughput"
+INT32_LATENCY = "int32_latency"
+SFU_THROUGHPUT = "sfu_throughput"
+SFU_LATENCY = "sfu_latency"
+TENSOR_THROUGHPUT = "tensor_throughput"
+TENSOR_LATENCY = "tensor_latency"
+# --- system ----------------------------------------------------------------------
+LAUNCH_LATENCY_US = "launch_latency_us"
+SM_CLOCK_MHZ = "sm_clock_mhz"
+
+_FLOP = "flop/clk/SM"
+_FLOP_NOTE = "(an FMA counts 2; Accel-Sim MaxFlops_* convention)"
+
+MEASUREMENTS: dict[str, MeasurementSpec] = {
+    spec.name: spec
+    for spec in (
+        MeasurementSpec(L1_HIT_LATENCY, "cycles", "L1 data-cache hit, pointer chase (l1_lat)"),
+        MeasurementSpec(L2_HIT_LATENCY, "cycles", "L2 hit with L1 bypassed (.cg), pointer chase"),
+        MeasurementSpec(DRAM_LATENCY, "cycles", "DRAM access, L1 and L2 missed (.cv), chase"),
+        MeasurementSpec(SHARED_LATENCY, "cycles", "shared-memory load, pointer chase"),
+        MeasurementSpec(ATOMIC_LATENCY, "cycles", "dependent global atomicAdd int32"),
+        MeasurementSpec(L1_CAPACITY_BYTES, "bytes", "largest L1 data capacity (no shared)"),
+        MeasurementSpec(L2_CAPACITY_BYTES, "bytes", "total L2 capacity"),
+        MeasurementSpec(L1_LINE_BYTES, "bytes", "L1 cache line (tag) size"),
+        MeasurementSpec(L1_SECTOR_BYTES, "bytes", "L1 sector (fill granularity)"),
+        MeasurementSpec(L2_LINE_BYTES, "bytes", "L2 cache line (tag) size"),
+        MeasurementSpec(L2_SECTOR_BYTES, "bytes", "L2 sector (fill granularity)"),
+        MeasurementSpec(DRAM_COPY_BANDWIDTH, "GB/s", "device-to-device copy, read+write bytes"),
+        MeasurementSpec(DRAM_READ_BANDWIDTH, "GB/s", "streaming read of a buffer >> L2"),
+        MeasurementSpec(L2_BANDWIDTH, "bytes/clk", "whole-GPU L2 read bandwidth (l2_bw_*)"),
+        MeasurementSpec(L1_BANDWIDTH, "bytes/clk/SM", "L1 hit read bandwidth per SM"),
+        MeasurementSpec(SHARED_BANDWIDTH, "bytes/clk/SM", "shared-memory bandwidth per SM"),
+        MeasurementSpec(FP32_THROUGHPUT, _FLOP, f"peak FP32 FMA rate {_FLOP_NOTE}"),
+        MeasurementSpec(FP32_LATENCY, "cycles", "dependent FP32 add/FMA chain"),
+        MeasurementSpec(FP16_THROUGHPUT, _FLOP, f"peak FP16 (half2 counts 2 lanes) {_FLOP_NOTE}"),
+        MeasurementSpec(FP16_LATENCY, "cycles", "dependent FP16 chain"),
+        MeasurementSpec(FP64_THROUGHPUT, _FLOP, f"peak FP64 FMA rate {_FLOP_NOTE}"),
+        MeasurementSpec(FP64_LATENCY, "cycles", "dependent FP64 chain"),
+        MeasurementSpec(INT32_THROUGHPUT, _FLOP, f"peak int32 mad rate {_FLOP_NOTE}"),
+        MeasurementSpec(INT32_LATENCY, "cycles", "dependent int32 add chain"),
+        MeasurementSpec(SFU_THROUGHPUT, "ops/clk/SM", "fast sqrt / rsqrt per SM (sfu_bw_fsqrt)"),
+        MeasurementSpec(SFU_LATENCY, "cycles", "dependent fast sqrt chain"),
+        MeasurementSpec(TENSOR_THROUGHPUT, "FMA/clk/SM", "dense FP16-in FP32-acc tensor FMAs"),
+        MeasurementSpec(TENSOR_LATENCY, "cycles", "dependent 16x16x16 wmma (PTX) latency"),
+        MeasurementSpec(LAUNCH_LATENCY_US, "us", "one empty kernel, launch to completion"),
+        MeasurementSpec(SM_CLOCK_MHZ, "MHz", "SM clock while the benchmarks ran"),
+    )
+}
+
+
+def unit_of(name: str) -> str:
+    """The declared unit of measurement ``name`` (``KeyError`` if unknown)."""
+    return MEASUREMENTS[name].unit

@@ -1,0 +1,276 @@
+"""`hilsim agent profile` end to end with stand-in nsys / ncu replaying real tool output.
+
+The stand-ins (tests/data/agent/nsys, ncu) run the real workload command and replay the
+recorded Nsight Systems SQLite export and Nsight Compute raw CSV; no GPU is used.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent import ncu as ncu_mod
+from agent.profile import choose_backend
+from agent.tools import Tool, python_target
+from analyzer.bundle import read_bundle
+from analyzer.cli import main
+from analyzer.importers.nsys_sqlite import bundle_from_nsys_sqlite
+
+DATA = Path(__file__).parent / "data"
+SQLITE = DATA / "nsys-sqlite" / "casio-nerf-a100.nsys.sqlite"
+RAW_CSV = DATA / "ncu" / "decodebench_flashinfer_b1_ctx4k_raw_2025.csv"
+WORKLOAD = DATA / "agent" / "workload.py"
+N_LAUNCHES = 1106
+
+
+def _install(bin_dir: Path, name: str) -> None:
+    text = (DATA / "agent" / name).read_text()
+    target = bin_dir / name
+    target.write_text(f"#!{sys.executable}\n" + text.split("\n", 1)[1])
+    target.chmod(0o755)
+
+
+@pytest.fixture()
+def fake_tools(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    _install(bin_dir, "nsys")
+    _install(bin_dir, "ncu")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    for var in ("HILSIM_NSYS", "HILSIM_NCU", "FAKE_NSYS_NO_EXPORT", "FAKE_NSYS_EXPORT_FAIL",
+                "FAKE_NCU_PERM", "FAKE_NCU_LAUNCHES"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("FAKE_NSYS_SQLITE", str(SQLITE))
+    monkeypatch.setenv("FAKE_NCU_CSV", str(RAW_CSV))
+    return bin_dir
+
+
+@pytest.fixture(scope="module")
+def light_launches():
+    return bundle_from_nsys_sqlite(SQLITE).launches
+
+
+def _launch_list(launches, path: Path) -> Path:
+    entries = [
+        {"name": str(r.name), "grid": [int(r.grid_x), int(r.grid_y), int(r.grid_z)],
+         "block": [int(r.block_x), int(r.block_y), int(r.block_z)]}
+        for r in launches.itertuples()
+    ]
+    path.write_text(json.dumps(entries))
+    return path
+
+
+def profile(capsys, out: Path, *options: str, workload_args: tuple[str, ...] = ()):
+    code = main(["agent", "profile", "-o", str(out), "--no-probe", *options, "--",
+                 sys.executable, str(WORKLOAD), *workload_args])
+    captured = capsys.readouterr()
+    return code, captured.err
+
+
+def test_full_profile_with_matching_detailed_pass(fake_tools, tmp_path, capsys, light_launches,
+                                                  monkeypatch):
+    monkeypatch.setenv("FAKE_NCU_LAUNCHES", str(_launch_list(light_launches, tmp_path / "l.json")))
+    out = tmp_path / "run.bundle"
+    code, err = profile(capsys, out, "--detailed-first", "3", "--measure-overhead")
+    assert code == 0, err
+    assert "light backend: nsys" in err
+    bundle = read_bundle(out)
+    manifest = bundle.manifest
+    assert bundle.n_launches == N_LAUNCHES and manifest["complete"] is True
+    assert manifest["workload"]["argv"] == [sys.executable, str(WORKLOAD)]
+    assert manifest["workload"]["exit_code"] == 0 and manifest["workload"]["wall_s"] > 0
+    light, detailed = manifest["profilers"]
+    assert light["name"] == "nsys" and light["backend"] == "nsys"
+    assert light["command"][1:6] == ["profile", "--trace=cuda,nvtx", "--sample=none",
+                                     "--cpuctxsw=none", "-o"]
+    assert light["version"] == "2021.5.2.53"  # what the export records
+    assert detailed["version"] == "2024.3.2.0"
+    assert "--launch-count" in detailed["command"] and "--clock-control" in detailed["command"]
+    assert detailed["import_command"][-5:] == ["--csv", "--page", "raw", "--print-units",
+                                               "base"]
+    assert detailed["match"]["mismatched"] == 0 and detailed["match"]["joined"] == 3
+    assert bundle.metrics is not None
+    assert bundle.metrics["launch_id"].tolist() == [0, 1, 2]
+    assert "gpu__time_duration.sum" in bundle.metrics.columns
+    assert manifest["overhead"]["bare_wall_s"] > 0 and manifest["overhead"]["ratio"] > 0
+    assert bundle.regions is not None and len(bundle.regions) == 107  # NVTX from the export
+
+
+def test_detailed_mismatch_is_reported_not_joined(fake_tools, tmp_path, capsys):
+    out = tmp_path / "run.bundle"
+    code, err = profile(capsys, out, "--detailed-first", "2")
+    assert code == 0, err
+    assert "disagree with the light pass" in err
+    bundle = read_bundle(out)
+    match = bundle.manifest["profilers"][1]["match"]
+    assert match["mismatched"] == 2 and match["joined"] == 0
+    first = match["mismatches"][0]
+    assert first["launch_id"] == 0 and "PersistentVariableLengthMergeStatesKernel" in first[
+        "ncu_kernel"]
+    assert "EigenMetaKernel" in first["light_kernel"]
+    assert bundle.metrics is None
+
+
+def test_detailed_launches_from_plan_keeps_only_requested(fake_tools, tmp_path, capsys,
+                                                          light_launches, monkeypatch):
+    monkeypatch.setenv("FAKE_NCU_LAUNCHES", str(_launch_list(light_launches, tmp_path / "l.json")))
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"samples": [{"launch_id": 5}, {"launch_id": 9}]}))
+    out = tmp_path / "run.bundle"
+    code, err = profile(capsys, out, "--detailed-launches", str(plan))
+    assert code == 0, err
+    bundle = read_bundle(out)
+    assert bundle.metrics["launch_id"].tolist() == [5, 9]
+    command = bundle.manifest["profilers"][1]["command"]
+    assert command[command.index("--launch-skip") + 1] == "5"
+    assert command[command.index("--launch-count") + 1] == "5"
+
+
+def test_workload_failure_keeps_launches_marked_incomplete(fake_tools, tmp_path, capsys):
+    out = tmp_path / "run.bundle"
+    code, err = profile(capsys, out, "--detailed-first", "2", workload_args=("--exit", "3"))
+    assert code == 1
+    assert "marked incomplete" in err
+    bundle = read_bundle(out)
+    assert bundle.n_launches == N_LAUNCHES
+    assert bundle.manifest["complete"] is False
+    assert bundle.manifest["workload"]["exit_code"] == 3
+    assert bundle.manifest["profilers"][1]["skipped"] == "light pass incomplete"
+
+
+def test_timeout_keeps_launches_marked_incomplete(fake_tools, tmp_path, capsys):
+    out = tmp_path / "run.bundle"
+    code, err = profile(capsys, out, "--timeout", "1", workload_args=("--sleep", "30"))
+    assert code == 1, err
+    bundle = read_bundle(out)
+    work = bundle.manifest["workload"]
+    assert work["timed_out"] is True and work["stopped_with"] == "SIGINT"
+    assert work["wall_s"] < 20
+    assert bundle.manifest["complete"] is False and bundle.n_launches == N_LAUNCHES
+
+
+def test_ncu_permission_error_is_one_line(fake_tools, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("FAKE_NCU_PERM", "1")
+    out = tmp_path / "run.bundle"
+    code, err = profile(capsys, out, "--detailed-first", "2")
+    assert code == 2
+    line = [ln for ln in err.splitlines() if ln.startswith("hilsim: error:")]
+    assert len(line) == 1
+    assert "ERR_NVGPUCTRPERM" in line[0] and "NVreg_RestrictProfilingToAdminUsers=0" in line[0]
+    assert "without metrics" in line[0]
+    assert read_bundle(out).metrics is None  # the light level is still written
+
+
+def test_nsys_export_failure_says_so(fake_tools, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("FAKE_NSYS_EXPORT_FAIL", "1")
+    out = tmp_path / "run.bundle"
+    code, err = profile(capsys, out, "--backend", "nsys")
+    assert code == 2
+    assert "nsys export --type sqlite' failed" in err
+    assert (tmp_path / "run.bundle.nsys-rep").is_file()
+    assert not out.exists()
+
+
+def test_missing_ncu_is_clear(fake_tools, tmp_path, capsys):
+    (fake_tools / "ncu").unlink()
+    code, err = profile(capsys, tmp_path / "b", "--detailed-first", "2")
+    assert code == 2 and "ncu not on PATH" in err
+
+
+def test_no_gpu_is_clear_error(fake_tools, tmp_path, capsys, monkeypatch):
+    from analyzer.errors import HilsimError
+
+    def no_gpu(index: int = 0, tools: bool = True):
+        raise HilsimError("agent probe: no usable NVIDIA GPU: nvml: NVML could not start")
+
+    monkeypatch.setattr("agent.probe.probe_device", no_gpu)
+    code = main(["agent", "profile", "-o", str(tmp_path / "b"), "--", sys.executable,
+                 str(WORKLOAD)])
+    err = capsys.readouterr().err
+    assert code == 2 and "no usable NVIDIA GPU" in err
+
+
+# ---------------------------------------------------------------- backend selection
+
+def _tools(nsys=True, export=True, cupti=False, torch=False, ncu=True):
+    tools = {
+        "nsys": Tool("nsys", nsys, "2024.6", "/x/nsys", None if nsys else "nsys not on PATH"),
+        "ncu": Tool("ncu", ncu, "2024.3", "/x/ncu"),
+        "cupti": Tool("cupti", cupti, reason=None if cupti else "cupti-python not installed"),
+        "torch": Tool("torch", torch, reason=None if torch else "torch not installed"),
+    }
+    tools["nsys"].extra["export"] = export
+    return tools
+
+
+def test_auto_prefers_nsys_then_cupti_then_torch():
+    py = ["python", "train.py"]
+    assert choose_backend("auto", py, _tools())[0] == ["nsys", ]
+    order, reason = choose_backend("auto", py, _tools(export=False, cupti=True, torch=True))
+    assert order == ["cupti", "torch"] and "nsys export does not work" in reason
+    assert choose_backend("auto", py, _tools(nsys=False, torch=True))[0] == ["torch"]
+    assert choose_backend("auto", py, _tools(cupti=True))[0] == ["nsys", "cupti"]
+    with pytest.raises(Exception, match="no usable light profiler"):
+        choose_backend("auto", ["./a.out"], _tools(nsys=False, cupti=True, torch=True))
+    with pytest.raises(Exception, match="needs a Python workload"):
+        choose_backend("cupti", ["./a.out"], _tools(cupti=True))
+    with pytest.raises(Exception, match="--backend torch: torch not installed"):
+        choose_backend("torch", py, _tools())
+
+
+def test_auto_with_real_stand_ins_on_path(fake_tools, monkeypatch):
+    from agent.tools import all_tools
+
+    tools = all_tools()
+    assert tools["nsys"].usable and tools["nsys"].version == "2024.6.2.225-246235244400v0"
+    assert tools["ncu"].version == "2024.3.2.0"
+    assert choose_backend("auto", ["python", "x.py"], tools)[0][0] == "nsys"
+    monkeypatch.setenv("FAKE_NSYS_NO_EXPORT", "1")
+    tools = all_tools()
+    assert tools["nsys"].extra["export"] is False
+    if not (tools["cupti"].usable or tools["torch"].usable):
+        with pytest.raises(Exception, match="nsys export does not work"):
+            choose_backend("auto", ["python", "x.py"], tools)
+
+
+def test_python_target_forms():
+    t = python_target(["python3", "-u", "-X", "dev", "train.py", "--lr", "1"])
+    assert (t.mode, t.target, t.args, t.interpreter_options) == (
+        "script", "train.py", ["--lr", "1"], ["-u", "-X", "dev"])
+    t = python_target(["python", "-m", "pkg.main", "a"])
+    assert (t.mode, t.target, t.args) == ("module", "pkg.main", ["a"])
+    assert python_target(["train.py"]).interpreter == sys.executable
+    assert python_target(["./a.out"]) is None and python_target(["python", "-c", "x"]) is None
+    argv = python_target(["python", "-m", "pkg.main", "a"]).launcher_argv(
+        "agent.cupti_launch", ["--out", "r"])
+    assert argv[-6:] == ["--out", "r", "--", "-m", "pkg.main", "a"]
+
+
+def test_selection_options(tmp_path):
+    assert ncu_mod.selection(5, None, False).as_dict()["launch_count"] == 5
+    sel = ncu_mod.selection(None, "40, 7,12", False)
+    assert (sel.skip, sel.count, sel.wanted) == (7, 34, [7, 12, 40])
+    assert ncu_mod.selection(None, None, True).count is None
+    with pytest.raises(Exception, match="give one of"):
+        ncu_mod.selection(3, None, True)
+    assert "smsp__inst_executed.sum" in ncu_mod.DEFAULT_METRICS
+    assert "gpu__cycles_elapsed.max" in ncu_mod.DEFAULT_METRICS
+    assert len(set(ncu_mod.DEFAULT_METRICS)) == len(ncu_mod.DEFAULT_METRICS)
+
+
+def test_permission_detection_on_real_message():
+    text = ("==PROF== Connected to process 1\n==ERROR== ERR_NVGPUCTRPERM - The user does not "
+            "have permission to access NVIDIA GPU Performance Counters on the target device 0.")
+    with pytest.raises(Exception) as info:
+        ncu_mod.check_permission(text)
+    assert "\n" not in str(info.value) and "root" in str(info.value)
+    ncu_mod.check_permission("==PROF== Disconnected")
+
+
+def test_shutil_which_finds_stand_ins(fake_tools):
+    assert shutil.which("nsys").startswith(str(fake_tools))

@@ -1,0 +1,74 @@
+"""Host side of the pointer chase with a numpy stand-in for CuPy: the chain the suite
+builds on the device is one lap through every node and passes its own validation."""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import pytest
+
+from microbench import latency
+
+BASE = 0x7F00_0000_0000
+
+
+class FakeArray(np.ndarray):
+    """A numpy array with CuPy's ``.data.ptr`` and ``.get()``."""
+
+    def get(self) -> np.ndarray:
+        return np.asarray(self)
+
+    @property
+    def data(self):  # noqa: D401  (mimics cupy.ndarray.data)
+        return types.SimpleNamespace(ptr=BASE)
+
+
+def make_ctx():
+    cp = types.SimpleNamespace(
+        zeros=lambda n, dtype: np.zeros(n, dtype=dtype).view(FakeArray),
+        asarray=np.asarray,
+        uint64=np.uint64,
+        get_default_memory_pool=lambda: types.SimpleNamespace(free_all_blocks=lambda: None),
+    )
+
+    def chase(grid, block, args):
+        buf, warm, iters, out = args
+        p, total = BASE, 0
+        for _ in range(int(warm)):
+            p = int(buf[(p - BASE) // 8])
+        for _ in range(int(iters)):
+            p = int(buf[(p - BASE) // 8])
+            total = (total + p) % (1 << 64)
+        out[:] = [p, total, 40 * int(iters) + 5, 5]  # 40 cycles per load, 5 overhead
+
+    ctx = types.SimpleNamespace(
+        cp=cp,
+        facts={"l2_cache_bytes": 1 << 20},
+        kernel=lambda module, name: chase,
+        rng=lambda salt: np.random.default_rng(salt),
+    )
+    return ctx
+
+
+@pytest.mark.parametrize("random_order", [True, False])
+def test_chain_is_valid_and_overhead_subtracted(random_order) -> None:
+    ctx = make_ctx()
+    m = latency.chase_latency(ctx, "latency.test", "ca", 8192, 64, random_order=random_order)
+    assert m.valid, m.note
+    assert m.value == pytest.approx(40.0)
+    assert m.params["nodes"] == 128 and m.params["steps"] % 128 == 0
+
+
+def test_broken_chain_is_reported_invalid(monkeypatch) -> None:
+    ctx = make_ctx()
+    original = latency.single_cycle
+
+    def two_cycles(n, rng):
+        nxt = original(n, None)
+        nxt[n // 2 - 1] = 0  # close the cycle half way: half the nodes never visited
+        return nxt
+
+    monkeypatch.setattr(latency, "single_cycle", two_cycles)
+    m = latency.chase_latency(ctx, "latency.test", "ca", 8192, 64, random_order=False)
+    assert not m.valid and "every node" in m.note
