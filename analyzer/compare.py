@@ -36,7 +36,7 @@ from analyzer.evaluate import score_plan
 PROFILING_LEVEL = {
     "durations": "light (every launch timed: nsys / CUPTI / torch)",
     "metrics": "detailed (Nsight Compute counters)",
-    "regions": "light + NVTX regions",
+    "regions": "light + NVTX regions (iterations, frames)",
 }
 
 _STATE: dict[str, Any] = {}

@@ -53,6 +53,6 @@ def _load_builtin() -> None:
     global _BUILTIN_LOADED
     if _BUILTIN_LOADED:
         return
-    from analyzer.methods import baselines, photon, pka, sieve, stem, tbpoint  # noqa: F401
+    from analyzer.methods import baselines, megsim, photon, pka, sieve, stem, tbpoint  # noqa: F401
 
     _BUILTIN_LOADED = True
