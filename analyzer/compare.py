@@ -42,6 +42,14 @@ PROFILING_LEVEL = {
 _STATE: dict[str, Any] = {}
 
 
+def profiling_level(needs: tuple[str, ...]) -> str:
+    """The costliest profiling a method's inputs need (detailed > regions > light)."""
+    for kind in ("metrics", "regions", "durations"):
+        if kind in needs:
+            return PROFILING_LEVEL[kind]
+    return ", ".join(needs)
+
+
 @dataclass
 class MethodResult:
     """One method over seeds."""
@@ -63,7 +71,7 @@ class MethodResult:
             "hmean_speedup": float(len(speedups) / np.sum(1.0 / speedups)),
             "mean_samples": float(np.mean(self.samples)),
             "mean_plan_seconds": float(np.mean(self.plan_seconds)),
-            "profiling": "; ".join(PROFILING_LEVEL.get(n, n) for n in self.needs),
+            "profiling": profiling_level(self.needs),
         }
 
 
