@@ -79,8 +79,11 @@ class Selection:
     wanted: list[int] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"mode": self.mode, "launch_skip": self.skip,
-                               "launch_count": self.count}
+        out: dict[str, Any] = {
+            "mode": self.mode,
+            "launch_skip": self.skip,
+            "launch_count": self.count,
+        }
         if self.wanted is not None:
             out["requested"] = len(self.wanted)
         return out
@@ -121,9 +124,7 @@ def selection(first: int | None, launches: str | None, every: bool) -> Selection
     """The detailed selection from the CLI options (at most one may be given)."""
     given = [x for x in (first is not None, launches is not None, every) if x]
     if len(given) > 1:
-        raise HilsimError(
-            "give one of --detailed-first, --detailed-launches, --detailed-all"
-        )
+        raise HilsimError("give one of --detailed-first, --detailed-launches, --detailed-all")
     if first is not None:
         if first <= 0:
             raise HilsimError(f"--detailed-first must be positive, got {first}")
@@ -163,8 +164,7 @@ def check_permission(output: str) -> None:
 
 def report_file(report: Path) -> Path | None:
     """ncu appends ``.ncu-rep`` to ``-o NAME`` (older versions ``.nsight-cuprof-report``)."""
-    for candidate in (report, Path(f"{report}.ncu-rep"),
-                      Path(f"{report}.nsight-cuprof-report")):
+    for candidate in (report, Path(f"{report}.ncu-rep"), Path(f"{report}.nsight-cuprof-report")):
         if candidate.is_file():
             return candidate
     return None
@@ -179,11 +179,11 @@ class Match:
 
 
 def _agree(ncu_names: np.ndarray, light_names: np.ndarray) -> np.ndarray:
-    from analyzer.importers.ncu_csv import _names_agree
+    from analyzer.importers.ncu_csv import names_agree
 
     if len(ncu_names) == 0:
         return np.zeros(0, dtype=bool)
-    return _names_agree(ncu_names, light_names)
+    return names_agree(ncu_names, light_names)
 
 
 def _config_agree(ncu: pd.DataFrame, light: pd.DataFrame) -> np.ndarray:
@@ -226,8 +226,10 @@ def match_detailed(
         policy = "equal counts: agreeing launches joined by order, disagreeing ones not joined"
         joined = agree
     else:
-        policy = ("different counts: only the agreeing prefix joined (the sequences shifted "
-                  "after the first disagreement)")
+        policy = (
+            "different counts: only the agreeing prefix joined (the sequences shifted "
+            "after the first disagreement)"
+        )
         first_bad = int(np.flatnonzero(~agree)[0]) if (~agree).any() else len(agree)
         joined = np.zeros(len(agree), dtype=bool)
         joined[:first_bad] = True
@@ -236,13 +238,15 @@ def match_detailed(
         joined &= wanted
     mismatches = []
     for k in np.flatnonzero(~agree)[:max_listed]:
-        mismatches.append({
-            "ncu_id": int(ncu_part["ncu_id"].iloc[k]),
-            "launch_id": int(target[k]),
-            "ncu_kernel": str(ncu_part["name"].iloc[k])[:200],
-            "light_kernel": str(light["name"].iloc[k])[:200],
-            "reason": "kernel name differs" if not names_ok[k] else "grid/block differs",
-        })
+        mismatches.append(
+            {
+                "ncu_id": int(ncu_part["ncu_id"].iloc[k]),
+                "launch_id": int(target[k]),
+                "ncu_kernel": str(ncu_part["name"].iloc[k])[:200],
+                "light_kernel": str(light["name"].iloc[k])[:200],
+                "reason": "kernel name differs" if not names_ok[k] else "grid/block differs",
+            }
+        )
     report: dict[str, Any] = {
         "ncu_launches": n_ncu,
         "light_launches_expected": int(expected),

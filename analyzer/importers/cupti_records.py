@@ -136,8 +136,12 @@ def demangle(names: list[str]) -> tuple[list[str], bool]:
         return names, False
     try:
         done = subprocess.run(
-            [tool], input="\n".join(todo) + "\n", capture_output=True, text=True,
-            timeout=60, check=True,
+            [tool],
+            input="\n".join(todo) + "\n",
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
         ).stdout.splitlines()
     except (OSError, subprocess.SubprocessError):
         return names, False
@@ -232,7 +236,7 @@ def _range_threads(ranges: pd.DataFrame, runtime: pd.DataFrame) -> np.ndarray:
 
 def bundle_from_cupti_records(path: str | Path) -> Bundle:
     """Import a records file as an in-memory :class:`~analyzer.bundle.Bundle`."""
-    from analyzer.importers.nsys_sqlite import _attribute, _regions
+    from analyzer.importers.nsys_sqlite import attribute_launches, nvtx_regions
 
     source = Path(path)
     header, kernels, runtime, ranges = read_cupti_records(source)
@@ -257,8 +261,8 @@ def bundle_from_cupti_records(path: str | Path) -> Bundle:
                 "name": ranges["name"].astype(str),
             }
         ).sort_values(["start_ns", "end_ns"], ascending=[True, False], kind="stable")
-        regions, kind, tid = _regions(nvtx.reset_index(drop=True))
-        frame["region"] = _attribute(frame, regions, kind, tid)
+        regions, kind, tid = nvtx_regions(nvtx.reset_index(drop=True))
+        frame["region"] = attribute_launches(frame, regions, kind, tid)
     launches = normalize_launches(
         frame.drop(columns=["call_tid", "call_start", "call_end"]), str(source)
     )

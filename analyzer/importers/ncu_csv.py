@@ -54,16 +54,52 @@ _VALUE = "Metric Value"
 _NA_STRINGS = ("", "n/a", "N/A", "nan", "NaN", "-", "--")
 
 # prefix -> factor, per unit family; the base name each family converts to
-_TIME_NUM = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6,
-             "s": 1e9, "second": 1e9, "ps": 1e-3, "psecond": 1e-3}
+_TIME_NUM = {
+    "ns": 1.0,
+    "nsecond": 1.0,
+    "us": 1e3,
+    "usecond": 1e3,
+    "ms": 1e6,
+    "msecond": 1e6,
+    "s": 1e9,
+    "second": 1e9,
+    "ps": 1e-3,
+    "psecond": 1e-3,
+}
 _TIME_DEN = {k: v / 1e9 for k, v in _TIME_NUM.items()}
-_BYTE = {"byte": 1.0, "B": 1.0, "Kbyte": 1e3, "KB": 1e3, "Mbyte": 1e6, "MB": 1e6,
-         "Gbyte": 1e9, "GB": 1e9, "Tbyte": 1e12, "TB": 1e12, "KiB": 2.0**10, "MiB": 2.0**20,
-         "GiB": 2.0**30, "TiB": 2.0**40}
-_HZ = {"hz": 1.0, "Hz": 1.0, "khz": 1e3, "Khz": 1e3, "KHz": 1e3, "mhz": 1e6, "Mhz": 1e6,
-       "MHz": 1e6, "ghz": 1e9, "Ghz": 1e9, "GHz": 1e9}
-_SCALED = {"cycle": ("cycle", {"cycle": 1.0, "Kcycle": 1e3, "Mcycle": 1e6, "Gcycle": 1e9}),
-           "inst": ("inst", {"inst": 1.0, "Kinst": 1e3, "Minst": 1e6, "Ginst": 1e9})}
+_BYTE = {
+    "byte": 1.0,
+    "B": 1.0,
+    "Kbyte": 1e3,
+    "KB": 1e3,
+    "Mbyte": 1e6,
+    "MB": 1e6,
+    "Gbyte": 1e9,
+    "GB": 1e9,
+    "Tbyte": 1e12,
+    "TB": 1e12,
+    "KiB": 2.0**10,
+    "MiB": 2.0**20,
+    "GiB": 2.0**30,
+    "TiB": 2.0**40,
+}
+_HZ = {
+    "hz": 1.0,
+    "Hz": 1.0,
+    "khz": 1e3,
+    "Khz": 1e3,
+    "KHz": 1e3,
+    "mhz": 1e6,
+    "Mhz": 1e6,
+    "MHz": 1e6,
+    "ghz": 1e9,
+    "Ghz": 1e9,
+    "GHz": 1e9,
+}
+_SCALED = {
+    "cycle": ("cycle", {"cycle": 1.0, "Kcycle": 1e3, "Mcycle": 1e6, "Gcycle": 1e9}),
+    "inst": ("inst", {"inst": 1.0, "Kinst": 1e3, "Minst": 1e6, "Ginst": 1e9}),
+}
 
 
 def _unit_part(part: str, denominator: bool) -> tuple[str, float]:
@@ -137,7 +173,7 @@ def _find_header(lines: list[str], source: str) -> int:
         hint = f" (first line: {sample[:60]!r})"
     raise _fail(
         source,
-        "not an Nsight Compute CSV: no header line starting with \"ID\" "
+        'not an Nsight Compute CSV: no header line starting with "ID" '
         f"(expected ncu --csv or --csv --page raw output){hint}",
     )
 
@@ -163,8 +199,9 @@ def _read_table(path: Path, source: str) -> tuple[pd.DataFrame, int]:
         )
     except (pd.errors.ParserError, ValueError, csv.Error) as exc:
         detail = " ".join(str(exc).split())
-        raise _fail(source, f"malformed CSV after line {start + 1} ({detail}); "
-                    "the file may be truncated") from exc
+        raise _fail(
+            source, f"malformed CSV after line {start + 1} ({detail}); the file may be truncated"
+        ) from exc
     return frame, start
 
 
@@ -177,8 +214,7 @@ def _check_complete(frame: pd.DataFrame, source: str, header_line: int, columns:
         row = int(np.flatnonzero(missing)[0])
         raise _fail(
             source,
-            f"line {header_line + row + 2}: row has fewer fields than the header "
-            "(file truncated?)",
+            f"line {header_line + row + 2}: row has fewer fields than the header (file truncated?)",
         )
 
 
@@ -241,17 +277,16 @@ def _details(frame: pd.DataFrame, source: str, header_line: int) -> NcuTable:
     long = long.drop_duplicates(["ncu_id", "metric"], keep="first")
     # drop text-valued metrics (every present value non-numeric)
     present = ~long["raw"].str.strip().isin(_NA_STRINGS)
-    numeric_any = long.assign(ok=long["value"].notna() | ~present).groupby(
-        "metric", sort=False)["ok"].all()
+    numeric_any = (
+        long.assign(ok=long["value"].notna() | ~present).groupby("metric", sort=False)["ok"].all()
+    )
     keep = numeric_any[numeric_any].index
     long = long[long["metric"].isin(keep)]
     metric_order = pd.unique(long["metric"])
     wide = long.pivot(index="ncu_id", columns="metric", values="value")
     wide = wide.reindex(columns=metric_order).astype(np.float64)
     wide.columns.name = None
-    unit_map = (
-        long.groupby("metric", sort=False)["unit"].agg(lambda s: s.mode().iloc[0]).to_dict()
-    )
+    unit_map = long.groupby("metric", sort=False)["unit"].agg(lambda s: s.mode().iloc[0]).to_dict()
     first = frame.drop_duplicates("ncu_id", keep="first").set_index("ncu_id").loc[wide.index]
     launches = pd.DataFrame({"ncu_id": wide.index.to_numpy(dtype=np.int64)})
     launches["name"] = first[_NAME].astype(str).to_numpy()
@@ -262,15 +297,28 @@ def _details(frame: pd.DataFrame, source: str, header_line: int) -> NcuTable:
                 launches[dim] = dims[dim].to_numpy()
     metrics = wide.reset_index()
     metrics["ncu_id"] = metrics["ncu_id"].astype(np.int64)
-    _add_totals(launches, metrics, ("launch__grid_size", "Grid Size"),
-                ("launch__block_size", "Block Size"))
+    _add_totals(
+        launches, metrics, ("launch__grid_size", "Grid Size"), ("launch__block_size", "Block Size")
+    )
     return NcuTable(launches, metrics.reset_index(drop=True), unit_map, DETAILS, source)
 
 
-_DESCRIPTIVE = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Kernel Time",
-                "Context", "Stream", "Block Size", "Grid Size", "Device", "CC",
-                "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg",
-                "Id:Domain:Start/Stop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg")
+_DESCRIPTIVE = (
+    "ID",
+    "Process ID",
+    "Process Name",
+    "Host Name",
+    "Kernel Name",
+    "Kernel Time",
+    "Context",
+    "Stream",
+    "Block Size",
+    "Grid Size",
+    "Device",
+    "CC",
+    "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg",
+    "Id:Domain:Start/Stop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg",
+)
 
 
 def _raw(frame: pd.DataFrame, source: str, header_line: int) -> NcuTable:
@@ -289,8 +337,11 @@ def _raw(frame: pd.DataFrame, source: str, header_line: int) -> NcuTable:
     order = np.argsort(ids, kind="stable")
     frame = frame.iloc[order].reset_index(drop=True)
     ids = ids[order]
-    metric_columns = [c for c in frame.columns if c not in _DESCRIPTIVE and not
-                      str(c).startswith(("thread Domain:", "Id:Domain:"))]
+    metric_columns = [
+        c
+        for c in frame.columns
+        if c not in _DESCRIPTIVE and not str(c).startswith(("thread Domain:", "Id:Domain:"))
+    ]
     # parse every metric cell in one vectorised pass, then reshape to (launches, metrics)
     cells = pd.Series(frame[metric_columns].to_numpy(dtype=object).ravel())
     shape = (len(frame), len(metric_columns))
@@ -310,8 +361,11 @@ def _raw(frame: pd.DataFrame, source: str, header_line: int) -> NcuTable:
     launches = pd.DataFrame({"ncu_id": ids, "name": frame[_NAME].astype(str).to_numpy()})
     for column, prefix, dims in (
         ("Grid Size", "grid", ("launch__grid_dim_x", "launch__grid_dim_y", "launch__grid_dim_z")),
-        ("Block Size", "block",
-         ("launch__block_dim_x", "launch__block_dim_y", "launch__block_dim_z")),
+        (
+            "Block Size",
+            "block",
+            ("launch__block_dim_x", "launch__block_dim_y", "launch__block_dim_z"),
+        ),
     ):
         if column in frame.columns:
             parts = _dim3(frame[column], prefix)
@@ -348,16 +402,18 @@ def read_ncu_csv(path: str | Path) -> NcuTable:
     source = str(file)
     frame, header_line = _read_table(file, source)
     if _ID not in frame.columns:
-        raise _fail(source, "not an Nsight Compute CSV: the header has no \"ID\" column")
+        raise _fail(source, 'not an Nsight Compute CSV: the header has no "ID" column')
     if _METRIC in frame.columns and _VALUE in frame.columns:
         return _details(frame, source, header_line)
     if _METRIC in frame.columns or "Invocations" in frame.columns:
-        raise _fail(source, "unsupported ncu CSV layout (summary?): use the default details "
-                    "page or --page raw")
+        raise _fail(
+            source,
+            "unsupported ncu CSV layout (summary?): use the default details page or --page raw",
+        )
     return _raw(frame, source, header_line)
 
 
-def _names_agree(ncu_names: np.ndarray, launch_names: np.ndarray) -> np.ndarray:
+def names_agree(ncu_names: np.ndarray, launch_names: np.ndarray) -> np.ndarray:
     """Per row: do the two kernel names denote the same kernel?
 
     Equal short base names (:func:`kernel_base_name`) agree; so do names where one side is
@@ -412,8 +468,10 @@ def _config_mismatch(
 
     def describe(frame: pd.DataFrame, i: int) -> str:
         parts = []
-        for label, cols, total in (("grid", checks[0][1], "grid_size"),
-                                   ("block", checks[1][1], "block_size")):
+        for label, cols, total in (
+            ("grid", checks[0][1], "grid_size"),
+            ("block", checks[1][1], "block_size"),
+        ):
             if all(c in frame.columns for c in cols) and frame[cols].iloc[i].notna().all():
                 parts.append(f"{label} ({', '.join(str(int(v)) for v in frame[cols].iloc[i])})")
             elif total in frame.columns and pd.notna(frame[total].iloc[i]):
@@ -475,7 +533,7 @@ def join_metrics(
             raise HilsimError(f"{source}: launch {target[k]} is not in the launches table")
     ncu_names = ncu.launches["name"].astype(str).to_numpy(dtype=object)
     launch_names = launches["name"].astype(str).to_numpy(dtype=object)[rows]
-    agree = _names_agree(ncu_names, launch_names)
+    agree = names_agree(ncu_names, launch_names)
     if not agree.all():
         k = int(np.flatnonzero(~agree)[0])
         raise HilsimError(

@@ -352,7 +352,7 @@ def _read_nvtx(conn: sqlite3.Connection, tables: dict[str, str]) -> pd.DataFrame
     return frame if len(frame) else None
 
 
-def _regions(nvtx: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+def nvtx_regions(nvtx: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
     """Regions table (start order) plus each region's event type and globalTid."""
     start = nvtx["start_ns"].to_numpy(dtype=np.int64)
     end = nvtx["end_ns"].to_numpy(dtype=np.int64)
@@ -377,7 +377,9 @@ def _regions(nvtx: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
     return regions[list(REGION_COLUMNS)], kind, tid
 
 
-def _attribute(frame: pd.DataFrame, regions: pd.DataFrame, kind: np.ndarray, tid: np.ndarray):
+def attribute_launches(
+    frame: pd.DataFrame, regions: pd.DataFrame, kind: np.ndarray, tid: np.ndarray
+):
     """Path of each launch's innermost enclosing range (module doc), None where none."""
     n = len(frame)
     known = frame[["call_tid", "call_start", "call_end"]].notna().all(axis=1).to_numpy()
@@ -527,8 +529,8 @@ def read_nsys_sqlite(path: str | Path) -> NsysSqliteProfile:
         meta = _meta(conn, tables)
         regions = None
         if nvtx is not None:
-            regions, kind, tid = _regions(nvtx)
-            frame["region"] = _attribute(frame, regions, kind, tid)
+            regions, kind, tid = nvtx_regions(nvtx)
+            frame["region"] = attribute_launches(frame, regions, kind, tid)
         launches = normalize_launches(
             frame.drop(columns=["call_tid", "call_start", "call_end", "global_pid"]),
             str(source),
