@@ -344,12 +344,16 @@ def compare_cmd(
 def _register_commands() -> None:
     """Commands that live in their own modules (GPU imports inside them stay lazy)."""
     from agent.cli import agent
+    from analyzer.portability_cli import portability_cmd
     from analyzer.tune_cli import tune_cmd
+    from analyzer.validate_cli import validate_cmd
     from microbench.cli import microbench_cmd
 
     agent.add_command(microbench_cmd)
     cli.add_command(agent)
     cli.add_command(tune_cmd)
+    cli.add_command(validate_cmd)
+    cli.add_command(portability_cmd)
 
 
 _register_commands()

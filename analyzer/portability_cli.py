@@ -1,0 +1,43 @@
+"""``hilsim portability``: evaluate a plan chosen on GPU A on a bundle from GPU B.
+
+The plan JSON keeps only A's sequence digest and the sampled names, so the plan's
+source bundle is required (``--source``) to align the two launch sequences. See
+:mod:`analyzer.portability`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+
+@click.command("portability")
+@click.option("--plan", "plan_path", required=True, type=click.Path(path_type=Path),
+              help="Plan JSON chosen on bundle A.")
+@click.option("--source", "source_path", required=True, type=click.Path(path_type=Path),
+              help="Bundle A, the plan's source (needed to align launch sequences).")
+@click.option("--bundle", "target_path", required=True, type=click.Path(path_type=Path),
+              help="Bundle B: the same workload on another GPU.")
+@click.option("-o", "--output", required=True, type=click.Path(path_type=Path),
+              help="JSON result to write (atomically).")
+def portability_cmd(plan_path: Path, source_path: Path, target_path: Path, output: Path) -> None:
+    """Error, per-kernel-class changes and predicted speedup of an A-plan on B."""
+    from analyzer.atomic import write_text_atomic
+    from analyzer.importers.profile import load_profile
+    from analyzer.plan import _jsonable, load_plan
+    from analyzer.portability import evaluate_portability
+
+    plan = load_plan(plan_path)
+    result = evaluate_portability(plan, load_profile(source_path), load_profile(target_path))
+    write_text_atomic(output, json.dumps(_jsonable(result), indent=1) + "\n")
+    al = result["alignment"]
+    sp = result["speedup_b_over_a"]
+    click.echo(
+        f"error on B {100 * result['error']:.2f}% (on A {100 * result['error_on_a']:.2f}%); "
+        f"{al['unaligned_b']} unaligned B launches hold "
+        f"{100 * (al['unaligned_b_time_fraction'] or 0):.2f}% of B's time; "
+        f"speedup B/A predicted {sp['predicted']:.3f} vs true {sp['true']:.3f}"
+    )
+    click.echo(f"wrote {output}")

@@ -1,0 +1,634 @@
+"""Validate sampled simulation against silicon: numbers (JSON) and one HTML report.
+
+Inputs: a silicon bundle, one or more plans made on it, and simulated cycles per
+launch from either Accel-Sim logs of the plan's exported ``kernelslist.g``
+(:mod:`simmodel.simlog`, :mod:`simmodel.export`) or the analytical model
+(``simmodel.model.predict``) run on every launch.
+
+**Silicon cycles.** ``gpu__cycles_elapsed.max`` from ``metrics.parquet`` where it is
+present for a launch; otherwise ``duration_ns * f / 1000`` with ``f`` the SM clock in
+MHz: ``--clock-mhz``, else the manifest's ``device.max_sm_clock_mhz``, else the timing
+config's ``core.core_clock_mhz``. (Durations are wall time at whatever clock the GPU
+ran; ``max_sm_clock_mhz`` is the boost clock, so locked-clock profiles match best.)
+
+**Error decomposition** (PKA, Baddouh et al., MICRO 2021, Table 4 separates the
+simulator's error against silicon, "SimError", from the sampling errors "PKS"/"PKA").
+With ``S`` = silicon total cycles, ``F`` = full-simulation total (every launch
+simulated: the model on all launches, or logs covering all launches) and ``P`` =
+sampled-simulation projection ``sum(weight * sim_cycles)`` over the plan's samples:
+
+* simulator error ``= |F - S| / S``;
+* sampling error ``= |P - F| / F`` (what sampling adds inside the simulator);
+* total error ``= |P - S| / S`` (what a user of sampled simulation sees).
+
+When ``F`` is unknown (logs for the sampled launches only) only the total error is
+given; the silicon-side sampling error of the same plan (``score_plan`` on
+durations) is reported beside it. Speedup and the 95% interval follow
+:mod:`analyzer.evaluate` (STEM section 4.1); the interval of ``P`` uses the simulated
+cycles of the samples.
+
+**Counter correlation** (Accel-Sim, Khairy et al., ISCA 2020, section V): for each
+pair of a simulator counter and its Nsight Compute counterpart, over the launches
+that have both: cycles and instructions by mean absolute error ``MAE = mean(|sim -
+hw| / hw)``, other counters by ``NRMSE = sqrt(mean((sim - hw)^2)) / mean(hw)``, and
+Pearson's ``r``. Per-metric errors of the weighted sums for every silicon counter
+follow STEM Fig. 14 (:func:`analyzer.evaluate.metric_errors`).
+
+Plots are matplotlib PNGs embedded as base64; every string in the HTML is escaped
+with :func:`html.escape`. Histograms are built from binned counts; scatter plots show
+at most :data:`MAX_SCATTER` points drawn with a fixed seed (said in the title).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analyzer.atomic import write_text_atomic
+from analyzer.bundle import Bundle
+from analyzer.errors import HilsimError
+from analyzer.evaluate import _interval, metric_errors, score_plan
+from analyzer.plan import Plan, _jsonable
+
+SILICON_CYCLES_METRIC = "gpu__cycles_elapsed.max"
+MAX_SCATTER = 5000
+SCATTER_SEED = 0
+TOP_KERNELS = 6
+MAX_CLUSTER_ROWS = 100
+
+#: simulator column -> candidate Nsight Compute metrics (first present is used)
+COUNTER_PAIRS: dict[str, tuple[str, ...]] = {
+    "instructions": ("smsp__thread_inst_executed.sum", "thread_inst_executed"),
+    "warp_instructions": ("smsp__inst_executed.sum", "sm__inst_executed.sum", "inst_executed"),
+    "l1d_global_read_accesses": ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",),
+    "l1d_global_read_hits": ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum",),
+    "l2_global_read_accesses": ("lts__t_sectors_srcunit_tex_op_read.sum",),
+    "l2_global_read_hits": ("lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum",),
+    "l2_global_write_accesses": ("lts__t_sectors_srcunit_tex_op_write.sum",),
+    "l2_accesses": ("lts__t_sectors.sum", "lts__t_requests.sum"),
+    "dram_reads": ("dram__sectors_read.sum",),
+    "dram_writes": ("dram__sectors_write.sum",),
+}
+MAE_COUNTERS = ("cycles", "instructions", "warp_instructions")
+
+
+@dataclass
+class SimResults:
+    """Simulated values per launch of the bundle (NaN where a launch was not simulated).
+
+    Attributes:
+        cycles: float array of length ``n_launches``.
+        counters: other simulated counters per launch (columns as in
+            :mod:`simmodel.simlog`), same length; may be empty.
+        source: ``"accel-sim logs"`` or ``"analytical model"`` (shown in the report).
+        detail: free text (files, config name).
+    """
+
+    cycles: np.ndarray
+    counters: pd.DataFrame = field(default_factory=pd.DataFrame)
+    source: str = "simulation"
+    detail: str = ""
+
+    @property
+    def covers_all(self) -> bool:
+        return bool(np.isfinite(self.cycles).all())
+
+
+# --- inputs ------------------------------------------------------------------------------
+
+
+def sm_clock_mhz(bundle: Bundle, clock_mhz: float | None = None, timing: Any = None) -> float:
+    """SM clock used to turn durations into cycles (see the module docstring)."""
+    if clock_mhz:
+        return float(clock_mhz)
+    device = bundle.manifest.get("device") or {}
+    value = device.get("max_sm_clock_mhz") if isinstance(device, dict) else None
+    if value:
+        return float(value)
+    if timing is not None:
+        for dotted in ("core.core_clock_mhz", "core.boost_clock_mhz"):
+            item = timing.get(dotted)
+            if item is not None:
+                return float(item.value)
+    where = str(bundle.path) if bundle.path else "bundle"
+    raise HilsimError(
+        f"{where}: no SM clock to convert durations to cycles: the manifest has no "
+        "device.max_sm_clock_mhz; pass --clock-mhz"
+    )
+
+
+def silicon_cycles(bundle: Bundle, clock_mhz: float) -> tuple[np.ndarray, str]:
+    """Silicon cycles per launch and a note saying where they come from."""
+    cycles = bundle.launches["duration_ns"].to_numpy(np.float64) * clock_mhz / 1000.0
+    note = f"duration_ns x {clock_mhz:g} MHz"
+    if bundle.metrics is not None and SILICON_CYCLES_METRIC in bundle.metrics.columns:
+        ids = bundle.metrics["launch_id"].to_numpy()
+        measured = bundle.metrics[SILICON_CYCLES_METRIC].to_numpy(np.float64)
+        ok = np.isfinite(measured)
+        cycles[ids[ok]] = measured[ok]
+        note = (
+            f"{SILICON_CYCLES_METRIC} for {int(ok.sum())} launches, "
+            f"duration_ns x {clock_mhz:g} MHz for the rest"
+        )
+    return cycles, note
+
+
+def results_from_simlog(plan: Plan, bundle: Bundle, simlog: pd.DataFrame) -> SimResults:
+    """Place simulated kernels (in ``kernelslist.g`` order) at the plan's launches.
+
+    A log that covers *every* launch of the bundle (a full simulation) is placed by
+    launch order instead, which gives the full-simulation total.
+    """
+    from simmodel.export import match_sim_results
+
+    n = bundle.n_launches
+    cycles = np.full(n, np.nan)
+    counter_cols = [
+        c for c in simlog.columns
+        if c not in ("sim_launch", "log", "uid", "kernel", "ipc", "tot_cycles", "cycles")
+    ]
+    counters = pd.DataFrame(np.nan, index=np.arange(n), columns=counter_cols)
+    if len(simlog) == n and len(simlog) != plan.n_samples:
+        ordered = simlog.sort_values("sim_launch", kind="stable")
+        ids = np.arange(n)
+        values = ordered
+    else:
+        values = match_sim_results(plan, simlog)
+        ids = values["launch_id"].to_numpy()
+    cycles[ids] = values["cycles"].to_numpy(np.float64)
+    for c in counter_cols:
+        counters.loc[ids, c] = values[c].to_numpy(np.float64)
+    files = sorted(set(simlog["log"])) if "log" in simlog else []
+    return SimResults(cycles, counters, "accel-sim logs", ", ".join(map(str, files[:5])))
+
+
+def model_input(bundle: Bundle) -> pd.DataFrame:
+    """Launches joined with their metrics (one row per launch, ``launch_id`` order)."""
+    frame = bundle.launches
+    if bundle.metrics is not None:
+        frame = frame.merge(bundle.metrics, on="launch_id", how="left")
+    return frame
+
+
+def results_from_model(
+    bundle: Bundle,
+    config: Any,
+    predictor: Callable[[Any, pd.DataFrame], pd.DataFrame] | None = None,
+) -> SimResults:
+    """Run the analytical model on every launch (``simmodel.model.predict``)."""
+    if predictor is None:
+        try:
+            from simmodel.model import predict as predictor  # type: ignore[no-redef]
+        except ImportError as exc:
+            raise HilsimError(
+                f"--model: the analytical model (simmodel.model) is not available ({exc})"
+            ) from exc
+    out = predictor(config, model_input(bundle))
+    if "cycles" not in out.columns or len(out) != bundle.n_launches:
+        raise HilsimError(
+            f"--model: the model returned {len(out)} rows without a 'cycles' column for "
+            f"{bundle.n_launches} launches"
+        )
+    cycles = out["cycles"].to_numpy(np.float64)
+    counters = out.drop(columns=[c for c in ("cycles", "launch_id") if c in out.columns])
+    counters = counters.select_dtypes("number").reset_index(drop=True)
+    name = getattr(config, "name", "") or ""
+    return SimResults(cycles, counters, "analytical model", str(name))
+
+
+# --- numbers ------------------------------------------------------------------------------
+
+
+def _rel(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or not np.isfinite(a) or not np.isfinite(b) or b == 0:
+        return None
+    return float(abs(a - b) / abs(b))
+
+
+def correlation(sim: np.ndarray, hw: np.ndarray, kind: str) -> dict[str, Any]:
+    """MAE or NRMSE and Pearson r over the launches where both values are finite."""
+    ok = np.isfinite(sim) & np.isfinite(hw)
+    if kind == "MAE":
+        ok &= hw != 0
+    s, h = sim[ok], hw[ok]
+    out: dict[str, Any] = {"n": int(ok.sum()), "kind": kind, "error": None, "pearson_r": None}
+    if len(s) == 0:
+        return out
+    if kind == "MAE":
+        out["error"] = float(np.mean(np.abs(s - h) / np.abs(h)))
+    else:
+        mean = float(np.mean(h))
+        out["error"] = float(np.sqrt(np.mean((s - h) ** 2)) / mean) if mean else None
+    if len(s) >= 2 and np.std(s) > 0 and np.std(h) > 0:
+        out["pearson_r"] = float(np.corrcoef(s, h)[0, 1])
+    return out
+
+
+def _silicon_metric(bundle: Bundle, names: tuple[str, ...]) -> tuple[str, np.ndarray] | None:
+    if bundle.metrics is None:
+        return None
+    for name in names:
+        if name in bundle.metrics.columns:
+            values = np.full(bundle.n_launches, np.nan)
+            values[bundle.metrics["launch_id"].to_numpy()] = bundle.metrics[name].to_numpy(float)
+            return name, values
+    return None
+
+
+def validate_plan(
+    plan: Plan,
+    bundle: Bundle,
+    sim: SimResults,
+    clock_mhz: float,
+    label: str = "plan",
+) -> dict[str, Any]:
+    """All numbers of the report for one plan (JSON-ready)."""
+    score = score_plan(plan, bundle)  # checks the plan belongs to this bundle
+    silicon, silicon_note = silicon_cycles(bundle, clock_mhz)
+    ids = plan.samples["launch_id"].to_numpy()
+    weights = plan.samples["weight"].to_numpy(np.float64)
+    sampled_sim = sim.cycles[ids]
+    if not np.isfinite(sampled_sim).all():
+        k = int(np.flatnonzero(~np.isfinite(sampled_sim))[0])
+        raise HilsimError(
+            f"{label}: no simulated cycles for sampled launch {int(ids[k])}: the "
+            "simulation does not cover the plan's samples"
+        )
+    silicon_total = float(silicon.sum())
+    full = float(sim.cycles.sum()) if sim.covers_all else None
+    projection = float(np.sum(weights * sampled_sim))
+    interval = _interval(plan, np.where(np.isfinite(sim.cycles), sim.cycles, 0.0))
+    silicon_estimate = float(np.sum(weights * silicon[ids]))
+    headline = {
+        "silicon_total_cycles": silicon_total,
+        "full_simulation_total_cycles": full,
+        "sampled_projection_cycles": projection,
+        "simulator_error": _rel(full, silicon_total),
+        "sampling_error": _rel(projection, full),
+        "total_error": _rel(projection, silicon_total),
+        "silicon_sampling_error": _rel(silicon_estimate, silicon_total),
+        "speedup": score.speedup,
+        "n_samples": score.n_samples,
+        "n_clusters": score.n_clusters,
+        "interval_cycles": list(interval) if interval else None,
+        "interval_covers_silicon": bool(interval[0] <= silicon_total <= interval[1])
+        if interval else None,
+        "silicon_cycles_from": silicon_note,
+        "clock_mhz": clock_mhz,
+    }
+    # per cluster (the plan stores cluster sizes, not members: weighted sample sums)
+    frame = pd.DataFrame(
+        {
+            "cluster": plan.samples["cluster"].to_numpy(),
+            "w_sil": weights * silicon[ids],
+            "w_sim": weights * sampled_sim,
+            "one": 1,
+        }
+    )
+    grouped = frame.groupby("cluster").agg(
+        samples=("one", "sum"), silicon=("w_sil", "sum"), sim=("w_sim", "sum")
+    )
+    names_by_cluster: dict[int, list[str]] = {}
+    if "name" in plan.samples:
+        for cid, name in zip(plan.samples["cluster"], plan.samples["name"].astype(str),
+                             strict=True):
+            seen = names_by_cluster.setdefault(int(cid), [])
+            if name not in seen and len(seen) < 3:
+                seen.append(name)
+    meta = pd.DataFrame(plan.clusters)
+    meta = meta.set_index("cluster") if "cluster" in meta else pd.DataFrame(index=grouped.index)
+    clusters = []
+    for cid, row in grouped.iterrows():
+        info = meta.loc[cid] if cid in meta.index else {}
+        clusters.append(
+            {
+                "cluster": int(cid),
+                "label": str(info.get("label", "")) if len(info) else "",
+                "size": int(info.get("size", 0)) if len(info) else None,
+                "samples": int(row["samples"]),
+                "kernels": names_by_cluster.get(int(cid), []),
+                "silicon_estimate_cycles": float(row["silicon"]),
+                "sim_projection_cycles": float(row["sim"]),
+                "sim_over_silicon": float(row["sim"] / row["silicon"]) if row["silicon"] else None,
+                "share_of_projection": float(row["sim"] / projection) if projection else None,
+            }
+        )
+    clusters.sort(key=lambda c: -(c["sim_projection_cycles"] or 0.0))
+    errors, notes = metric_errors(plan, bundle)
+    # counter-by-counter correlation over launches that have both values
+    corr: list[dict[str, Any]] = []
+    c = correlation(sim.cycles, silicon, "MAE")
+    corr.append({"sim": "cycles", "silicon": "cycles (" + silicon_note + ")", **c})
+    for sim_col, candidates in COUNTER_PAIRS.items():
+        if sim_col not in sim.counters.columns:
+            continue
+        found = _silicon_metric(bundle, candidates)
+        if found is None:
+            continue
+        name, hw = found
+        kind = "MAE" if sim_col in MAE_COUNTERS else "NRMSE"
+        corr.append({"sim": sim_col, "silicon": name,
+                     **correlation(sim.counters[sim_col].to_numpy(float), hw, kind)})
+    return {
+        "label": label,
+        "method": plan.method,
+        "params": plan.params,
+        "sampling": plan.sampling,
+        "simulation": {"source": sim.source, "detail": sim.detail,
+                       "covers_all_launches": sim.covers_all},
+        "headline": headline,
+        "silicon_score": score.to_dict(),
+        "clusters": clusters,
+        "metric_errors": errors,
+        "metric_notes": notes,
+        "correlation": corr,
+    }
+
+
+# --- plots --------------------------------------------------------------------------------
+
+
+def _png(fig: Any) -> str:
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90)
+    plt.close(fig)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _plt() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def scatter_png(sim: np.ndarray, hw: np.ndarray, title: str) -> str | None:
+    """Log-log scatter of simulated vs silicon values (subsampled with a fixed seed)."""
+    ok = np.isfinite(sim) & np.isfinite(hw) & (sim > 0) & (hw > 0)
+    idx = np.flatnonzero(ok)
+    if len(idx) == 0:
+        return None
+    note = f"{len(idx)} launches"
+    if len(idx) > MAX_SCATTER:
+        idx = np.sort(np.random.default_rng(SCATTER_SEED).choice(idx, MAX_SCATTER, replace=False))
+        note = f"{MAX_SCATTER} of {int(ok.sum())} launches, random subsample seed {SCATTER_SEED}"
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(4.2, 4.0))
+    ax.scatter(hw[idx], sim[idx], s=6, alpha=0.5)
+    lo = float(min(hw[idx].min(), sim[idx].min()))
+    hi = float(max(hw[idx].max(), sim[idx].max()))
+    ax.plot([lo, hi], [lo, hi], color="gray", lw=1, ls="--")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("silicon")
+    ax.set_ylabel("simulated")
+    ax.set_title(f"{title}\n({note})", fontsize=8)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def histograms_png(bundle: Bundle, plan: Plan) -> str:
+    """Duration histograms (log bins, binned counts) of the kernels with the most time.
+
+    The plan stores cluster sizes but not members, so launches are grouped by kernel
+    name (STEM Fig. 1); sampled launches are overlaid, coloured by cluster.
+    """
+    names = bundle.launches["name"]
+    codes = names.cat.codes.to_numpy() if hasattr(names, "cat") else pd.factorize(names)[0]
+    durations = bundle.launches["duration_ns"].to_numpy(np.float64)
+    totals = np.bincount(codes, weights=durations)
+    top = np.argsort(totals)[::-1][:TOP_KERNELS]
+    categories = names.cat.categories if hasattr(names, "cat") else pd.unique(names)
+    ids = plan.samples["launch_id"].to_numpy()
+    sample_codes = codes[ids]
+    plt = _plt()
+    cols = 3
+    rows = int(np.ceil(len(top) / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(11, 2.6 * rows), squeeze=False)
+    cmap = plt.get_cmap("tab10")
+    for ax, code in zip(axes.ravel(), top, strict=False):
+        values = durations[codes == code]
+        positive = values[values > 0]
+        lo, hi = (positive.min(), positive.max()) if len(positive) else (1.0, 10.0)
+        edges = np.geomspace(max(lo, 1.0), max(hi, lo * 1.01, 2.0), 41)
+        counts, _ = np.histogram(values, bins=edges)
+        ax.stairs(counts, edges, fill=True, alpha=0.6)
+        cluster_of = plan.samples["cluster"].to_numpy()
+        for j in np.flatnonzero(sample_codes == code)[:200]:
+            ax.axvline(durations[ids[j]], color=cmap(int(cluster_of[j]) % 10), lw=0.8)
+        ax.set_xscale("log")
+        label = str(categories[code])
+        ax.set_title((label[:60] + "...") if len(label) > 60 else label, fontsize=7)
+        ax.set_xlabel("duration (ns)", fontsize=7)
+    for ax in axes.ravel()[len(top):]:
+        ax.axis("off")
+    fig.suptitle("Duration histograms of the kernels with the most time "
+                 "(40 log bins; vertical lines: sampled launches, coloured by cluster)",
+                 fontsize=8)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def pareto_png(results: list[dict[str, Any]]) -> str:
+    """Speedup vs total error of several plans (STEM Fig. 9), via compare.pareto_plot."""
+    import tempfile
+
+    from analyzer.compare import pareto_plot
+
+    summaries = [
+        {"method": r["label"], "hmean_speedup": r["headline"]["speedup"],
+         "mean_error": r["headline"]["total_error"] or 0.0}
+        for r in results
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = pareto_plot(summaries, Path(tmp) / "pareto.png",
+                           "speedup vs total error (sampled simulation vs silicon)")
+        return base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+# --- report -------------------------------------------------------------------------------
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
+table{border-collapse:collapse;margin:0.6em 0;font-size:13px}
+th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}
+th{background:#f0f0f0}td.l,th.l{text-align:left}
+h2{border-bottom:1px solid #ddd;margin-top:1.6em}.note{color:#555;font-size:12px}
+img{max-width:100%}.grid{display:flex;flex-wrap:wrap;gap:8px}
+"""
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _fmt(value: Any, kind: str = "num") -> str:
+    if value is None or (isinstance(value, float) and not np.isfinite(value)):
+        return "n/a"
+    if kind == "pct":
+        return f"{100 * float(value):.2f}%"
+    if isinstance(value, float):
+        return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
+    return _e(value)
+
+
+def _table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
+    head = "".join(
+        f"<th class='l'>{_e(h)}</th>" if i < left else f"<th>{_e(h)}</th>"
+        for i, h in enumerate(headers)
+    )
+    body = "".join(
+        "<tr>" + "".join(
+            f"<td class='l'>{c}</td>" if i < left else f"<td>{c}</td>" for i, c in enumerate(r)
+        ) + "</tr>"
+        for r in rows
+    )
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _img(b64: str | None, alt: str) -> str:
+    if not b64:
+        return ""
+    return f"<img alt='{_e(alt)}' src='data:image/png;base64,{b64}'>"
+
+
+def render_html(report: dict[str, Any], images: dict[str, Any]) -> str:
+    """The self-contained HTML (inline CSS, base64 images, escaped strings)."""
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>{_e('hilsim validation: ' + report['bundle']['path'])}</title>",
+        f"<style>{_CSS}</style></head><body>",
+        "<h1>Sampled simulation vs silicon</h1>",
+        f"<p class='note'>bundle {_e(report['bundle']['path'])}: "
+        f"{_e(report['bundle']['n_launches'])} launches on {_e(report['bundle']['device'])}; "
+        f"simulation: {_e(report['simulation']['source'])} {_e(report['simulation']['detail'])}"
+        "</p>",
+        "<h2>Headline</h2>",
+        "<p class='note'>simulator error = |full sim - silicon| / silicon; sampling error = "
+        "|sampled projection - full sim| / full sim; total error = |sampled projection - "
+        "silicon| / silicon (PKA Table 4: SimError vs sampling error). Silicon sampling "
+        "error: the plan's error on the profiled durations alone.</p>",
+    ]
+    rows = []
+    for r in report["plans"]:
+        h = r["headline"]
+        interval = h["interval_cycles"]
+        rows.append([
+            _e(r["label"]), _e(r["method"]), _fmt(h["silicon_total_cycles"]),
+            _fmt(h["full_simulation_total_cycles"]), _fmt(h["sampled_projection_cycles"]),
+            _fmt(h["simulator_error"], "pct"), _fmt(h["sampling_error"], "pct"),
+            _fmt(h["total_error"], "pct"), _fmt(h["silicon_sampling_error"], "pct"),
+            _fmt(h["speedup"]), _fmt(h["n_samples"]),
+            "n/a" if not interval else f"[{_fmt(interval[0])}, {_fmt(interval[1])}]",
+        ])
+    parts.append(_table(
+        ["plan", "method", "silicon cycles", "full sim cycles", "sampled projection",
+         "simulator error", "sampling error", "total error", "silicon sampling error",
+         "speedup", "samples", "95% interval (cycles)"], rows, left=2))
+    if report["plans"]:
+        parts.append(f"<p class='note'>silicon cycles: "
+                     f"{_e(report['plans'][0]['headline']['silicon_cycles_from'])}</p>")
+    if images.get("pareto"):
+        parts += ["<h2>Speedup vs error</h2>", _img(images["pareto"], "Pareto plot")]
+    for i, r in enumerate(report["plans"]):
+        parts.append(f"<h2>Plan {_e(r['label'])} ({_e(r['method'])})</h2>")
+        parts.append("<h3>Clusters</h3><p class='note'>weighted sums of the cluster's "
+                     "samples (the plan stores cluster sizes, not members)</p>")
+        parts.append(_table(
+            ["cluster", "label", "sampled kernels", "size", "samples", "silicon estimate",
+             "sim projection", "sim / silicon", "share of projection"],
+            [[_e(c["cluster"]), _e(c["label"]), "<br>".join(_e(k) for k in c["kernels"]),
+              _fmt(c["size"]), _fmt(c["samples"]),
+              _fmt(c["silicon_estimate_cycles"]), _fmt(c["sim_projection_cycles"]),
+              _fmt(c["sim_over_silicon"]), _fmt(c["share_of_projection"], "pct")]
+             for c in r["clusters"][:MAX_CLUSTER_ROWS]], left=3))
+        if len(r["clusters"]) > MAX_CLUSTER_ROWS:
+            parts.append(f"<p class='note'>first {MAX_CLUSTER_ROWS} of {len(r['clusters'])} "
+                         "clusters by projected share; all are in the JSON</p>")
+        parts.append("<h3>Counter correlation, simulator vs silicon</h3>")
+        parts.append(_table(
+            ["simulator", "silicon", "launches", "error kind", "error", "Pearson r"],
+            [[_e(c["sim"]), _e(c["silicon"]), _fmt(c["n"]), _e(c["kind"]),
+              _fmt(c["error"], "pct"), _fmt(c["pearson_r"])] for c in r["correlation"]],
+            left=2))
+        parts.append("<div class='grid'>" + "".join(
+            _img(b, f"scatter {name}") for name, b in images["scatter"][i]) + "</div>")
+        parts.append("<h3>Per-metric error of the weighted sums (STEM Fig. 14)</h3>")
+        if r["metric_errors"]:
+            parts.append(_table(["metric", "error"], [[_e(k), _fmt(v, "pct")] for k, v in
+                                                      sorted(r["metric_errors"].items())]))
+        for note in r["metric_notes"]:
+            parts.append(f"<p class='note'>{_e(note)}</p>")
+        parts.append("<h3>Duration histograms</h3>")
+        parts.append(_img(images["hist"][i], "duration histograms"))
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def validate(
+    bundle: Bundle,
+    plans: list[tuple[str, Plan]],
+    sim_for: Callable[[Plan], SimResults],
+    clock_mhz: float,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Numbers (JSON dict) and images for every plan."""
+    results = []
+    images: dict[str, Any] = {"scatter": [], "hist": [], "pareto": None}
+    silicon, _ = silicon_cycles(bundle, clock_mhz)
+    first_sim: SimResults | None = None
+    for label, plan in plans:
+        sim = sim_for(plan)
+        first_sim = first_sim or sim
+        result = validate_plan(plan, bundle, sim, clock_mhz, label)
+        results.append(result)
+        scatters = [("cycles", scatter_png(sim.cycles, silicon, "cycles"))]
+        for c in result["correlation"][1:]:
+            found = _silicon_metric(bundle, (c["silicon"],))
+            if found is not None:
+                scatters.append((c["sim"], scatter_png(
+                    sim.counters[c["sim"]].to_numpy(float), found[1], c["sim"])))
+        images["scatter"].append(scatters)
+        images["hist"].append(histograms_png(bundle, plan))
+    if len(results) > 1:
+        images["pareto"] = pareto_png(results)
+    device = bundle.manifest.get("device") or {}
+    report = {
+        "schema": "hilsim.validation/1",
+        "bundle": {
+            "path": str(bundle.path) if bundle.path else "",
+            "n_launches": bundle.n_launches,
+            "device": device.get("name", "unknown") if isinstance(device, dict) else "unknown",
+        },
+        "simulation": {"source": first_sim.source if first_sim else "",
+                       "detail": first_sim.detail if first_sim else ""},
+        "plans": results,
+    }
+    return report, images
+
+
+def write_report(
+    report: dict[str, Any], images: dict[str, Any], out: str | os.PathLike[str]
+) -> tuple[Path, Path]:
+    """Write ``OUT.html`` and ``OUT.json`` (atomically); ``out`` may end in .html."""
+    base = Path(out)
+    if base.suffix in (".html", ".json"):
+        base = base.with_suffix("")
+    html_path = write_text_atomic(base.with_suffix(".html"), render_html(report, images))
+    json_path = write_text_atomic(
+        base.with_suffix(".json"), json.dumps(_jsonable(report), indent=1) + "\n"
+    )
+    return html_path, json_path

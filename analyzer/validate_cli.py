@@ -1,0 +1,75 @@
+"""``hilsim validate``: sampled simulation vs silicon, as one HTML report and a JSON.
+
+See :mod:`analyzer.validate` for the definitions (simulator, sampling and total
+error; counter correlation; silicon cycles).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from analyzer.errors import HilsimError
+
+
+@click.command("validate")
+@click.option("--silicon", "silicon", required=True, type=click.Path(path_type=Path),
+              help="Silicon profile bundle (or any importable profile).")
+@click.option("--plan", "plans", required=True, multiple=True, type=click.Path(path_type=Path),
+              help="Plan JSON made on that bundle; repeat for several plans (Pareto plot).")
+@click.option("--sim", "sim_logs", multiple=True, type=click.Path(path_type=Path),
+              help="Accel-Sim/GPGPU-Sim log(s) or folder(s) of the exported kernelslist.g "
+                   "(one plan), or of every launch (full simulation).")
+@click.option("--model", "model_config", type=click.Path(path_type=Path),
+              help="Timing config (hilsim.timing/1 JSON): run the analytical model on "
+                   "every launch.")
+@click.option("--counters", type=click.Choice(["cumulative", "per-kernel"]),
+              default="cumulative", show_default=True,
+              help="Whether the logs' cache/DRAM counters are totals since the start.")
+@click.option("--clock-mhz", type=float, default=None,
+              help="SM clock for durations -> cycles (default: manifest max_sm_clock_mhz).")
+@click.option("-o", "--output", required=True, type=click.Path(path_type=Path),
+              help="Report path without extension: writes OUT.html and OUT.json.")
+def validate_cmd(silicon: Path, plans: tuple[Path, ...], sim_logs: tuple[Path, ...],
+                 model_config: Path | None, counters: str, clock_mhz: float | None,
+                 output: Path) -> None:
+    """Compare sampled simulation with silicon: one self-contained HTML + JSON."""
+    from analyzer import validate as v
+    from analyzer.importers.profile import load_profile
+    from analyzer.plan import load_plan
+
+    if bool(sim_logs) == bool(model_config):
+        raise HilsimError("validate: give exactly one of --sim LOGS or --model CONFIG")
+    bundle = load_profile(silicon)
+    loaded = [(p.stem, load_plan(p)) for p in plans]
+    timing = None
+    if model_config is not None:
+        from simmodel.config import read_timing
+
+        timing = read_timing(model_config)
+        shared = v.results_from_model(bundle, timing)
+
+        def sim_for(plan):  # noqa: ARG001 - the model covers every launch
+            return shared
+    else:
+        from simmodel.simlog import read_simlogs
+
+        simlog = read_simlogs(list(sim_logs), counters)
+        if len(loaded) > 1 and len(simlog) != bundle.n_launches:
+            raise HilsimError(
+                "validate: several plans need logs of a full simulation (every launch); "
+                f"the logs hold {len(simlog)} kernels for {bundle.n_launches} launches"
+            )
+
+        def sim_for(plan):
+            return v.results_from_simlog(plan, bundle, simlog)
+
+    clock = v.sm_clock_mhz(bundle, clock_mhz, timing)
+    report, images = v.validate(bundle, loaded, sim_for, clock)
+    html_path, json_path = v.write_report(report, images, output)
+    for r in report["plans"]:
+        h = r["headline"]
+        total = "n/a" if h["total_error"] is None else f"{100 * h['total_error']:.2f}%"
+        click.echo(f"{r['label']}: total error {total}, speedup {h['speedup']:.1f}x")
+    click.echo(f"wrote {html_path} and {json_path}")

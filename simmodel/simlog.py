@@ -1,0 +1,214 @@
+"""Read GPGPU-Sim / Accel-Sim simulation output (stdout logs) into a per-launch table.
+
+After every kernel GPGPU-Sim prints a statistics block (``gpgpu_sim::print_stats``):
+
+.. code-block:: text
+
+    kernel_name = _Z6vecAddPKfS0_Pfi
+    kernel_launch_uid = 1
+    gpu_sim_cycle = 18803          <- this kernel only
+    gpu_sim_insn = 15728640        <- this kernel only
+    gpu_ipc =     836.4963
+    gpu_tot_sim_cycle = 18803      <- cumulative since the start of the simulation
+    gpu_tot_sim_insn = 15728640
+    ...
+    Total_core_cache_stats_breakdown[GLOBAL_ACC_R][HIT] = 0      (L1D, all SMs)
+    total dram reads = 0
+    total dram writes = 0
+    L2_total_cache_accesses = 393216
+    L2_cache_stats_breakdown[GLOBAL_ACC_R][HIT] = 262144
+    ...
+
+(see ``tests/data/simlogs/`` for real excerpts and their provenance).
+
+**Per-kernel versus cumulative.** ``gpu_sim_cycle`` / ``gpu_sim_insn`` are per
+kernel; ``gpu_tot_sim_cycle`` / ``gpu_tot_sim_insn`` are running totals. A block
+that lacks the per-kernel line (older logs, grep excerpts) gets it as the
+difference of consecutive ``gpu_tot_*`` values. The cache and DRAM counters
+(``L2_*``, ``Total_core_cache_stats_breakdown``, ``L1D_total_*``, ``total dram
+reads/writes``) are printed by GPGPU-Sim as totals since the simulation started
+(the cache statistics objects are not cleared between kernels; Accel-Sim's
+``get_stats.py`` likewise labels them *aggregate*), so with
+``counters="cumulative"`` (default) the per-launch value is the difference to the
+previous block. A counter that decreases is reported as a one-line error that
+suggests ``counters="per-kernel"`` (for simulators patched to clear statistics).
+
+A log whose last kernel block is cut off (no ``gpu_tot_sim_insn`` / no
+``gpgpu_simulation_time`` / no ``exit detected`` after the last ``kernel_name``)
+is reported as truncated, naming the file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analyzer.errors import HilsimError
+
+#: log key -> clear column name (counters); the per-kernel facts are handled apart
+COUNTER_COLUMNS: dict[str, str] = {
+    "L1D_total_cache_accesses": "l1d_accesses",
+    "L1D_total_cache_misses": "l1d_misses",
+    "Total_core_cache_stats_breakdown[GLOBAL_ACC_R][HIT]": "l1d_global_read_hits",
+    "Total_core_cache_stats_breakdown[GLOBAL_ACC_R][MISS]": "l1d_global_read_misses",
+    "Total_core_cache_stats_breakdown[GLOBAL_ACC_R][SECTOR_MISS]": "l1d_global_read_sector_misses",
+    "Total_core_cache_stats_breakdown[GLOBAL_ACC_R][TOTAL_ACCESS]": "l1d_global_read_accesses",
+    "Total_core_cache_stats_breakdown[GLOBAL_ACC_W][HIT]": "l1d_global_write_hits",
+    "Total_core_cache_stats_breakdown[GLOBAL_ACC_W][MISS]": "l1d_global_write_misses",
+    "Total_core_cache_stats_breakdown[GLOBAL_ACC_W][TOTAL_ACCESS]": "l1d_global_write_accesses",
+    "L2_total_cache_accesses": "l2_accesses",
+    "L2_total_cache_misses": "l2_misses",
+    "L2_cache_stats_breakdown[GLOBAL_ACC_R][HIT]": "l2_global_read_hits",
+    "L2_cache_stats_breakdown[GLOBAL_ACC_R][MISS]": "l2_global_read_misses",
+    "L2_cache_stats_breakdown[GLOBAL_ACC_R][SECTOR_MISS]": "l2_global_read_sector_misses",
+    "L2_cache_stats_breakdown[GLOBAL_ACC_R][TOTAL_ACCESS]": "l2_global_read_accesses",
+    "L2_cache_stats_breakdown[GLOBAL_ACC_W][HIT]": "l2_global_write_hits",
+    "L2_cache_stats_breakdown[GLOBAL_ACC_W][MISS]": "l2_global_write_misses",
+    "L2_cache_stats_breakdown[GLOBAL_ACC_W][TOTAL_ACCESS]": "l2_global_write_accesses",
+    "total dram reads": "dram_reads",
+    "total dram writes": "dram_writes",
+}
+
+_SCALARS = {
+    "kernel_launch_uid": "uid",
+    "gpu_sim_cycle": "cycles",
+    "gpu_sim_insn": "instructions",
+    "gpu_ipc": "ipc",
+    "gpu_tot_sim_cycle": "tot_cycles",
+    "gpu_tot_sim_insn": "tot_instructions",
+}
+
+_LINE = re.compile(r"^\s*([A-Za-z_][\w\[\] ]*?)\s*=\s*(\S+)")
+_END_MARKERS = ("gpgpu_simulation_time", "GPGPU-Sim: *** exit detected ***")
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text.rstrip("%"))
+    except ValueError:
+        return float("nan")
+
+
+def parse_simlog(text: str, where: str = "<sim log>", counters: str = "cumulative") -> pd.DataFrame:
+    """Parse one simulation log into one row per simulated kernel, in simulation order.
+
+    Columns: ``sim_launch`` (0.. in the order the kernels finished), ``uid``
+    (``kernel_launch_uid``, 1-based in GPGPU-Sim), ``kernel`` (the printed name,
+    mangled as the simulator prints it), ``cycles`` and ``instructions`` (this
+    kernel), ``ipc``, ``tot_cycles`` (cumulative), then one column per counter of
+    :data:`COUNTER_COLUMNS` found in the log (per kernel, see the module docstring).
+
+    Raises :class:`HilsimError` naming ``where`` when the log has no kernel block,
+    when the last block is truncated, or when a cumulative counter decreases.
+    """
+    if counters not in ("cumulative", "per-kernel"):
+        raise HilsimError(f"{where}: counters must be 'cumulative' or 'per-kernel'")
+    blocks: list[dict[str, object]] = []
+    current: dict[str, object] | None = None
+    last_end = -1
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if line.startswith("kernel_name"):
+            current = {"kernel": line.split("=", 1)[1].strip(), "_line": lineno}
+            blocks.append(current)
+            continue
+        if any(marker in line for marker in _END_MARKERS):
+            last_end = lineno
+        if current is None or "=" not in line:
+            continue
+        match = _LINE.match(line)
+        if not match:
+            continue
+        key, value = match.group(1).strip(), match.group(2)
+        if key in _SCALARS and _SCALARS[key] not in current:
+            current[_SCALARS[key]] = _number(value)
+        elif key in COUNTER_COLUMNS and COUNTER_COLUMNS[key] not in current:
+            current[COUNTER_COLUMNS[key]] = _number(value)
+    if not blocks:
+        raise HilsimError(f"{where}: no kernel statistics block (no 'kernel_name = ' line)")
+    last = blocks[-1]
+    complete = ("tot_instructions" in last or "instructions" in last) and (
+        "tot_cycles" in last or "cycles" in last
+    )
+    if not complete or last_end < int(last["_line"]):  # type: ignore[arg-type]
+        raise HilsimError(
+            f"{where}: truncated: the statistics block of kernel {len(blocks)} "
+            f"({last['kernel']}, line {last['_line']}) is incomplete; the simulation "
+            "did not finish or the log was cut"
+        )
+    frame = pd.DataFrame(blocks).drop(columns="_line")
+    frame.insert(0, "sim_launch", np.arange(len(frame), dtype=np.int64))
+    for per, tot in (("cycles", "tot_cycles"), ("instructions", "tot_instructions")):
+        if tot in frame:
+            delta = frame[tot].diff().fillna(frame[tot])
+            frame[per] = frame[per].fillna(delta) if per in frame else delta
+    if "cycles" not in frame:
+        raise HilsimError(f"{where}: no gpu_sim_cycle or gpu_tot_sim_cycle lines")
+    counter_cols = [c for c in COUNTER_COLUMNS.values() if c in frame.columns]
+    if counters == "cumulative" and counter_cols:
+        values = frame[counter_cols].to_numpy(dtype=float)
+        prev = np.vstack([np.zeros((1, values.shape[1])), values[:-1]])
+        delta = values - prev
+        bad = np.argwhere(delta < 0)
+        if len(bad):
+            row, col = bad[0]
+            raise HilsimError(
+                f"{where}: counter {counter_cols[col]} decreases at kernel {row + 1} "
+                f"({frame['kernel'].iloc[row]}): the simulator clears statistics per "
+                "kernel; read it with counters='per-kernel'"
+            )
+        frame[counter_cols] = delta
+    ordered = ["sim_launch", "uid", "kernel", "cycles", "instructions", "ipc", "tot_cycles"]
+    ordered = [c for c in ordered if c in frame.columns]
+    frame = frame[ordered + counter_cols]
+    if "uid" in frame:
+        frame["uid"] = frame["uid"].astype("Int64")
+    frame["kernel"] = frame["kernel"].astype(str)
+    return frame.reset_index(drop=True)
+
+
+def read_simlog(path: str | os.PathLike[str], counters: str = "cumulative") -> pd.DataFrame:
+    """Read one log file (see :func:`parse_simlog`); errors name the file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        raise HilsimError(f"{p}: no such simulation log") from None
+    except IsADirectoryError:
+        raise HilsimError(f"{p}: is a folder; pass the log files") from None
+    return parse_simlog(text, str(p), counters)
+
+
+def read_simlogs(paths: list[str | os.PathLike[str]] | tuple, counters: str = "cumulative"):
+    """Read several logs (one per simulated kernel or one per batch) into one table.
+
+    Files are taken in the order given (a folder contributes its ``*.log``/``*.o*``
+    files sorted by name); ``sim_launch`` numbers the kernels across all files and
+    ``log`` names the file each came from.
+    """
+    files: list[Path] = []
+    for item in paths:
+        p = Path(item)
+        if p.is_dir():
+            found = sorted(
+                f for f in p.iterdir()
+                if f.is_file() and (f.suffix == ".log" or f.suffix.startswith(".o"))
+            )
+            if not found:
+                raise HilsimError(f"{p}: no *.log or *.o* simulation logs in the folder")
+            files.extend(found)
+        else:
+            files.append(p)
+    if not files:
+        raise HilsimError("no simulation logs given")
+    frames = []
+    for f in files:
+        frame = read_simlog(f, counters)
+        frame.insert(1, "log", f.name)
+        frames.append(frame)
+    out = pd.concat(frames, ignore_index=True)
+    out["sim_launch"] = np.arange(len(out), dtype=np.int64)
+    return out

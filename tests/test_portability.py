@@ -1,0 +1,104 @@
+"""analyzer.portability on a REAL bundle A (CASIO NeRF, A100, nsys SQLite) and a DERIVED B.
+
+No two-GPU profile of one workload exists in the project yet: B is made from A by
+scaling durations per kernel class, dropping a few launches and inserting a few
+foreign ones. The H100/H200 fixtures will replace it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from analyzer import methods
+from analyzer.bundle import Bundle, write_bundle
+from analyzer.errors import HilsimError
+from analyzer.importers.profile import load_profile
+from analyzer.portability import align_sequences, evaluate_portability
+from analyzer.portability_cli import portability_cmd
+from analyzer.schema import normalize_launches
+
+SQLITE = Path(__file__).parent / "data" / "nsys-sqlite" / "casio-nerf-a100.nsys.sqlite"
+DROP = [5, 6, 300, 700]
+INSERT_AT = [100, 900]
+
+
+@pytest.fixture(scope="module")
+def real_a() -> Bundle:
+    return load_profile(SQLITE)
+
+
+def derived_b(a: Bundle) -> tuple[Bundle, dict[str, float]]:
+    kernels = a.launches["kernel"].astype(str)
+    classes = sorted(kernels.unique())
+    rng = np.random.default_rng(7)
+    factor = dict(zip(classes, rng.uniform(0.4, 0.9, len(classes)), strict=True))
+    frame = pd.DataFrame({
+        "name": a.launches["name"].astype(str),
+        "duration_ns": (a.launches["duration_ns"] * kernels.map(factor)).round().astype("int64"),
+    })
+    keep = frame.drop(index=DROP)
+    parts, start = [], 0
+    for at in INSERT_AT:
+        parts.append(keep.iloc[start:at])
+        parts.append(pd.DataFrame({"name": ["inserted_kernel_b"], "duration_ns": [50_000]}))
+        start = at
+    parts.append(keep.iloc[start:])
+    b = Bundle(normalize_launches(pd.concat(parts, ignore_index=True), "derived-b"))
+    return b, factor
+
+
+def test_align_handles_drops_and_inserts():
+    a = np.array([1, 2, 3, 4, 5, 6, 7, 8, 9])
+    b = np.array([1, 2, 4, 5, 99, 6, 7, 8, 9])
+    al = align_sequences(a, b)
+    assert list(al.only_a) == [2] and list(al.only_b) == [4]
+    assert len(al.a) == 8 and np.all(a[al.a] == b[al.b])
+
+
+def test_align_scales_linearly():
+    a = np.tile(np.arange(20), 50_000)  # 1M launches, a few edits
+    b = np.delete(a, [10, 500_000])
+    al = align_sequences(a, b)
+    assert len(al.only_a) == 2 and len(al.only_b) == 0
+
+
+def test_plan_from_real_a_on_derived_b(real_a, tmp_path):
+    b, factor = derived_b(real_a)
+    plan = methods.create("stem").plan(real_a).attach_names(real_a.launches["name"])
+    result = evaluate_portability(plan, real_a, b)
+    al = result["alignment"]
+    assert al["unaligned_b"] == len(INSERT_AT)
+    assert al["unaligned_a"] == len(DROP)
+    assert {r["name"] for r in al["unaligned_b_first"]} == {"inserted_kernel_b"}
+    assert al["unaligned_b_time_fraction"] == pytest.approx(
+        2 * 50_000 / b.launches["duration_ns"].sum())
+    assert result["error"] < 0.05
+    sp = result["speedup_b_over_a"]
+    assert sp["predicted"] == pytest.approx(sp["true"], rel=0.05)
+    moved = result["moved_most"][0]
+    assert moved["mean_ratio_b_over_a"] == pytest.approx(
+        min(factor.values()) if abs(np.log(min(factor.values()))) >
+        abs(np.log(max(factor.values()))) else max(factor.values()), rel=0.05)
+    # the CLI writes the same numbers
+    write_bundle(real_a, tmp_path / "a")
+    write_bundle(b, tmp_path / "b")
+    plan.save(tmp_path / "plan.json")
+    out = tmp_path / "port.json"
+    run = CliRunner().invoke(portability_cmd, ["--plan", str(tmp_path / "plan.json"),
+                                               "--source", str(tmp_path / "a"),
+                                               "--bundle", str(tmp_path / "b"), "-o", str(out)])
+    assert run.exit_code == 0, run.output
+    assert json.loads(out.read_text())["error"] == pytest.approx(result["error"])
+
+
+def test_wrong_source_is_rejected(real_a):
+    b, _ = derived_b(real_a)
+    plan = methods.create("stem").plan(real_a).attach_names(real_a.launches["name"])
+    with pytest.raises(HilsimError):
+        evaluate_portability(plan, b, b)

@@ -1,0 +1,137 @@
+"""analyzer.validate: error decomposition, escaping, self-containment, JSON consistency."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from analyzer.bundle import Bundle, write_bundle
+from analyzer.errors import HilsimError
+from analyzer.evaluate import score_plan
+from analyzer.plan import Plan, samples_frame
+from analyzer.schema import normalize_launches
+from analyzer.validate import SimResults, correlation, validate, validate_plan, write_report
+from analyzer.validate_cli import validate_cmd
+
+EVIL = "void f<A&B, C<D>>(int) \"'<script>"
+
+
+def _bundle() -> Bundle:
+    frame = pd.DataFrame(
+        {"name": [EVIL, "k2", EVIL, "k2"], "duration_ns": [1000, 2000, 1000, 4000]}
+    )
+    b = Bundle(normalize_launches(frame, "hand"))
+    b.manifest = {"device": {"name": "GPU <x> & y", "max_sm_clock_mhz": 1000.0}}
+    return b
+
+
+def _plan(bundle: Bundle) -> Plan:
+    # cluster 0 = launches {0, 2} (sample 0, weight 2); cluster 1 = {1, 3} (sample 3, weight 2)
+    samples = samples_frame(np.array([0, 3]), np.array([2.0, 2.0]), np.array([0, 1]))
+    plan = Plan("hand", {"seed": 0}, {"n_launches": 4, "sequence_digest":
+                                       bundle.sequence_digest()},
+                [{"cluster": 0, "size": 2, "label": "a<b>"}, {"cluster": 1, "size": 2}],
+                samples)
+    return plan.attach_names(bundle.launches["name"])
+
+
+def test_decomposition_hand_case():
+    bundle = _bundle()
+    plan = _plan(bundle)
+    # silicon cycles at 1000 MHz = durations: 1000, 2000, 1000, 4000 -> S = 8000
+    sim = SimResults(np.array([1100.0, 2200.0, 1100.0, 4400.0]))  # F = 8800
+    h = validate_plan(plan, bundle, sim, 1000.0)["headline"]
+    assert h["silicon_total_cycles"] == 8000
+    assert h["full_simulation_total_cycles"] == pytest.approx(8800)
+    p = 2 * 1100 + 2 * 4400  # = 11000
+    assert h["sampled_projection_cycles"] == pytest.approx(p)
+    assert h["simulator_error"] == pytest.approx(0.1)
+    assert h["sampling_error"] == pytest.approx(abs(p - 8800) / 8800)
+    assert h["total_error"] == pytest.approx(abs(p - 8000) / 8000)
+    score = score_plan(plan, bundle)
+    assert h["silicon_sampling_error"] == pytest.approx(score.error)
+    assert h["speedup"] == pytest.approx(score.speedup)
+
+
+def test_sampled_only_gives_total_error_only():
+    bundle = _bundle()
+    sim = SimResults(np.array([1100.0, np.nan, np.nan, 4400.0]))
+    h = validate_plan(_plan(bundle), bundle, sim, 1000.0)["headline"]
+    assert h["full_simulation_total_cycles"] is None
+    assert h["simulator_error"] is None and h["sampling_error"] is None
+    assert h["total_error"] == pytest.approx(3000 / 8000)
+    with pytest.raises(HilsimError, match="sampled launch 3"):
+        validate_plan(_plan(bundle), bundle, SimResults(np.array([1.0, 1, 1, np.nan])), 1000.0)
+
+
+def test_correlation_definitions():
+    c = correlation(np.array([110.0, 180.0]), np.array([100.0, 200.0]), "MAE")
+    assert c["error"] == pytest.approx(0.1)
+    n = correlation(np.array([1.0, 3.0]), np.array([2.0, 2.0]), "NRMSE")
+    assert n["error"] == pytest.approx(0.5) and n["pearson_r"] is None
+
+
+def test_report_is_escaped_self_contained_and_matches_json(tmp_path):
+    bundle = _bundle()
+    plan = _plan(bundle)
+    sim = SimResults(np.array([1100.0, 2200.0, 1100.0, 4400.0]), source="model <m>")
+    report, images = validate(bundle, [("p<1>", plan), ("p2", plan)], lambda p: sim, 1000.0)
+    html_path, json_path = write_report(report, images, tmp_path / "r")
+    text = html_path.read_text()
+    assert "&lt;script&gt;" in text and "<script" not in text
+    assert "A&amp;B" in text and "GPU &lt;x&gt; &amp; y" in text
+    assert "p&lt;1&gt;" in text
+    assert not re.search(r"(src|href)=['\"]?https?:", text)
+    assert "http://" not in text and "https://" not in text
+    assert text.count("data:image/png;base64,") >= 3  # scatter, histograms, pareto
+    data = json.loads(json_path.read_text())
+    h = data["plans"][0]["headline"]
+    assert h["total_error"] == pytest.approx(report["plans"][0]["headline"]["total_error"])
+    assert f"{100 * h['total_error']:.2f}%" in text
+    assert data["plans"][0]["silicon_score"]["error"] == pytest.approx(
+        score_plan(plan, bundle).error)
+
+
+def test_cli_sim_and_model_paths(tmp_path, monkeypatch):
+    bundle = _bundle()
+    write_bundle(bundle, tmp_path / "b")
+    plan = _plan(bundle)
+    plan.save(tmp_path / "plan.json")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    blocks = []
+    for i, (name, cyc) in enumerate([("_Z1fv", 1100), ("k2", 4400)], start=1):
+        blocks.append(f"kernel_name = {name}\nkernel_launch_uid = {i}\ngpu_sim_cycle = {cyc}\n"
+                      f"gpu_sim_insn = 10\ngpu_tot_sim_cycle = 0\ngpgpu_simulation_time = 1\n")
+    from analyzer.schema import kernel_base_name
+
+    (logs / "run.log").write_text("".join(blocks).replace("_Z1fv", kernel_base_name(EVIL)))
+    out = tmp_path / "rep"
+    result = CliRunner().invoke(validate_cmd, ["--silicon", str(tmp_path / "b"), "--plan",
+                                               str(tmp_path / "plan.json"), "--sim", str(logs),
+                                               "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    h = json.loads((tmp_path / "rep.json").read_text())["plans"][0]["headline"]
+    assert h["sampled_projection_cycles"] == pytest.approx(11000)
+    # --model with a stand-in predictor injected for simmodel.model.predict
+    import simmodel.model as model
+
+    monkeypatch.setattr(model, "predict", lambda cfg, frame: pd.DataFrame(
+        {"cycles": frame["duration_ns"].to_numpy() * 1.1}))
+    from simmodel.presets import load_preset
+
+    (tmp_path / "t.json").write_text(load_preset("QV100").timing.dumps())
+    result = CliRunner().invoke(validate_cmd, ["--silicon", str(tmp_path / "b"), "--plan",
+                                               str(tmp_path / "plan.json"), "--model",
+                                               str(tmp_path / "t.json"), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    h = json.loads((tmp_path / "rep.json").read_text())["plans"][0]["headline"]
+    assert h["simulator_error"] == pytest.approx(0.1)
+    bad = CliRunner().invoke(validate_cmd, ["--silicon", str(tmp_path / "b"), "--plan",
+                                            str(tmp_path / "plan.json"), "-o", str(out)])
+    assert bad.exit_code != 0
