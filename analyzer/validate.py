@@ -154,7 +154,8 @@ def results_from_simlog(plan: Plan, bundle: Bundle, simlog: pd.DataFrame) -> Sim
     n = bundle.n_launches
     cycles = np.full(n, np.nan)
     counter_cols = [
-        c for c in simlog.columns
+        c
+        for c in simlog.columns
         if c not in ("sim_launch", "log", "uid", "kernel", "ipc", "tot_cycles", "cycles")
     ]
     counters = pd.DataFrame(np.nan, index=np.arange(n), columns=counter_cols)
@@ -186,14 +187,13 @@ def results_from_model(
     predictor: Callable[[Any, pd.DataFrame], pd.DataFrame] | None = None,
 ) -> SimResults:
     """Run the analytical model on every launch (``simmodel.model.predict``)."""
+    inputs = model_input(bundle)
     if predictor is None:
-        try:
-            from simmodel.model import predict as predictor  # type: ignore[no-redef]
-        except ImportError as exc:
-            raise HilsimError(
-                f"--model: the analytical model (simmodel.model) is not available ({exc})"
-            ) from exc
-    out = predictor(config, model_input(bundle))
+        from simmodel.model import predict as predictor  # type: ignore[no-redef]
+        from simmodel.model import require_counters
+
+        require_counters(inputs, f"{bundle.path or 'bundle'}: --model")
+    out = predictor(config, inputs)
     if "cycles" not in out.columns or len(out) != bundle.n_launches:
         raise HilsimError(
             f"--model: the model returned {len(out)} rows without a 'cycles' column for "
@@ -282,7 +282,8 @@ def validate_plan(
         "n_clusters": score.n_clusters,
         "interval_cycles": list(interval) if interval else None,
         "interval_covers_silicon": bool(interval[0] <= silicon_total <= interval[1])
-        if interval else None,
+        if interval
+        else None,
         "silicon_cycles_from": silicon_note,
         "clock_mhz": clock_mhz,
     }
@@ -300,8 +301,9 @@ def validate_plan(
     )
     names_by_cluster: dict[int, list[str]] = {}
     if "name" in plan.samples:
-        for cid, name in zip(plan.samples["cluster"], plan.samples["name"].astype(str),
-                             strict=True):
+        for cid, name in zip(
+            plan.samples["cluster"], plan.samples["name"].astype(str), strict=True
+        ):
             seen = names_by_cluster.setdefault(int(cid), [])
             if name not in seen and len(seen) < 3:
                 seen.append(name)
@@ -337,15 +339,23 @@ def validate_plan(
             continue
         name, hw = found
         kind = "MAE" if sim_col in MAE_COUNTERS else "NRMSE"
-        corr.append({"sim": sim_col, "silicon": name,
-                     **correlation(sim.counters[sim_col].to_numpy(float), hw, kind)})
+        corr.append(
+            {
+                "sim": sim_col,
+                "silicon": name,
+                **correlation(sim.counters[sim_col].to_numpy(float), hw, kind),
+            }
+        )
     return {
         "label": label,
         "method": plan.method,
         "params": plan.params,
         "sampling": plan.sampling,
-        "simulation": {"source": sim.source, "detail": sim.detail,
-                       "covers_all_launches": sim.covers_all},
+        "simulation": {
+            "source": sim.source,
+            "detail": sim.detail,
+            "covers_all_launches": sim.covers_all,
+        },
         "headline": headline,
         "silicon_score": score.to_dict(),
         "clusters": clusters,
@@ -434,11 +444,13 @@ def histograms_png(bundle: Bundle, plan: Plan) -> str:
         label = str(categories[code])
         ax.set_title((label[:60] + "...") if len(label) > 60 else label, fontsize=7)
         ax.set_xlabel("duration (ns)", fontsize=7)
-    for ax in axes.ravel()[len(top):]:
+    for ax in axes.ravel()[len(top) :]:
         ax.axis("off")
-    fig.suptitle("Duration histograms of the kernels with the most time "
-                 "(40 log bins; vertical lines: sampled launches, coloured by cluster)",
-                 fontsize=8)
+    fig.suptitle(
+        "Duration histograms of the kernels with the most time "
+        "(40 log bins; vertical lines: sampled launches, coloured by cluster)",
+        fontsize=8,
+    )
     fig.tight_layout()
     return _png(fig)
 
@@ -450,13 +462,19 @@ def pareto_png(results: list[dict[str, Any]]) -> str:
     from analyzer.compare import pareto_plot
 
     summaries = [
-        {"method": r["label"], "hmean_speedup": r["headline"]["speedup"],
-         "mean_error": r["headline"]["total_error"] or 0.0}
+        {
+            "method": r["label"],
+            "hmean_speedup": r["headline"]["speedup"],
+            "mean_error": r["headline"]["total_error"] or 0.0,
+        }
         for r in results
     ]
     with tempfile.TemporaryDirectory() as tmp:
-        path = pareto_plot(summaries, Path(tmp) / "pareto.png",
-                           "speedup vs total error (sampled simulation vs silicon)")
+        path = pareto_plot(
+            summaries,
+            Path(tmp) / "pareto.png",
+            "speedup vs total error (sampled simulation vs silicon)",
+        )
         return base64.b64encode(path.read_bytes()).decode("ascii")
 
 
@@ -492,9 +510,11 @@ def _table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
         for i, h in enumerate(headers)
     )
     body = "".join(
-        "<tr>" + "".join(
+        "<tr>"
+        + "".join(
             f"<td class='l'>{c}</td>" if i < left else f"<td>{c}</td>" for i, c in enumerate(r)
-        ) + "</tr>"
+        )
+        + "</tr>"
         for r in rows
     )
     return f"<table><tr>{head}</tr>{body}</table>"
@@ -527,50 +547,121 @@ def render_html(report: dict[str, Any], images: dict[str, Any]) -> str:
     for r in report["plans"]:
         h = r["headline"]
         interval = h["interval_cycles"]
-        rows.append([
-            _e(r["label"]), _e(r["method"]), _fmt(h["silicon_total_cycles"]),
-            _fmt(h["full_simulation_total_cycles"]), _fmt(h["sampled_projection_cycles"]),
-            _fmt(h["simulator_error"], "pct"), _fmt(h["sampling_error"], "pct"),
-            _fmt(h["total_error"], "pct"), _fmt(h["silicon_sampling_error"], "pct"),
-            _fmt(h["speedup"]), _fmt(h["n_samples"]),
-            "n/a" if not interval else f"[{_fmt(interval[0])}, {_fmt(interval[1])}]",
-        ])
-    parts.append(_table(
-        ["plan", "method", "silicon cycles", "full sim cycles", "sampled projection",
-         "simulator error", "sampling error", "total error", "silicon sampling error",
-         "speedup", "samples", "95% interval (cycles)"], rows, left=2))
+        rows.append(
+            [
+                _e(r["label"]),
+                _e(r["method"]),
+                _fmt(h["silicon_total_cycles"]),
+                _fmt(h["full_simulation_total_cycles"]),
+                _fmt(h["sampled_projection_cycles"]),
+                _fmt(h["simulator_error"], "pct"),
+                _fmt(h["sampling_error"], "pct"),
+                _fmt(h["total_error"], "pct"),
+                _fmt(h["silicon_sampling_error"], "pct"),
+                _fmt(h["speedup"]),
+                _fmt(h["n_samples"]),
+                "n/a" if not interval else f"[{_fmt(interval[0])}, {_fmt(interval[1])}]",
+            ]
+        )
+    parts.append(
+        _table(
+            [
+                "plan",
+                "method",
+                "silicon cycles",
+                "full sim cycles",
+                "sampled projection",
+                "simulator error",
+                "sampling error",
+                "total error",
+                "silicon sampling error",
+                "speedup",
+                "samples",
+                "95% interval (cycles)",
+            ],
+            rows,
+            left=2,
+        )
+    )
     if report["plans"]:
-        parts.append(f"<p class='note'>silicon cycles: "
-                     f"{_e(report['plans'][0]['headline']['silicon_cycles_from'])}</p>")
+        parts.append(
+            f"<p class='note'>silicon cycles: "
+            f"{_e(report['plans'][0]['headline']['silicon_cycles_from'])}</p>"
+        )
     if images.get("pareto"):
         parts += ["<h2>Speedup vs error</h2>", _img(images["pareto"], "Pareto plot")]
     for i, r in enumerate(report["plans"]):
         parts.append(f"<h2>Plan {_e(r['label'])} ({_e(r['method'])})</h2>")
-        parts.append("<h3>Clusters</h3><p class='note'>weighted sums of the cluster's "
-                     "samples (the plan stores cluster sizes, not members)</p>")
-        parts.append(_table(
-            ["cluster", "label", "sampled kernels", "size", "samples", "silicon estimate",
-             "sim projection", "sim / silicon", "share of projection"],
-            [[_e(c["cluster"]), _e(c["label"]), "<br>".join(_e(k) for k in c["kernels"]),
-              _fmt(c["size"]), _fmt(c["samples"]),
-              _fmt(c["silicon_estimate_cycles"]), _fmt(c["sim_projection_cycles"]),
-              _fmt(c["sim_over_silicon"]), _fmt(c["share_of_projection"], "pct")]
-             for c in r["clusters"][:MAX_CLUSTER_ROWS]], left=3))
+        parts.append(
+            "<h3>Clusters</h3><p class='note'>weighted sums of the cluster's "
+            "samples (the plan stores cluster sizes, not members)</p>"
+        )
+        parts.append(
+            _table(
+                [
+                    "cluster",
+                    "label",
+                    "sampled kernels",
+                    "size",
+                    "samples",
+                    "silicon estimate",
+                    "sim projection",
+                    "sim / silicon",
+                    "share of projection",
+                ],
+                [
+                    [
+                        _e(c["cluster"]),
+                        _e(c["label"]),
+                        "<br>".join(_e(k) for k in c["kernels"]),
+                        _fmt(c["size"]),
+                        _fmt(c["samples"]),
+                        _fmt(c["silicon_estimate_cycles"]),
+                        _fmt(c["sim_projection_cycles"]),
+                        _fmt(c["sim_over_silicon"]),
+                        _fmt(c["share_of_projection"], "pct"),
+                    ]
+                    for c in r["clusters"][:MAX_CLUSTER_ROWS]
+                ],
+                left=3,
+            )
+        )
         if len(r["clusters"]) > MAX_CLUSTER_ROWS:
-            parts.append(f"<p class='note'>first {MAX_CLUSTER_ROWS} of {len(r['clusters'])} "
-                         "clusters by projected share; all are in the JSON</p>")
+            parts.append(
+                f"<p class='note'>first {MAX_CLUSTER_ROWS} of {len(r['clusters'])} "
+                "clusters by projected share; all are in the JSON</p>"
+            )
         parts.append("<h3>Counter correlation, simulator vs silicon</h3>")
-        parts.append(_table(
-            ["simulator", "silicon", "launches", "error kind", "error", "Pearson r"],
-            [[_e(c["sim"]), _e(c["silicon"]), _fmt(c["n"]), _e(c["kind"]),
-              _fmt(c["error"], "pct"), _fmt(c["pearson_r"])] for c in r["correlation"]],
-            left=2))
-        parts.append("<div class='grid'>" + "".join(
-            _img(b, f"scatter {name}") for name, b in images["scatter"][i]) + "</div>")
+        parts.append(
+            _table(
+                ["simulator", "silicon", "launches", "error kind", "error", "Pearson r"],
+                [
+                    [
+                        _e(c["sim"]),
+                        _e(c["silicon"]),
+                        _fmt(c["n"]),
+                        _e(c["kind"]),
+                        _fmt(c["error"], "pct"),
+                        _fmt(c["pearson_r"]),
+                    ]
+                    for c in r["correlation"]
+                ],
+                left=2,
+            )
+        )
+        parts.append(
+            "<div class='grid'>"
+            + "".join(_img(b, f"scatter {name}") for name, b in images["scatter"][i])
+            + "</div>"
+        )
         parts.append("<h3>Per-metric error of the weighted sums (STEM Fig. 14)</h3>")
         if r["metric_errors"]:
-            parts.append(_table(["metric", "error"], [[_e(k), _fmt(v, "pct")] for k, v in
-                                                      sorted(r["metric_errors"].items())]))
+            parts.append(
+                _table(
+                    ["metric", "error"],
+                    [[_e(k), _fmt(v, "pct")] for k, v in sorted(r["metric_errors"].items())],
+                )
+            )
         for note in r["metric_notes"]:
             parts.append(f"<p class='note'>{_e(note)}</p>")
         parts.append("<h3>Duration histograms</h3>")
@@ -599,8 +690,12 @@ def validate(
         for c in result["correlation"][1:]:
             found = _silicon_metric(bundle, (c["silicon"],))
             if found is not None:
-                scatters.append((c["sim"], scatter_png(
-                    sim.counters[c["sim"]].to_numpy(float), found[1], c["sim"])))
+                scatters.append(
+                    (
+                        c["sim"],
+                        scatter_png(sim.counters[c["sim"]].to_numpy(float), found[1], c["sim"]),
+                    )
+                )
         images["scatter"].append(scatters)
         images["hist"].append(histograms_png(bundle, plan))
     if len(results) > 1:
@@ -613,8 +708,10 @@ def validate(
             "n_launches": bundle.n_launches,
             "device": device.get("name", "unknown") if isinstance(device, dict) else "unknown",
         },
-        "simulation": {"source": first_sim.source if first_sim else "",
-                       "detail": first_sim.detail if first_sim else ""},
+        "simulation": {
+            "source": first_sim.source if first_sim else "",
+            "detail": first_sim.detail if first_sim else "",
+        },
         "plans": results,
     }
     return report, images

@@ -33,10 +33,13 @@ def _bundle() -> Bundle:
 def _plan(bundle: Bundle) -> Plan:
     # cluster 0 = launches {0, 2} (sample 0, weight 2); cluster 1 = {1, 3} (sample 3, weight 2)
     samples = samples_frame(np.array([0, 3]), np.array([2.0, 2.0]), np.array([0, 1]))
-    plan = Plan("hand", {"seed": 0}, {"n_launches": 4, "sequence_digest":
-                                       bundle.sequence_digest()},
-                [{"cluster": 0, "size": 2, "label": "a<b>"}, {"cluster": 1, "size": 2}],
-                samples)
+    plan = Plan(
+        "hand",
+        {"seed": 0},
+        {"n_launches": 4, "sequence_digest": bundle.sequence_digest()},
+        [{"cluster": 0, "size": 2, "label": "a<b>"}, {"cluster": 1, "size": 2}],
+        samples,
+    )
     return plan.attach_names(bundle.launches["name"])
 
 
@@ -94,11 +97,19 @@ def test_report_is_escaped_self_contained_and_matches_json(tmp_path):
     assert h["total_error"] == pytest.approx(report["plans"][0]["headline"]["total_error"])
     assert f"{100 * h['total_error']:.2f}%" in text
     assert data["plans"][0]["silicon_score"]["error"] == pytest.approx(
-        score_plan(plan, bundle).error)
+        score_plan(plan, bundle).error
+    )
 
 
 def test_cli_sim_and_model_paths(tmp_path, monkeypatch):
     bundle = _bundle()
+    # the model refuses a bundle with no counters at all; give it instruction counts
+    bundle.metrics = pd.DataFrame(
+        {
+            "launch_id": np.arange(bundle.n_launches),
+            "smsp__inst_executed.sum": np.full(bundle.n_launches, 1e4),
+        }
+    )
     write_bundle(bundle, tmp_path / "b")
     plan = _plan(bundle)
     plan.save(tmp_path / "plan.json")
@@ -106,32 +117,59 @@ def test_cli_sim_and_model_paths(tmp_path, monkeypatch):
     logs.mkdir()
     blocks = []
     for i, (name, cyc) in enumerate([("_Z1fv", 1100), ("k2", 4400)], start=1):
-        blocks.append(f"kernel_name = {name}\nkernel_launch_uid = {i}\ngpu_sim_cycle = {cyc}\n"
-                      f"gpu_sim_insn = 10\ngpu_tot_sim_cycle = 0\ngpgpu_simulation_time = 1\n")
+        blocks.append(
+            f"kernel_name = {name}\nkernel_launch_uid = {i}\ngpu_sim_cycle = {cyc}\n"
+            f"gpu_sim_insn = 10\ngpu_tot_sim_cycle = 0\ngpgpu_simulation_time = 1\n"
+        )
     from analyzer.schema import kernel_base_name
 
     (logs / "run.log").write_text("".join(blocks).replace("_Z1fv", kernel_base_name(EVIL)))
     out = tmp_path / "rep"
-    result = CliRunner().invoke(validate_cmd, ["--silicon", str(tmp_path / "b"), "--plan",
-                                               str(tmp_path / "plan.json"), "--sim", str(logs),
-                                               "-o", str(out)])
+    result = CliRunner().invoke(
+        validate_cmd,
+        [
+            "--silicon",
+            str(tmp_path / "b"),
+            "--plan",
+            str(tmp_path / "plan.json"),
+            "--sim",
+            str(logs),
+            "-o",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     h = json.loads((tmp_path / "rep.json").read_text())["plans"][0]["headline"]
     assert h["sampled_projection_cycles"] == pytest.approx(11000)
     # --model with a stand-in predictor injected for simmodel.model.predict
     import simmodel.model as model
 
-    monkeypatch.setattr(model, "predict", lambda cfg, frame: pd.DataFrame(
-        {"cycles": frame["duration_ns"].to_numpy() * 1.1}))
+    monkeypatch.setattr(
+        model,
+        "predict",
+        lambda cfg, frame: pd.DataFrame({"cycles": frame["duration_ns"].to_numpy() * 1.1}),
+    )
     from simmodel.presets import load_preset
 
     (tmp_path / "t.json").write_text(load_preset("QV100").timing.dumps())
-    result = CliRunner().invoke(validate_cmd, ["--silicon", str(tmp_path / "b"), "--plan",
-                                               str(tmp_path / "plan.json"), "--model",
-                                               str(tmp_path / "t.json"), "-o", str(out)])
+    result = CliRunner().invoke(
+        validate_cmd,
+        [
+            "--silicon",
+            str(tmp_path / "b"),
+            "--plan",
+            str(tmp_path / "plan.json"),
+            "--model",
+            str(tmp_path / "t.json"),
+            "-o",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     h = json.loads((tmp_path / "rep.json").read_text())["plans"][0]["headline"]
     assert h["simulator_error"] == pytest.approx(0.1)
-    bad = CliRunner().invoke(validate_cmd, ["--silicon", str(tmp_path / "b"), "--plan",
-                                            str(tmp_path / "plan.json"), "-o", str(out)])
+    bad = CliRunner().invoke(
+        validate_cmd,
+        ["--silicon", str(tmp_path / "b"), "--plan", str(tmp_path / "plan.json"), "-o", str(out)],
+    )
     assert bad.exit_code != 0

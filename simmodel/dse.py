@@ -1,0 +1,190 @@
+"""Design-space exploration with the analytical model: full vs sampled speedups.
+
+For each hardware variation (``l2_size=x2``, ``sm_count=x0.5``, ...) the model is run
+on *all* launches (the truth a full simulation would give) and on the plan's sampled
+launches (``sum(weight x cycles)``, the sampled-simulation estimate); the report gives,
+per variation, the true speedup over the baseline, the sampled estimate of it and the
+errors — the experiment of STEM Table 4 (cache size x2 / x1/2, #SM x2 / x1/2) and PKA
+Fig. 10 (80 vs 40 SMs), with the model standing in for the simulator.
+
+Variation syntax: ``NAME=xF`` scales the value by F; ``NAME=V`` sets it. Names
+(:data:`VARIABLES`) map to :class:`~simmodel.config.TimingConfig` fields.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analyzer.errors import HilsimError
+from analyzer.plan import Plan
+from simmodel import model
+from simmodel.config import Source, Sourced, TimingConfig, unit_for, vtype_for
+
+#: variation name -> (dotted config field, model parameter used when the field is unset)
+VARIABLES: dict[str, tuple[str, str | None]] = {
+    "sm_count": ("core.sm_count", "sm_count"),
+    "sm_clock": ("core.core_clock_mhz", "clock_mhz"),
+    "schedulers": ("core.schedulers_per_sm", "schedulers"),
+    "max_ctas_per_sm": ("core.max_ctas_per_sm", "max_ctas_per_sm"),
+    "registers_per_sm": ("core.registers_per_sm", "registers_per_sm"),
+    "shared_mem_per_sm": ("core.shared_mem_per_sm", "shared_mem_per_sm"),
+    "launch_latency": ("core.launch_latency_cycles", "launch_cycles"),
+    "l1_size": ("l1.capacity_bytes", "l1_capacity"),
+    "l1_bandwidth": ("l1.bandwidth", "l1_bw"),
+    "l1_latency": ("l1.hit_latency_cycles", "l1_latency"),
+    "l2_size": ("l2.capacity_bytes", "l2_capacity"),
+    "l2_bandwidth": ("l2.bandwidth", "l2_bw"),
+    "l2_latency": ("l2.hit_latency_cycles", "l2_latency"),
+    "shared_bandwidth": ("shared.bandwidth", "shared_bw"),
+    "shared_latency": ("shared.latency_cycles", "shared_latency"),
+    "dram_bandwidth": ("dram.bandwidth_gbs", None),
+    "dram_latency": ("dram.latency_cycles", "dram_latency"),
+}
+_UNITS_FALLBACK = {"l1.bandwidth": "bytes/clk/SM", "l2.bandwidth": "bytes/clk"}
+
+
+def vary(config: TimingConfig, spec: str) -> TimingConfig:
+    """A copy of ``config`` with one variation applied (``"l2_size=x2"``, ``"sm_count=40"``).
+
+    A scaled value whose field is unset in ``config`` starts from the value the model
+    uses (:func:`simmodel.model.model_params`). Integer fields are rounded (at least 1).
+    The new value's source is ``derived`` and names the variation.
+    """
+    name, sep, raw = spec.partition("=")
+    name = name.strip()
+    if not sep or not raw.strip():
+        raise HilsimError(f"--vary {spec!r}: expected NAME=xFACTOR or NAME=VALUE")
+    if name not in VARIABLES:
+        raise HilsimError(
+            f"--vary {spec!r}: unknown name {name!r}; choose one of {', '.join(VARIABLES)}"
+        )
+    dotted, param = VARIABLES[name]
+    raw = raw.strip()
+    scale = raw[0] in "xX*"
+    try:
+        number = float(raw[1:] if scale else raw)
+    except ValueError:
+        raise HilsimError(f"--vary {spec!r}: {raw!r} is not a number or xFACTOR") from None
+    if not np.isfinite(number) or number <= 0:
+        raise HilsimError(f"--vary {spec!r}: value must be positive")
+    current = config.get(dotted)
+    if scale:
+        if current is not None:
+            base = float(current.value)
+        elif param is not None:
+            base = float(getattr(model.model_params(config), param).value)
+        else:
+            raise HilsimError(f"--vary {spec!r}: {dotted} is not set in {config.name!r}")
+        value: float = base * number
+    else:
+        value = number
+    vtype = vtype_for(dotted)
+    final: int | float = max(1, round(value)) if vtype is int else float(value)
+    unit = (
+        current.unit
+        if current is not None
+        else (unit_for(dotted) or _UNITS_FALLBACK.get(dotted, ""))
+    )
+    new = Sourced(final, unit, Source("derived", f"DSE variation {spec}"))
+    return config.set(dotted, new)
+
+
+@dataclass
+class DseRow:
+    """One variation: totals (cycles), speedups over the baseline, errors."""
+
+    variation: str
+    full_cycles: float
+    sampled_cycles: float
+    estimate_error: float
+    true_speedup: float
+    sampled_speedup: float
+    speedup_error: float
+    binding: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class DseResult:
+    """Baseline plus one row per variation."""
+
+    config: str
+    n_launches: int
+    n_samples: int
+    rows: list[DseRow]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": "hilsim.dse/1",
+            "config": self.config,
+            "n_launches": self.n_launches,
+            "n_samples": self.n_samples,
+            "rows": [r.to_dict() for r in self.rows],
+        }
+
+
+def _totals(
+    config: TimingConfig,
+    counters: pd.DataFrame,
+    ids: np.ndarray,
+    weights: np.ndarray,
+    reference: TimingConfig,
+) -> tuple[float, float, dict[str, int]]:
+    pred = model.predict(config, counters, reference=reference)
+    cycles = pred["cycles"].to_numpy()
+    counts = pred["binding"].value_counts()
+    binding = {str(k): int(v) for k, v in counts.items() if v}
+    return float(cycles.sum()), float(np.dot(weights, cycles[ids])), binding
+
+
+def dse(
+    config: TimingConfig,
+    counters_all: pd.DataFrame,
+    plan: Plan,
+    variations: list[str] | tuple[str, ...],
+) -> DseResult:
+    """Run the model on every launch and on the plan's samples, per variation.
+
+    ``counters_all`` has one row per launch in launch order (row ``i`` = ``launch_id``
+    ``i``). The baseline row is ``config`` itself. For variation ``v``:
+    ``true_speedup = full(base) / full(v)``, ``sampled_speedup = sampled(base) /
+    sampled(v)``, ``speedup_error = |sampled - true| / true``, and ``estimate_error =
+    |sampled(v) - full(v)| / full(v)`` (STEM eq. 1 on the varied GPU).
+    """
+    model.require_counters(counters_all, "dse")
+    n = len(counters_all)
+    ids = plan.samples["launch_id"].to_numpy(dtype=np.int64)
+    weights = plan.samples["weight"].to_numpy(dtype=np.float64)
+    if ids.size == 0:
+        raise HilsimError("dse: the plan has no samples")
+    if ids.min() < 0 or ids.max() >= n:
+        raise HilsimError(
+            f"dse: plan samples launch {int(ids.max())} but the counters have {n} launches"
+        )
+    configs = [("baseline", config)] + [(v, vary(config, v)) for v in variations]
+    rows: list[DseRow] = []
+    base_full = base_sampled = 0.0
+    for label, cfg in configs:
+        full, sampled, binding = _totals(cfg, counters_all, ids, weights, config)
+        if label == "baseline":
+            base_full, base_sampled = full, sampled
+        true_s, est_s = base_full / full, base_sampled / sampled
+        rows.append(
+            DseRow(
+                label,
+                full,
+                sampled,
+                abs(sampled - full) / full,
+                true_s,
+                est_s,
+                abs(est_s - true_s) / true_s,
+                binding,
+            )
+        )
+    return DseResult(config.name, n, int(ids.size), rows)

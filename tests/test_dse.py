@@ -1,0 +1,141 @@
+"""DSE: variation parsing, full vs sampled speedups, and the ``dse`` command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from analyzer.bundle import Bundle, write_bundle
+from analyzer.dse_cli import counters_from_bundle, dse_cmd
+from analyzer.errors import HilsimError
+from analyzer.plan import Plan, samples_frame
+from analyzer.schema import normalize_launches
+from simmodel import model
+from simmodel.dse import dse, vary
+from simmodel.presets import load_preset
+
+QV100 = load_preset("QV100").timing
+
+
+def test_vary_scale_and_set() -> None:
+    assert vary(QV100, "l2_size=x2").get("l2.capacity_bytes").value == 2 * 6291456
+    half = vary(QV100, "sm_count=x0.5")
+    assert half.get("core.sm_count").value == 40
+    assert half.get("core.sm_count").source.kind == "derived"
+    assert vary(QV100, "dram_bandwidth=1000").get("dram.bandwidth_gbs").value == 1000.0
+    # unset in the preset: scaled from the model's derived value (64 banks x 32 B)
+    assert vary(QV100, "l2_bandwidth=x2").get("l2.bandwidth").value == 4096.0
+    vary(QV100, "l1_size=X0.5").validate()
+
+
+@pytest.mark.parametrize("spec", ["l2_size", "l2_size=", "nope=x2", "sm_count=xabc",
+                                  "sm_count=-1"])
+def test_vary_errors(spec: str) -> None:
+    with pytest.raises(HilsimError, match="--vary"):
+        vary(QV100, spec)
+
+
+def workload(n_per: int = 50) -> pd.DataFrame:
+    """Two kernels: a DRAM-bound stream and an issue-bound compute kernel, 2 sizes each."""
+    rows = []
+    for i in range(n_per):
+        big = 1 + (i % 2)
+        rows.append({"name": "stream", "grid_x": 640 * big, "block_x": 256, "regs": 32,
+                     model.DRAM_RD: 2e8 * big, model.L2_RD: 2e8 / 32 * big,
+                     model.L1_LD: 2e8 / 32 * big, model.INST: 1e6 * big})
+        rows.append({"name": "compute", "grid_x": 160 * big, "block_x": 128, "regs": 64,
+                     model.INST: 5e7 * big, model.FP32_OPS[0]: 1e9 * big})
+    return pd.DataFrame(rows).fillna(0.0)
+
+
+def plan_for(n: int, ids: list[int], weights: list[float]) -> Plan:
+    return Plan(method="test", params={}, source={"n_launches": n}, clusters=[],
+                samples=samples_frame(np.array(ids), np.array(weights), np.zeros(len(ids))))
+
+
+def test_full_plan_has_zero_error() -> None:
+    counters = workload()
+    n = len(counters)
+    result = dse(QV100, counters, plan_for(n, list(range(n)), [1.0] * n),
+                 ["sm_count=x0.5", "dram_bandwidth=x2"])
+    assert [r.variation for r in result.rows] == ["baseline", "sm_count=x0.5",
+                                                  "dram_bandwidth=x2"]
+    for r in result.rows:
+        assert r.estimate_error == pytest.approx(0, abs=1e-12)
+        assert r.speedup_error == pytest.approx(0, abs=1e-12)
+    assert result.rows[0].true_speedup == 1.0
+    assert result.rows[1].true_speedup < 1.0 < result.rows[2].true_speedup
+
+
+def test_sampled_estimate_vs_truth() -> None:
+    counters = workload()
+    n = len(counters)
+    # one small launch of each kernel stands for all of its launches: biased low
+    plan = plan_for(n, [0, 1], [n / 2, n / 2])
+    result = dse(QV100, counters, plan, ["dram_bandwidth=x2", "l2_size=x2"])
+    base, faster, l2 = result.rows
+    assert base.sampled_cycles < base.full_cycles and base.estimate_error > 0
+    assert faster.true_speedup > 1 and faster.sampled_speedup > 1
+    assert faster.speedup_error == pytest.approx(
+        abs(faster.sampled_speedup - faster.true_speedup) / faster.true_speedup)
+    assert l2.true_speedup > 1  # square-root rule: fewer DRAM reads on a larger L2
+    json.dumps(result.to_dict())
+
+
+def test_dse_rejects_out_of_range_plan() -> None:
+    with pytest.raises(HilsimError, match="samples launch 99"):
+        dse(QV100, workload(5), plan_for(10, [99], [1.0]), [])
+
+
+def write_workload_bundle(tmp: Path, drop_metrics: int = 0) -> tuple[Path, Path]:
+    frame = workload(10)
+    frame["duration_ns"] = 1000
+    launches = normalize_launches(frame[["name", "duration_ns", "grid_x", "block_x",
+                                         "regs"]].assign(grid_y=1, grid_z=1, block_y=1,
+                                                         block_z=1, smem_static=0,
+                                                         smem_dynamic=0), "test")
+    metric_cols = [c for c in frame.columns if "__" in c]
+    metrics = frame[metric_cols].assign(launch_id=np.arange(len(frame)))
+    metrics = metrics.iloc[drop_metrics:].reset_index(drop=True)
+    bundle = Bundle(launches, metrics[["launch_id", *metric_cols]])
+    path = write_bundle(bundle, tmp / "b")
+    plan = plan_for(len(frame), [0, 1], [10.0, 10.0])
+    plan_path = plan.save(tmp / "plan.json")
+    return path, plan_path
+
+
+def test_counters_from_bundle_names_missing_metrics(tmp_path: Path) -> None:
+    from analyzer.bundle import read_bundle
+
+    path, _ = write_workload_bundle(tmp_path, drop_metrics=3)
+    with pytest.raises(HilsimError, match="3 of 20 launches have no metrics"):
+        counters_from_bundle(read_bundle(path))
+
+
+def test_dse_command(tmp_path: Path) -> None:
+    path, plan_path = write_workload_bundle(tmp_path)
+    group = click.Group()
+    group.add_command(dse_cmd)
+    out = tmp_path / "dse.json"
+    result = CliRunner().invoke(group, ["dse", str(path), "--plan", str(plan_path),
+                                        "--config", "QV100", "--vary", "l2_size=x2",
+                                        "--vary", "sm_count=x0.5", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "sm_count=x0.5" in result.output and "true speedup" in result.output
+    data = json.loads(out.read_text())
+    assert data["schema"] == "hilsim.dse/1" and len(data["rows"]) == 3
+
+
+def test_dse_command_bad_config(tmp_path: Path) -> None:
+    path, plan_path = write_workload_bundle(tmp_path)
+    result = CliRunner().invoke(dse_cmd, [str(path), "--plan", str(plan_path),
+                                          "--config", "NOPE"])
+    assert result.exit_code != 0
+    assert isinstance(result.exception, HilsimError)
+    assert "not a preset" in str(result.exception)
