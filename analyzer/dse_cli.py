@@ -57,7 +57,7 @@ def counters_from_bundle(bundle: Bundle) -> pd.DataFrame:
     return frame
 
 
-def _load_config(spec: str) -> TimingConfig:
+def load_timing_config(spec: str) -> TimingConfig:
     """A timing.json path or a preset name."""
     from simmodel.config import read_timing
     from simmodel.presets import PRESET_NAMES, load_preset
@@ -95,7 +95,7 @@ def dse_cmd(bundle_path: Path, plan_path: Path, config_spec: str,
     from analyzer.plan import load_plan
     from simmodel.dse import dse
 
-    config = _load_config(config_spec)
+    config = load_timing_config(config_spec)
     bundle = read_bundle(bundle_path)
     plan = load_plan(plan_path)
     check_compatible(plan, bundle)

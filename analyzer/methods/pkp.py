@@ -209,8 +209,11 @@ def rolling_ipc(
     first = np.searchsorted(start, end - window_cycles, side="left")
     last = np.arange(1, c.size + 1)
     n = p0[last] - p0[first]
-    m1 = (p1[last] - p1[first]) / n
-    var = np.maximum((p2[last] - p2[first]) / n - m1 * m1, 0.0)
+    # n is 0 where one window is longer than the rolling span; those ends are not
+    # "full" below, so their NaN statistics are never used
+    with np.errstate(divide="ignore", invalid="ignore"):
+        m1 = (p1[last] - p1[first]) / n
+        var = np.maximum((p2[last] - p2[first]) / n - m1 * m1, 0.0)
     full = (end >= window_cycles * (1 - 1e-12)) & (last - first >= 2)
     return m1 + centre, np.sqrt(var), full
 

@@ -1,0 +1,112 @@
+"""``hilsim pkp``: Principal Kernel Projection on a plan's sampled launches (PKA §3.2).
+
+Combined with any launch-level plan this is PKA = PKS + PKP: each sampled launch
+is simulated only until its IPC is stable (and one full wave of CTAs has
+finished), the rest of its CTAs are projected. Timelines come from the analytical
+timing model (``--model``) or from a per-CTA timing trace of a simulator
+(``--cta-trace``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import numpy as np
+
+from analyzer.errors import HilsimError
+
+
+@click.command("pkp")
+@click.argument("profile", type=click.Path(path_type=Path))
+@click.option(
+    "--plan",
+    "plan_path",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Launch-level plan (hilsim.plan/1) whose samples are projected.",
+)
+@click.option(
+    "--model",
+    "model_config",
+    type=click.Path(path_type=Path),
+    help="Timing config (timing.json or preset name): IPC timelines from the "
+    "analytical model (needs counters in the bundle).",
+)
+@click.option(
+    "--cta-trace",
+    type=click.Path(path_type=Path),
+    help="Per-CTA timing CSV: launch_id, cta_id, sm_id, start_cycle, end_cycle, instructions.",
+)
+@click.option(
+    "--window",
+    "window_cycles",
+    default=3000.0,
+    show_default=True,
+    help="Rolling window in cycles (PKA: 3000).",
+)
+@click.option(
+    "-s",
+    "--threshold",
+    "s",
+    default=0.25,
+    show_default=True,
+    help="Std-dev threshold of the windowed IPC (PKA: 0.25).",
+)
+@click.option("-o", "--output", type=click.Path(path_type=Path), help="Result JSON to write.")
+def pkp_cmd(
+    profile: Path,
+    plan_path: Path,
+    model_config: Path | None,
+    cta_trace: Path | None,
+    window_cycles: float,
+    s: float,
+    output: Path | None,
+) -> None:
+    """Project the sampled launches of PLAN intra-kernel (PKA section 3.2).
+
+    Prints the fraction of each sampled launch that needed simulating and the
+    projected total (sum of weight x projected cycles).
+    """
+    from rich.table import Table
+
+    from analyzer.console import out, status
+    from analyzer.evaluate import check_compatible
+    from analyzer.importers.profile import load_profile
+    from analyzer.methods.pkp import project_plan, read_cta_trace
+    from analyzer.plan import load_plan
+    from analyzer.report import write_result
+
+    if (model_config is None) == (cta_trace is None):
+        raise HilsimError("pkp: give either --model CONFIG or --cta-trace CSV")
+    plan = load_plan(plan_path)
+    with status(f"reading {profile}"):
+        bundle = load_profile(profile)
+    check_compatible(plan, bundle)
+    ids = plan.samples["launch_id"].to_numpy(dtype=np.int64)
+    if cta_trace is not None:
+        timelines = read_cta_trace(cta_trace)
+        source = f"CTA trace {cta_trace}"
+    else:
+        from analyzer.dse_cli import load_timing_config
+        from analyzer.validate import model_input
+        from simmodel.model import ipc_timeline, require_counters
+
+        config = load_timing_config(str(model_config))
+        inputs = model_input(bundle).iloc[ids]
+        require_counters(inputs, f"{profile}: --model")
+        timelines = dict(zip(ids.tolist(), ipc_timeline(config, inputs), strict=True))
+        source = f"analytical model ({config.name})"
+    result = project_plan(plan, timelines, window_cycles=window_cycles, s=s)
+    result["timelines"] = source
+    table = Table(title=f"PKP on {plan.method} plan ({source})")
+    for column in ("projected total cycles", "simulated fraction", "sampled launches"):
+        table.add_column(column, justify="right")
+    table.add_row(
+        f"{result['projected_total_cycles']:,.0f}",
+        f"{100 * result['simulated_fraction']:.1f}%",
+        f"{len(ids):,}",
+    )
+    out.print(table)
+    if output:
+        write_result(output, result)
