@@ -60,7 +60,7 @@ from analyzer.methods._support import (
     relative_error,
 )
 from analyzer.methods.base import Method, source_facts
-from analyzer.methods.pka import GRID_SIZE, TABLE2_METRICS
+from analyzer.methods.pka import GRID_SIZE, LIGHT_INT_COLUMNS, TABLE2_METRICS
 from analyzer.plan import Plan, samples_frame
 
 #: PKA section 5.1: "20 threshold values between 0.01 and 0.2".
@@ -75,18 +75,8 @@ LINKAGES: tuple[str, ...] = (
     "weighted",
 )
 FEATURE_SETS: tuple[str, ...] = ("auto", "metrics", "light")
-LIGHT_COLUMNS: tuple[str, ...] = (
-    "grid_x",
-    "grid_y",
-    "grid_z",
-    "block_x",
-    "block_y",
-    "block_z",
-    "regs",
-    "smem_static",
-    "smem_dynamic",
-    "duration_ns",
-)
+#: light features: the launch facts PKA's two-level classifier uses, plus the duration
+LIGHT_COLUMNS: tuple[str, ...] = (*LIGHT_INT_COLUMNS, "duration_ns")
 
 
 def condensed_bytes(n: int) -> int:
