@@ -22,18 +22,30 @@ from __future__ import annotations
 
 import atexit
 import os
-import signal
 import sys
 import threading
 from typing import Any
 
-from agent.launch import install_wrappers, prepare_sys_path, run_target, split_argv
+from agent.launch import install_stop_handlers, run_recorded, split_argv
 
 BUFFER_BYTES = 8 * 1024 * 1024
 _KERNEL_FIELDS = (
-    "name", "start", "end", "correlation_id", "device_id", "stream_id", "context_id",
-    "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers_per_thread",
-    "static_shared_memory", "dynamic_shared_memory",
+    "name",
+    "start",
+    "end",
+    "correlation_id",
+    "device_id",
+    "stream_id",
+    "context_id",
+    "grid_x",
+    "grid_y",
+    "grid_z",
+    "block_x",
+    "block_y",
+    "block_z",
+    "registers_per_thread",
+    "static_shared_memory",
+    "dynamic_shared_memory",
 )
 _CALL_FIELDS = ("start", "end", "correlation_id", "thread_id", "process_id", "cbid")
 
@@ -129,8 +141,12 @@ class CuptiRecorder:
             return
         name, start = stack.pop()
         record = {
-            "kind": "range", "name": name, "start": start, "end": self._now(),
-            "thread_id": threading.get_native_id(), "thread_ident": threading.get_ident(),
+            "kind": "range",
+            "name": name,
+            "start": start,
+            "end": self._now(),
+            "thread_id": threading.get_native_id(),
+            "thread_ident": threading.get_ident(),
             "source": "annotate",
         }
         with self._lock:
@@ -162,19 +178,6 @@ class CuptiRecorder:
         write_cupti_records(self.out, header, [*kernels, *calls, *ranges])
 
 
-def _install_signal_handlers(recorder: CuptiRecorder) -> None:
-    def handler(signum: int, frame: Any) -> None:
-        name = signal.Signals(signum).name
-        recorder.finish(False, f"stopped by {name}")
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
-
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, handler)
-
-
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     options, target = split_argv(args, "agent.cupti_launch", out_required=True)
@@ -182,33 +185,24 @@ def main(argv: list[str] | None = None) -> None:
     try:
         recorder.start()
     except ImportError as exc:
-        print("agent.cupti_launch: error: cupti-python is not installed "
-              f"(pip install cupti-python): {exc}", file=sys.stderr)
+        print(
+            "agent.cupti_launch: error: cupti-python is not installed "
+            f"(pip install cupti-python): {exc}",
+            file=sys.stderr,
+        )
         raise SystemExit(2) from exc
     from agent.nvtx import add_range_hook
 
     add_range_hook(recorder)
-    atexit.register(lambda: recorder.finish(False, "interpreter exited before the workload "
-                                            "returned") if not recorder.finished else None)
-    _install_signal_handlers(recorder)
-    prepare_sys_path(target)
-    install_wrappers(options.nvtx, "agent.cupti_launch")
-    complete, reason = False, None
-    try:
-        run_target(target)
-        complete = True
-    except SystemExit as exc:
-        complete = exc.code in (0, None)
-        reason = None if complete else f"workload exited with code {exc.code}"
-        raise
-    except KeyboardInterrupt:
-        reason = "interrupted (SIGINT)"
-        raise
-    except BaseException as exc:
-        reason = f"workload raised {type(exc).__name__}: {exc}"[:300]
-        raise
-    finally:
-        recorder.finish(complete, reason)
+    atexit.register(
+        lambda: (
+            recorder.finish(False, "interpreter exited before the workload returned")
+            if not recorder.finished
+            else None
+        )
+    )
+    install_stop_handlers(recorder.finish)
+    run_recorded(target, options.nvtx, "agent.cupti_launch", recorder.finish)
 
 
 if __name__ == "__main__":

@@ -12,12 +12,15 @@ from __future__ import annotations
 import argparse
 import os
 import runpy
+import signal
 import sys
+from collections.abc import Callable
+from typing import Any
 
 
-def split_argv(argv: list[str], prog: str, out_required: bool = False) -> tuple[
-    argparse.Namespace, list[str]
-]:
+def split_argv(
+    argv: list[str], prog: str, out_required: bool = False
+) -> tuple[argparse.Namespace, list[str]]:
     """Launcher options before ``--``, the workload after it."""
     if "--" not in argv:
         raise SystemExit(f"{prog}: usage: {prog} [options] -- script.py ARGS | -m module ARGS")
@@ -45,6 +48,52 @@ def run_target(target: list[str]) -> None:
     sys.argv = [script, *args]
     prepare_sys_path(target)
     runpy.run_path(script, run_name="__main__")
+
+
+def install_stop_handlers(finish: Callable[[bool, str], None]) -> None:
+    """On SIGINT/SIGTERM, ``finish(False, reason)`` first (records flushed), then stop.
+
+    SIGINT becomes KeyboardInterrupt (the workload may clean up); SIGTERM is
+    re-raised with the default action so the exit status says how it ended.
+    """
+
+    def handler(signum: int, frame: Any) -> None:
+        finish(False, f"stopped by {signal.Signals(signum).name}")
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, handler)
+
+
+def run_recorded(
+    target: list[str], nvtx_specs: list[str], prog: str, finish: Callable[[bool, str | None], None]
+) -> None:
+    """Run the workload under a recorder; ``finish(complete, reason)`` runs however it ends.
+
+    ``complete`` is True for a normal return or exit code 0; ``reason`` says why not.
+    Exceptions (SystemExit included) propagate after ``finish``.
+    """
+    prepare_sys_path(target)
+    install_wrappers(nvtx_specs, prog)
+    complete, reason = False, None
+    try:
+        run_target(target)
+        complete = True
+    except SystemExit as exc:
+        complete = exc.code in (0, None)
+        reason = None if complete else f"workload exited with code {exc.code}"
+        raise
+    except KeyboardInterrupt:
+        reason = "interrupted (SIGINT)"
+        raise
+    except BaseException as exc:
+        reason = f"workload raised {type(exc).__name__}: {exc}"[:300]
+        raise
+    finally:
+        finish(complete, reason)
 
 
 def prepare_sys_path(target: list[str]) -> None:

@@ -17,12 +17,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import sys
 import threading
 from typing import Any
 
-from agent.launch import install_wrappers, prepare_sys_path, run_target, split_argv
+from agent.launch import install_stop_handlers, run_recorded, split_argv
 
 
 class TorchRecorder:
@@ -69,8 +68,11 @@ class TorchRecorder:
             tmp = f"{self.out}.tmp"
             self.profiler.export_chrome_trace(tmp)
             os.replace(tmp, self.out)
-            status = {"complete": complete, "reason": reason,
-                      "torch_version": getattr(self._torch, "__version__", None)}
+            status = {
+                "complete": complete,
+                "reason": reason,
+                "torch_version": getattr(self._torch, "__version__", None),
+            }
             with open(f"{self.out}.status.json.tmp", "w", encoding="utf-8") as handle:
                 json.dump(status, handle)
             os.replace(f"{self.out}.status.json.tmp", f"{self.out}.status.json")
@@ -89,30 +91,8 @@ def main(argv: list[str] | None = None) -> None:
 
     add_range_hook(recorder)
 
-    def handler(signum: int, frame: Any) -> None:
-        recorder.finish(False, f"stopped by {signal.Signals(signum).name}")
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
-
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, handler)
-    prepare_sys_path(target)
-    install_wrappers(options.nvtx, "agent.torch_launch")
-    complete, reason = False, None
-    try:
-        run_target(target)
-        complete = True
-    except SystemExit as exc:
-        complete = exc.code in (0, None)
-        reason = None if complete else f"workload exited with code {exc.code}"
-        raise
-    except BaseException as exc:
-        reason = f"workload raised {type(exc).__name__}: {exc}"[:300]
-        raise
-    finally:
-        recorder.finish(complete, reason)
+    install_stop_handlers(recorder.finish)
+    run_recorded(target, options.nvtx, "agent.torch_launch", recorder.finish)
 
 
 if __name__ == "__main__":
