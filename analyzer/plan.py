@@ -151,16 +151,10 @@ def samples_frame(
 
 def load_plan(path: str | Path) -> Plan:
     """Read a plan JSON; one-line :class:`HilsimError` on any problem."""
+    from analyzer.jsonfile import read_json
+
     source = Path(path)
-    try:
-        data = json.loads(source.read_text())
-    except FileNotFoundError as exc:
-        raise HilsimError(f"{source}: no such plan file") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise HilsimError(f"{source}: not valid JSON ({exc})") from exc
-    if not isinstance(data, dict) or data.get("schema") != PLAN_SCHEMA:
-        got = data.get("schema") if isinstance(data, dict) else type(data).__name__
-        raise HilsimError(f"{source}: schema is {got!r}, expected {PLAN_SCHEMA!r}")
+    data = read_json(source, PLAN_SCHEMA)
     for key in ("method", "params", "source", "clusters", "samples"):
         if key not in data:
             raise HilsimError(f"{source}: missing key {key!r}")

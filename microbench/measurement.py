@@ -194,15 +194,10 @@ def write_microbench_json(
 
 def read_microbench_json(path: str | os.PathLike[str]) -> tuple[list[Measurement], dict]:
     """Read and validate a ``hilsim.microbench/1`` file: (measurements, device facts)."""
+    from analyzer.jsonfile import read_json
+
     source = Path(path)
-    try:
-        document = json.loads(source.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise HilsimError(f"{source}: no such file") from None
-    except (OSError, ValueError) as exc:
-        raise HilsimError(f"{source}: not readable JSON ({exc})") from None
-    if not isinstance(document, dict) or document.get("schema") != SCHEMA:
-        raise HilsimError(f"{source}: not a {SCHEMA} file (schema field missing or different)")
+    document = read_json(source, SCHEMA)
     items = document.get("measurements")
     if not isinstance(items, list):
         raise HilsimError(f"{source}: 'measurements' must be a list")

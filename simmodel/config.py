@@ -170,8 +170,9 @@ class TimingConfig:
         cc = data.get("compute_capability")
         cfg = cls(
             name=name,
-            compute_capability=None if cc is None else _parse_sourced(cc, str, "", where,
-                                                                       "compute_capability"),
+            compute_capability=None
+            if cc is None
+            else _parse_sourced(cc, str, "", where, "compute_capability"),
             core=_parse_section(CoreConfig, data.get("core", {}), where, "core"),
             l1=_parse_section(CacheConfig, data.get("l1", {}), where, "l1"),
             l2=_parse_section(CacheConfig, data.get("l2", {}), where, "l2"),
@@ -196,8 +197,9 @@ class TimingConfig:
             for f in fields(section):
                 value = getattr(section, f.name)
                 if value is not None:
-                    _check(value, f.metadata["vtype"], f.metadata["unit"], where,
-                           f"{part}.{f.name}")
+                    _check(
+                        value, f.metadata["vtype"], f.metadata["unit"], where, f"{part}.{f.name}"
+                    )
         for uname, unit in self.units.items():
             if uname not in UNIT_NAMES:
                 raise HilsimError(f"{where}: units: unknown unit {uname!r}")
@@ -253,8 +255,14 @@ def unit_for(dotted: str) -> str:
     parts = dotted.split(".")
     if parts[0] == "compute_capability":
         return ""
-    cls = {"core": CoreConfig, "l1": CacheConfig, "l2": CacheConfig,
-           "shared": SharedMemConfig, "dram": DramConfig, "units": UnitConfig}[parts[0]]
+    cls = {
+        "core": CoreConfig,
+        "l1": CacheConfig,
+        "l2": CacheConfig,
+        "shared": SharedMemConfig,
+        "dram": DramConfig,
+        "units": UnitConfig,
+    }[parts[0]]
     name = parts[-1]
     for f in fields(cls):
         if f.name == name:
@@ -267,8 +275,14 @@ def vtype_for(dotted: str) -> type:
     parts = dotted.split(".")
     if parts[0] == "compute_capability":
         return str
-    cls = {"core": CoreConfig, "l1": CacheConfig, "l2": CacheConfig,
-           "shared": SharedMemConfig, "dram": DramConfig, "units": UnitConfig}[parts[0]]
+    cls = {
+        "core": CoreConfig,
+        "l1": CacheConfig,
+        "l2": CacheConfig,
+        "shared": SharedMemConfig,
+        "dram": DramConfig,
+        "units": UnitConfig,
+    }[parts[0]]
     for f in fields(cls):
         if f.name == parts[-1]:
             return f.metadata["vtype"]
@@ -277,28 +291,29 @@ def vtype_for(dotted: str) -> type:
 
 def read_timing(path: str | os.PathLike[str]) -> TimingConfig:
     """Read a ``timing.json`` file; one-line errors name the file."""
-    p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise HilsimError(f"{p}: no such file") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise HilsimError(f"{p}: not valid JSON ({exc})") from None
-    return TimingConfig.from_json(data, str(p))
+    from analyzer.jsonfile import read_json
+
+    return TimingConfig.from_json(read_json(path), str(Path(path)))
 
 
 # --- helpers --------------------------------------------------------------------------
 
 
 def _sourced_json(v: Sourced) -> dict[str, Any]:
-    return {"value": v.value, "unit": v.unit,
-            "source": {"kind": v.source.kind, "detail": v.source.detail}}
+    return {
+        "value": v.value,
+        "unit": v.unit,
+        "source": {"kind": v.source.kind, "detail": v.source.detail},
+    }
 
 
 def _section_json(section: Any) -> dict[str, Any]:
     assert is_dataclass(section)
-    return {f.name: _sourced_json(getattr(section, f.name)) for f in fields(section)
-            if getattr(section, f.name) is not None}
+    return {
+        f.name: _sourced_json(getattr(section, f.name))
+        for f in fields(section)
+        if getattr(section, f.name) is not None
+    }
 
 
 def _check(v: Sourced, vtype: type, unit: str | None, where: str, name: str) -> None:
@@ -312,8 +327,12 @@ def _check(v: Sourced, vtype: type, unit: str | None, where: str, name: str) -> 
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise HilsimError(f"{where}: {name}: expected a positive integer, got {value!r}")
     else:
-        if (isinstance(value, bool) or not isinstance(value, int | float)
-                or not math.isfinite(value) or value <= 0):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or value <= 0
+        ):
             raise HilsimError(f"{where}: {name}: expected a positive number, got {value!r}")
     if unit is not None and v.unit != unit:
         raise HilsimError(f"{where}: {name}: unit {v.unit!r}, expected {unit!r}")
@@ -332,8 +351,11 @@ def _parse_sourced(raw: Any, vtype: type, unit: str | None, where: str, name: st
     value = raw["value"]
     if vtype is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
-    v = Sourced(value=value, unit=str(raw.get("unit", unit or "")),
-                source=Source(src["kind"], str(src.get("detail", ""))))
+    v = Sourced(
+        value=value,
+        unit=str(raw.get("unit", unit or "")),
+        source=Source(src["kind"], str(src.get("detail", ""))),
+    )
     _check(v, vtype, unit, where, name)
     return v
 

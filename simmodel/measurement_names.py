@@ -104,6 +104,22 @@ MEASUREMENTS: dict[str, MeasurementSpec] = {
 }
 
 
+#: names the hilsim suite (``microbench/``) also records, for the report and the
+#: analysis of raw samples, that no timing-config field is derived from; the tuner
+#: skips them (any other unknown name is an error: most likely a typo)
+SUITE_ONLY: frozenset[str] = frozenset(
+    {
+        "latency_footprint_sweep",
+        "latency_stride_sweep",
+        "dram_write_bandwidth",
+        "dram_latency_page_stride",
+        "launch_back_to_back_us",
+        "atomic_throughput_distinct",
+        "atomic_throughput_same",
+    }
+)
+
+
 def unit_of(name: str) -> str:
     """The declared unit of measurement ``name`` (``KeyError`` if unknown)."""
     return MEASUREMENTS[name].unit

@@ -18,7 +18,6 @@ Every other option follows the ``accelsim-tuner`` convention, or is the preset's
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass, field, replace
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.errors import HilsimError
+from analyzer.jsonfile import read_json
 from simmodel import measurement_names as mn
 from simmodel.accelsim import EmitOption, UbenchOutput, emit_options
 from simmodel.config import Source, Sourced, TimingConfig, unit_for, vtype_for
@@ -97,9 +97,11 @@ def dram_timing(model: str, clock_mhz: float) -> str:
     dev = clock_mhz * 2 / ratio
     ref_freq, ref = (1000.0, _HBM_1000) if model == "HBM" else (1800.0, _GDDR5_1800)
     t = {k: math.ceil(v * dev / ref_freq - 1e-9) for k, v in ref.items()}
-    return (f"nbk=16:CCD={burst // ratio}:RRD={t['RRD']}:RCD={t['RCD']}:RAS={t['RAS']}:"
-            f"RP={t['RP']}:RC={t['RC']}:CL={t['CL']}:WL={t['WL']}:CDLR={t['CDLR']}:"
-            f"WR={t['WR']}:nbkgrp=4:CCDL={t['CCDL']}:RTPL={t['RTPL']}")
+    return (
+        f"nbk=16:CCD={burst // ratio}:RRD={t['RRD']}:RCD={t['RCD']}:RAS={t['RAS']}:"
+        f"RP={t['RP']}:RC={t['RC']}:CL={t['CL']}:WL={t['WL']}:CDLR={t['CDLR']}:"
+        f"WR={t['WR']}:nbkgrp=4:CCDL={t['CCDL']}:RTPL={t['RTPL']}"
+    )
 
 
 def l2_geometry(capacity: int, banks: int, line: int = 128) -> tuple[int, int, str, str]:
@@ -123,9 +125,15 @@ def l2_geometry(capacity: int, banks: int, line: int = 128) -> tuple[int, int, s
     for assoc in range(32, 0, -1):
         if lines % assoc == 0 and _is_pow2(lines // assoc):
             sets = lines // assoc
-            return sets, assoc, "P" if sets <= 64 else "X", (
-                f"hilsim extension: {per_bank} B per bank is not divisible into 24 ways "
-                f"(Accel-Sim l2_config asserts); {assoc} ways gives {sets} sets")
+            return (
+                sets,
+                assoc,
+                "P" if sets <= 64 else "X",
+                (
+                    f"hilsim extension: {per_bank} B per bank is not divisible into 24 ways "
+                    f"(Accel-Sim l2_config asserts); {assoc} ways gives {sets} sets"
+                ),
+            )
     raise HilsimError(f"L2 of {capacity} bytes over {banks} banks has no usable geometry")
 
 
@@ -145,15 +153,7 @@ class Measurement:
 def read_microbench(path: str | os.PathLike[str]) -> tuple[list[Measurement], dict[str, Any]]:
     """Read ``microbench.json`` (``hilsim.microbench/1``): measurements and device block."""
     p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise HilsimError(f"{p}: no such file") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise HilsimError(f"{p}: not valid JSON ({exc})") from None
-    if not isinstance(data, dict) or data.get("schema") != mn.MICROBENCH_SCHEMA:
-        got = data.get("schema") if isinstance(data, dict) else type(data).__name__
-        raise HilsimError(f"{p}: schema is {got!r}, expected {mn.MICROBENCH_SCHEMA!r}")
+    data = read_json(p, mn.MICROBENCH_SCHEMA)
     rows = data.get("measurements")
     if not isinstance(rows, list):
         raise HilsimError(f"{p}: measurements: expected a list")
@@ -163,11 +163,18 @@ def read_microbench(path: str | os.PathLike[str]) -> tuple[list[Measurement], di
         if not isinstance(row, dict):
             raise HilsimError(f"{where}: expected an object")
         name, value, unit = row.get("name"), row.get("value"), row.get("unit")
+        if name in mn.SUITE_ONLY or row.get("valid") is False:
+            continue  # recorded for the report, or failed its own validation: preset stays
         if name not in mn.MEASUREMENTS:
-            raise HilsimError(f"{where}: unknown measurement name {name!r} "
-                              "(see simmodel/measurement_names.py)")
-        if (isinstance(value, bool) or not isinstance(value, int | float)
-                or not math.isfinite(value) or value <= 0):
+            raise HilsimError(
+                f"{where}: unknown measurement name {name!r} (see simmodel/measurement_names.py)"
+            )
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or value <= 0
+        ):
             raise HilsimError(f"{where} ({name}): value {value!r} is not a positive number")
         if unit != mn.unit_of(name):
             raise HilsimError(f"{where} ({name}): unit {unit!r}, expected {mn.unit_of(name)!r}")
@@ -188,12 +195,7 @@ def read_microbench(path: str | os.PathLike[str]) -> tuple[list[Measurement], di
 def read_device_facts(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a device-facts JSON file (a probe's ``device`` object, or a flat object)."""
     p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise HilsimError(f"{p}: no such file") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise HilsimError(f"{p}: not valid JSON ({exc})") from None
+    data = read_json(p)
     if isinstance(data, dict) and isinstance(data.get("device"), dict):
         data = data["device"]
     if not isinstance(data, dict):
@@ -262,8 +264,9 @@ def _coerce(dotted: str, value: Any) -> Any:
     return str(value)
 
 
-def _put(cfg: TimingConfig, dotted: str, value: Any, unit: str | None, kind: str,
-         detail: str) -> TimingConfig:
+def _put(
+    cfg: TimingConfig, dotted: str, value: Any, unit: str | None, kind: str, detail: str
+) -> TimingConfig:
     u = unit if unit is not None else unit_for(dotted)
     return cfg.set(dotted, Sourced(_coerce(dotted, value), u, Source(kind, detail)))
 
@@ -286,8 +289,9 @@ def apply_device_facts(cfg: TimingConfig, facts: dict[str, Any], where: str) -> 
     if cc is not None:
         if isinstance(cc, list | tuple):
             cc = ".".join(str(x) for x in cc)
-        cfg = _put(cfg, "compute_capability", str(cc), "", "device-query",
-                   f"{where} compute capability")
+        cfg = _put(
+            cfg, "compute_capability", str(cc), "", "device-query", f"{where} compute capability"
+        )
     return cfg
 
 
@@ -297,8 +301,14 @@ def apply_measurements(cfg: TimingConfig, rows: list[Measurement]) -> TimingConf
     for r in rows:
         dotted = _MEASURED.get(r.name)
         if dotted is not None:
-            cfg = _put(cfg, dotted, r.value, r.unit if dotted.startswith(
-                ("units.", "l1.bandwidth", "l2.bandwidth")) else None, "measured", r.detail)
+            cfg = _put(
+                cfg,
+                dotted,
+                r.value,
+                r.unit if dotted.startswith(("units.", "l1.bandwidth", "l2.bandwidth")) else None,
+                "measured",
+                r.detail,
+            )
     if mn.DRAM_READ_BANDWIDTH not in by_name and mn.DRAM_COPY_BANDWIDTH in by_name:
         r = by_name[mn.DRAM_COPY_BANDWIDTH]
         cfg = _put(cfg, "dram.bandwidth_gbs", r.value, None, "measured", r.detail)
@@ -306,8 +316,14 @@ def apply_measurements(cfg: TimingConfig, rows: list[Measurement]) -> TimingConf
         clock = cfg.get("core.core_clock_mhz")
         if clock is not None:
             r = by_name[mn.LAUNCH_LATENCY_US]
-            cfg = _put(cfg, "core.launch_latency_cycles", r.value * float(clock.value), None,
-                       "derived", f"{r.detail} x core clock {clock.value:g} MHz")
+            cfg = _put(
+                cfg,
+                "core.launch_latency_cycles",
+                r.value * float(clock.value),
+                None,
+                "derived",
+                f"{r.detail} x core clock {clock.value:g} MHz",
+            )
     return cfg
 
 
@@ -319,22 +335,25 @@ def apply_ubench_output(cfg: TimingConfig, out: UbenchOutput) -> TimingConfig:
         nonlocal cfg
         v = out.values.get(key)
         if v is not None:
-            cfg = _put(cfg, dotted, v.value, unit, kind,
-                       f"{src} line {v.line} ({v.benchmark}): {v.text}")
+            cfg = _put(
+                cfg, dotted, v.value, unit, kind, f"{src} line {v.line} ({v.benchmark}): {v.text}"
+            )
 
     dev = out.devices[0] if out.devices else {}
     facts: dict[str, Any] = {}
-    for label, key in (("Multiprocessors Count", "sm_count"),
-                       ("Maximum number of threads per multiprocessor", "max_threads_per_sm"),
-                       ("Registers per multiprocessor", "registers_per_sm"),
-                       ("Shared memory per multiprocessor", "shared_mem_per_sm"),
-                       ("Warp size", "warp_size"),
-                       ("Shared memory per block", "shared_mem_per_block"),
-                       ("Registers per block", "registers_per_block"),
-                       ("GPU Max Clock rate", "clock_rate_mhz"),
-                       ("Memory Clock rate", "memory_clock_mhz"),
-                       ("Memory Bus Width", "memory_bus_width_bits"),
-                       ("CUDA version number", "compute_capability")):
+    for label, key in (
+        ("Multiprocessors Count", "sm_count"),
+        ("Maximum number of threads per multiprocessor", "max_threads_per_sm"),
+        ("Registers per multiprocessor", "registers_per_sm"),
+        ("Shared memory per multiprocessor", "shared_mem_per_sm"),
+        ("Warp size", "warp_size"),
+        ("Shared memory per block", "shared_mem_per_block"),
+        ("Registers per block", "registers_per_block"),
+        ("GPU Max Clock rate", "clock_rate_mhz"),
+        ("Memory Clock rate", "memory_clock_mhz"),
+        ("Memory Bus Width", "memory_bus_width_bits"),
+        ("CUDA version number", "compute_capability"),
+    ):
         if label in dev:
             facts[key] = dev[label].split()[0]
     cfg = apply_device_facts(cfg, facts, f"{src} deviceQuery (device 0)")
@@ -365,9 +384,15 @@ def apply_ubench_output(cfg: TimingConfig, out: UbenchOutput) -> TimingConfig:
     banks = cfg.get("l2.banks")
     if dl2 is not None and banks is not None:
         sets, line, assoc = _geometry(dl2.value)
-        cfg = _put(cfg, "l2.capacity_bytes", sets * line * assoc * int(banks.value), None,
-                   "derived", f"{src} line {dl2.line}: -gpgpu_cache:dl2 {sets}x{line}x{assoc}"
-                   f" per bank x {int(banks.value)} banks")
+        cfg = _put(
+            cfg,
+            "l2.capacity_bytes",
+            sets * line * assoc * int(banks.value),
+            None,
+            "derived",
+            f"{src} line {dl2.line}: -gpgpu_cache:dl2 {sets}x{line}x{assoc}"
+            f" per bank x {int(banks.value)} banks",
+        )
     return cfg
 
 
@@ -410,8 +435,9 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
-def derive_options(cfg: TimingConfig, preset: Preset, convention: str,
-                   pairs: dict[str, float] | None = None) -> list[Derived]:
+def derive_options(
+    cfg: TimingConfig, preset: Preset, convention: str, pairs: dict[str, float] | None = None
+) -> list[Derived]:
     """Every option that can be computed from ``cfg`` (Accel-Sim tuner formulas).
 
     ``pairs`` may hold ``l1_for_l2`` / ``l2_for_dram``: the L1 (L2) latency measured in
@@ -429,8 +455,11 @@ def derive_options(cfg: TimingConfig, preset: Preset, convention: str,
         major, minor = str(cc.value).split(".")
         add("-gpgpu_compute_capability_major", major, ["compute_capability"], "major")
         add("-gpgpu_compute_capability_minor", minor, ["compute_capability"], "minor")
-        for opt in ("-gpgpu_ptx_force_max_capability", "-gpgpu_occupancy_sm_number",
-                    "-gpgpu_coalesce_arch"):
+        for opt in (
+            "-gpgpu_ptx_force_max_capability",
+            "-gpgpu_occupancy_sm_number",
+            "-gpgpu_coalesce_arch",
+        ):
             add(opt, major + minor, ["compute_capability"], "major*10+minor (core_config)")
     sms = g("core.sm_count")
     if sms is not None:
@@ -441,36 +470,55 @@ def derive_options(cfg: TimingConfig, preset: Preset, convention: str,
         model = dram_model(str(mtype.value))
         dom = float(mclk.value) * 2 / _DRAM_MODELS[model][2]
         c = _num(float(clock.value))
-        add("-gpgpu_clock_domains", f"{c}:{c}:{c}:{_num(dom)}",
+        add(
+            "-gpgpu_clock_domains",
+            f"{c}:{c}:{c}:{_num(dom)}",
             ["core.core_clock_mhz", "dram.clock_mhz", "dram.type"],
-            "core:core:core:(memory clock x 2 / command ratio) (system_config)")
-    for f, opt in (("core.registers_per_sm", "-gpgpu_shader_registers"),
-                   ("core.registers_per_block", "-gpgpu_registers_per_block"),
-                   ("core.shared_mem_per_sm", "-gpgpu_shmem_size"),
-                   ("core.shared_mem_per_sm", "-gpgpu_shmem_sizeDefault"),
-                   ("core.shared_mem_per_block", "-gpgpu_shmem_per_block")):
+            "core:core:core:(memory clock x 2 / command ratio) (system_config)",
+        )
+    for f, opt in (
+        ("core.registers_per_sm", "-gpgpu_shader_registers"),
+        ("core.registers_per_block", "-gpgpu_registers_per_block"),
+        ("core.shared_mem_per_sm", "-gpgpu_shmem_size"),
+        ("core.shared_mem_per_sm", "-gpgpu_shmem_sizeDefault"),
+        ("core.shared_mem_per_block", "-gpgpu_shmem_per_block"),
+    ):
         v = g(f)
         if v is not None:
             add(opt, v.value, [f], "device query (core_config / shd_config)")
     threads, warp = g("core.max_threads_per_sm"), g("core.warp_size")
     if threads is not None and warp is not None:
         t, w = int(threads.value), int(warp.value)
-        add("-gpgpu_shader_core_pipeline", f"{t}:{w}",
-            ["core.max_threads_per_sm", "core.warp_size"], "threads/SM:warp size")
-        add("-gpgpu_shader_cta", round_up_pow2(t / w / 2),
-            ["core.max_threads_per_sm", "core.warp_size"], "round_up_pow2(warps/SM / 2)")
+        add(
+            "-gpgpu_shader_core_pipeline",
+            f"{t}:{w}",
+            ["core.max_threads_per_sm", "core.warp_size"],
+            "threads/SM:warp size",
+        )
+        add(
+            "-gpgpu_shader_cta",
+            round_up_pow2(t / w / 2),
+            ["core.max_threads_per_sm", "core.warp_size"],
+            "round_up_pow2(warps/SM / 2)",
+        )
     sched = g("core.schedulers_per_sm")
     if sched is not None and cc is not None:
         s = int(sched.value)
         new = int(str(cc.value).split(".")[0]) >= 6
         ins = ["core.schedulers_per_sm", "compute_capability"]
         widths = [s] * 10 + [2 * s] + ([s, s] if new else [])
-        add("-gpgpu_pipeline_widths", ",".join(map(str, widths)), ins,
-            "S x10, EX_WB=2S, tensor S,S (cc>=6) (core_config)")
+        add(
+            "-gpgpu_pipeline_widths",
+            ",".join(map(str, widths)),
+            ins,
+            "S x10, EX_WB=2S, tensor S,S (cc>=6) (core_config)",
+        )
         add("-gpgpu_num_sched_per_core", s, ins, "schedulers")
-        for opt in ("-gpgpu_operand_collector_num_units_gen",
-                    "-gpgpu_operand_collector_num_in_ports_gen",
-                    "-gpgpu_operand_collector_num_out_ports_gen"):
+        for opt in (
+            "-gpgpu_operand_collector_num_units_gen",
+            "-gpgpu_operand_collector_num_in_ports_gen",
+            "-gpgpu_operand_collector_num_out_ports_gen",
+        ):
             add(opt, 2 * s, ins, "2 x schedulers (core_config)")
         add("-gpgpu_inst_fetch_throughput", s, ins, "schedulers (core_config)")
         add("-gpgpu_l1_banks", s, ins, "schedulers (l1_config)")
@@ -481,15 +529,23 @@ def derive_options(cfg: TimingConfig, preset: Preset, convention: str,
         add("-gpgpu_tensor_core_avail", int(new), ins, "1 if cc>=6 (config_tensor)")
         major = int(str(cc.value).split(".")[0])
         add("-gpgpu_sub_core_model", int(major >= 7), ins, "1 (sub-core) from Volta (hw_def)")
-        add("-gpgpu_max_insn_issue_per_warp", 1 if major >= 7 else 2, ins,
-            "single issue from Volta, dual before (hw_def)")
+        add(
+            "-gpgpu_max_insn_issue_per_warp",
+            1 if major >= 7 else 2,
+            ins,
+            "single issue from Volta, dual before (hw_def)",
+        )
         add("-gpgpu_dual_issue_diff_exec_units", int(major > 3), ins, "cc major > 3")
         tensor = g("units.tensor.throughput")
         if new and tensor is not None:
             banks = round_up_pow2(float(tensor.value)) * 2 * 2 // (32 * 4) // 2 * 2
-            add("-gpgpu_num_reg_banks", banks, [*ins, "units.tensor.throughput"],
+            add(
+                "-gpgpu_num_reg_banks",
+                banks,
+                [*ins, "units.tensor.throughput"],
                 "round_up_pow2(tensor FMA/clk/SM) x 2 operands x 2 B / 128 B / 2 ports x 2 "
-                "(regfile_bw)")
+                "(regfile_bw)",
+            )
             add("-gpgpu_reg_file_port_throughput", 2, ins, "2 ports from Volta (regfile_bw)")
     # L1 (l1_config)
     l1cap, shm = g("l1.capacity_bytes"), g("core.shared_mem_per_sm")
@@ -499,23 +555,38 @@ def derive_options(cfg: TimingConfig, preset: Preset, convention: str,
         adaptive = int(str(cc.value).split(".")[0]) >= 6
         min_l1 = int(l1cap.value) - (int(shm.value) if adaptive else 0)
         if min_l1 <= 0:
-            raise HilsimError(f"L1 capacity {l1cap.value} B leaves no L1 after "
-                              f"{shm.value} B of shared memory")
+            raise HilsimError(
+                f"L1 capacity {l1cap.value} B leaves no L1 after {shm.value} B of shared memory"
+            )
         assoc = min_l1 // int(line.value) // sets
         warps = int(threads.value) // int(warp.value)
         mshr = warps * (int(line.value) // int(sector.value)) * 2
         pre = preset.option("-gpgpu_cache:dl1")
         policy = pre.value.split(",")[1] if pre else "L:T:m:L:L"
         tail = ",".join(pre.value.split(",")[3:]) if pre else "16:0,32"
-        add("-gpgpu_cache:dl1", f"S:{sets}:{int(line.value)}:{assoc},{policy},A:{mshr}:{warps},"
-            f"{tail}", ["l1.capacity_bytes", "core.shared_mem_per_sm", "l1.line_bytes",
-                        "l1.sector_bytes", "core.max_threads_per_sm", "core.warp_size"],
+        add(
+            "-gpgpu_cache:dl1",
+            f"S:{sets}:{int(line.value)}:{assoc},{policy},A:{mshr}:{warps},{tail}",
+            [
+                "l1.capacity_bytes",
+                "core.shared_mem_per_sm",
+                "l1.line_bytes",
+                "l1.sector_bytes",
+                "core.max_threads_per_sm",
+                "core.warp_size",
+            ],
             "sets 4; assoc=(L1 - shared/SM)/line/sets; MSHR=warps x line/sector x 2, merge="
-            "warps (l1_config)", note=f"write/alloc policy {policy} kept from the preset "
-            "(Accel-Sim's l1_config prints the pre-Volta L:L:m:N:L as a placeholder)")
+            "warps (l1_config)",
+            note=f"write/alloc policy {policy} kept from the preset "
+            "(Accel-Sim's l1_config prints the pre-Volta L:L:m:N:L as a placeholder)",
+        )
         add("-gpgpu_adaptive_cache_config", int(adaptive), ["compute_capability"], "cc>=6")
-        add("-gpgpu_unified_l1d_size", int(l1cap.value) // 1024, ["l1.capacity_bytes"],
-            "L1 capacity in KB")
+        add(
+            "-gpgpu_unified_l1d_size",
+            int(l1cap.value) // 1024,
+            ["l1.capacity_bytes"],
+            "L1 capacity in KB",
+        )
     # L2 (l2_config) and memory (mem_config)
     bus = g("dram.bus_width_bits")
     chans = None
@@ -524,8 +595,9 @@ def derive_options(cfg: TimingConfig, preset: Preset, convention: str,
         cw, burst, ratio = _DRAM_MODELS[model]
         ins = ["dram.bus_width_bits", "dram.type"]
         if int(bus.value) % cw:
-            raise HilsimError(f"memory bus {bus.value} bit is not a multiple of the {model} "
-                              f"channel width {cw}")
+            raise HilsimError(
+                f"memory bus {bus.value} bit is not a multiple of the {model} channel width {cw}"
+            )
         chans = int(bus.value) // cw
         add("-gpgpu_n_mem", chans, ins, f"bus width / {cw}-bit {model} channel (mem_config)")
         add("-gpgpu_n_mem_per_ctrlr", 1, ins, "1 (mem_config)")
@@ -534,9 +606,12 @@ def derive_options(cfg: TimingConfig, preset: Preset, convention: str,
         add("-dram_data_command_freq_ratio", ratio, ins, f"{model} ratio (mem_config)")
         add("-dram_dual_bus_interface", int(model == "HBM"), ins, "1 for HBM (mem_config)")
         if mclk is not None:
-            add("-gpgpu_dram_timing_opt", dram_timing(model, float(mclk.value)),
-                [*ins, "dram.clock_mhz"], "reference timing x device freq / ref freq, ceil "
-                "(mem_config)")
+            add(
+                "-gpgpu_dram_timing_opt",
+                dram_timing(model, float(mclk.value)),
+                [*ins, "dram.clock_mhz"],
+                "reference timing x device freq / ref freq, ceil (mem_config)",
+            )
     l2cap = g("l2.capacity_bytes")
     if l2cap is not None and chans is not None:
         banks = chans * 2
@@ -544,39 +619,77 @@ def derive_options(cfg: TimingConfig, preset: Preset, convention: str,
         ins = ["l2.capacity_bytes", "dram.bus_width_bits", "dram.type"]
         add("-gpgpu_n_sub_partition_per_mchannel", 2, ins, "2 L2 banks per channel")
         add("-icnt_flit_size", 40, ins, "32 B L2 bank width + 8 B control (l2_config)")
-        add("-gpgpu_memory_partition_indexing", 2 if (_is_pow2(banks) and banks <= 64) else 0,
-            ins, "2 (IPOLY) if banks is a power of two <= 64 else 0")
-        add("-gpgpu_cache:dl2", f"S:{sets}:128:{assoc},L:B:m:L:{idx},A:192:4,32:0,32", ins,
+        add(
+            "-gpgpu_memory_partition_indexing",
+            2 if (_is_pow2(banks) and banks <= 64) else 0,
+            ins,
+            "2 (IPOLY) if banks is a power of two <= 64 else 0",
+        )
+        add(
+            "-gpgpu_cache:dl2",
+            f"S:{sets}:128:{assoc},L:B:m:L:{idx},A:192:4,32:0,32",
+            ins,
             "per bank = L2/(2 x channels); 16-way if power of two else 24-way (l2_config)",
-            note=note)
+            note=note,
+        )
     # latencies: the two conventions
     offsets = PIPELINE_OFFSETS.get(str(cc.value) if cc is not None else "", {})
-    l1, l2, dram, smem = (g("l1.hit_latency_cycles"), g("l2.hit_latency_cycles"),
-                          g("dram.latency_cycles"), g("shared.latency_cycles"))
+    l1, l2, dram, smem = (
+        g("l1.hit_latency_cycles"),
+        g("l2.hit_latency_cycles"),
+        g("dram.latency_cycles"),
+        g("shared.latency_cycles"),
+    )
     lat: list[tuple[str, float, list[str], str]] = []
     if l1 is not None:
-        lat.append(("-gpgpu_l1_latency", float(l1.value), ["l1.hit_latency_cycles"],
-                    "floor(L1 hit) (l1_lat)"))
+        lat.append(
+            (
+                "-gpgpu_l1_latency",
+                float(l1.value),
+                ["l1.hit_latency_cycles"],
+                "floor(L1 hit) (l1_lat)",
+            )
+        )
     if l2 is not None and l1 is not None:
-        lat.append(("-gpgpu_l2_rop_latency",
-                    float(l2.value) - pairs.get("l1_for_l2", float(l1.value)),
-                    ["l2.hit_latency_cycles", "l1.hit_latency_cycles"],
-                    "floor(L2 hit - L1 hit) (l2_lat)"))
+        lat.append(
+            (
+                "-gpgpu_l2_rop_latency",
+                float(l2.value) - pairs.get("l1_for_l2", float(l1.value)),
+                ["l2.hit_latency_cycles", "l1.hit_latency_cycles"],
+                "floor(L2 hit - L1 hit) (l2_lat)",
+            )
+        )
     if dram is not None and l2 is not None:
-        lat.append(("-dram_latency",
-                    float(dram.value) - pairs.get("l2_for_dram", float(l2.value)),
-                    ["dram.latency_cycles", "l2.hit_latency_cycles"],
-                    "floor(DRAM - L2 hit) (mem_lat)"))
+        lat.append(
+            (
+                "-dram_latency",
+                float(dram.value) - pairs.get("l2_for_dram", float(l2.value)),
+                ["dram.latency_cycles", "l2.hit_latency_cycles"],
+                "floor(DRAM - L2 hit) (mem_lat)",
+            )
+        )
     if smem is not None:
-        lat.append(("-gpgpu_smem_latency", float(smem.value), ["shared.latency_cycles"],
-                    "floor(shared) (shared_lat)"))
+        lat.append(
+            (
+                "-gpgpu_smem_latency",
+                float(smem.value),
+                ["shared.latency_cycles"],
+                "floor(shared) (shared_lat)",
+            )
+        )
     for name, x, ins, formula in lat:
         raw = max(1, math.floor(x))
         if convention == "simulator-corrected" and name in offsets:
-            add(name, max(1, raw - offsets[name]), ins, f"{formula} - {offsets[name]}",
-                convention="simulator-corrected", raw_value=str(raw),
+            add(
+                name,
+                max(1, raw - offsets[name]),
+                ins,
+                f"{formula} - {offsets[name]}",
+                convention="simulator-corrected",
+                raw_value=str(raw),
                 note=f"pipeline offset {offsets[name]} for sm_{str(cc.value).replace('.', '')}"
-                f": {PIPELINE_OFFSET_SOURCE}")
+                f": {PIPELINE_OFFSET_SOURCE}",
+            )
         else:
             note = ""
             if convention == "simulator-corrected":
@@ -584,33 +697,54 @@ def derive_options(cfg: TimingConfig, preset: Preset, convention: str,
             add(name, raw, ins, formula, note=note)
     launch = g("core.launch_latency_cycles")
     if launch is not None:
-        add("-gpgpu_kernel_launch_latency", math.floor(float(launch.value)),
-            ["core.launch_latency_cycles"], "floor(launch latency cycles) (kernel_lat)")
+        add(
+            "-gpgpu_kernel_launch_latency",
+            math.floor(float(launch.value)),
+            ["core.launch_latency_cycles"],
+            "floor(launch latency cycles) (kernel_lat)",
+        )
     # execution units (config_fpu / config_dpu / config_int / config_sfu)
     if sched is not None:
         s = int(sched.value)
         for unit, ptx, trace, last_lat, last_init, fma in (
-                ("fp32", "fp", "sp", "39", "2x", True), ("fp64", "dp", "dp", "330", "130", True),
-                ("int32", "int", "int", "21", "1x", True), ("sfu", "sfu", "sfu", "", "", False)):
+            ("fp32", "fp", "sp", "39", "2x", True),
+            ("fp64", "dp", "dp", "330", "130", True),
+            ("int32", "int", "int", "21", "1x", True),
+            ("sfu", "sfu", "sfu", "", "", False),
+        ):
             lv, tv = g(f"units.{unit}.latency_cycles"), g(f"units.{unit}.throughput")
             if lv is None or tv is None:
                 continue
             per_sm = round_up_pow2(float(tv.value) / 2 if fma else float(tv.value))
             init = max(1, math.floor(32 / (per_sm / s)))
             lat_i = math.floor(float(lv.value))
-            ins = [f"units.{unit}.latency_cycles", f"units.{unit}.throughput",
-                   "core.schedulers_per_sm"]
-            form = ("init = floor(32 / (round_up_pow2(" + ("flops/2" if fma else "ops")
-                    + ") / schedulers)); lat = floor(latency)")
+            ins = [
+                f"units.{unit}.latency_cycles",
+                f"units.{unit}.throughput",
+                "core.schedulers_per_sm",
+            ]
+            form = (
+                "init = floor(32 / (round_up_pow2("
+                + ("flops/2" if fma else "ops")
+                + ") / schedulers)); lat = floor(latency)"
+            )
             if unit == "sfu":
                 add("-ptx_opcode_latency_sfu", lat_i, ins, form)
                 add("-ptx_opcode_initiation_sfu", init, ins, form)
             else:
                 last_i = {"2x": str(2 * init), "1x": str(init)}.get(last_init, last_init)
-                add(f"-ptx_opcode_latency_{ptx}", f"{lat_i},{lat_i},{lat_i},{lat_i},{last_lat}",
-                    ins, form + f"; DIV entry fixed {last_lat}")
-                add(f"-ptx_opcode_initiation_{ptx}", f"{init},{init},{init},{init},{last_i}",
-                    ins, form)
+                add(
+                    f"-ptx_opcode_latency_{ptx}",
+                    f"{lat_i},{lat_i},{lat_i},{lat_i},{last_lat}",
+                    ins,
+                    form + f"; DIV entry fixed {last_lat}",
+                )
+                add(
+                    f"-ptx_opcode_initiation_{ptx}",
+                    f"{init},{init},{init},{init},{last_i}",
+                    ins,
+                    form,
+                )
             add(f"-trace_opcode_latency_initiation_{trace}", f"{lat_i},{init}", ins, form)
     return out
 
@@ -654,16 +788,26 @@ class TuneResult:
         return self._emit("trace.config")
 
     def _emit(self, file: str) -> str:
-        header = [f"hilsim tune: {self.timing.name}, {file}",
-                  f"preset {self.preset.name} ({self.preset_reason})",
-                  f"latency convention: {self.convention}",
-                  "each option: source kind (measured | device-query | preset | derived), "
-                  "detail, convention"]
-        opts = [EmitOption(o.name, o.value, f"{o.kind}: {o.source} | convention: "
-                           f"{o.convention}" + (f" | {o.formula}" if o.formula else "")
-                           + (f" | tuner value {o.raw_value}" if o.raw_value else "")
-                           + (f" | {o.note}" if o.note else ""))
-                for o in self.options if o.file == file]
+        header = [
+            f"hilsim tune: {self.timing.name}, {file}",
+            f"preset {self.preset.name} ({self.preset_reason})",
+            f"latency convention: {self.convention}",
+            "each option: source kind (measured | device-query | preset | derived), "
+            "detail, convention",
+        ]
+        opts = [
+            EmitOption(
+                o.name,
+                o.value,
+                f"{o.kind}: {o.source} | convention: "
+                f"{o.convention}"
+                + (f" | {o.formula}" if o.formula else "")
+                + (f" | tuner value {o.raw_value}" if o.raw_value else "")
+                + (f" | {o.note}" if o.note else ""),
+            )
+            for o in self.options
+            if o.file == file
+        ]
         return emit_options(opts, header)
 
     def report(self) -> dict[str, Any]:
@@ -675,11 +819,20 @@ class TuneResult:
             "preset_reason": self.preset_reason,
             "convention": self.convention,
             "pipeline_offsets": {"offsets": PIPELINE_OFFSETS, "source": PIPELINE_OFFSET_SOURCE},
-            "timing": [{"field": k, "value": v.value, "unit": v.unit, "kind": v.source.kind,
-                        "detail": v.source.detail, "convention": "hardware"}
-                       for k, v in self.timing.items()],
-            "options": [{k: v for k, v in vars(o).items() if v not in (None, "")}
-                        for o in self.options],
+            "timing": [
+                {
+                    "field": k,
+                    "value": v.value,
+                    "unit": v.unit,
+                    "kind": v.source.kind,
+                    "detail": v.source.detail,
+                    "convention": "hardware",
+                }
+                for k, v in self.timing.items()
+            ],
+            "options": [
+                {k: v for k, v in vars(o).items() if v not in (None, "")} for o in self.options
+            ],
             "notes": self.notes,
         }
 
@@ -692,8 +845,7 @@ def _kind_of(cfg: TimingConfig, inputs: list[str]) -> tuple[str, str]:
     if len(vals) > 1 and kind == "preset":
         kind = "derived"  # computed from several preset values
     detail = "; ".join(
-        (f"{i}={v.value:g}" if isinstance(v.value, float) else f"{i}={v.value}")
-        + f" [{v.source}]"
+        (f"{i}={v.value:g}" if isinstance(v.value, float) else f"{i}={v.value}") + f" [{v.source}]"
         for i, v in vals
         if v is not None
     )
@@ -727,8 +879,9 @@ def tune(
     if preset_name:
         preset, reason = load_preset(preset_name), "chosen with --preset"
     else:
-        preset, reason = nearest_preset(str(name) if name else None,
-                                        str(cc) if cc is not None else None)
+        preset, reason = nearest_preset(
+            str(name) if name else None, str(cc) if cc is not None else None
+        )
     cfg = replace(preset.timing, name=str(name or preset.name), notes=())
     if ubench is not None:
         cfg = apply_ubench_output(cfg, ubench)
@@ -738,21 +891,37 @@ def tune(
         cfg = apply_measurements(cfg, measurements)
     # channels and L2 banks follow from bus width and memory type when not given
     bus, mtype = cfg.get("dram.bus_width_bits"), cfg.get("dram.type")
-    if bus is not None and mtype is not None and (
-            cfg.get("dram.channels") is None or cfg.get("dram.channels").source.kind == "preset"
-            and bus.source.kind != "preset"):
+    if (
+        bus is not None
+        and mtype is not None
+        and (
+            cfg.get("dram.channels") is None
+            or cfg.get("dram.channels").source.kind == "preset"
+            and bus.source.kind != "preset"
+        )
+    ):
         cw = _DRAM_MODELS[dram_model(str(mtype.value))][0]
-        cfg = _put(cfg, "dram.channels", int(bus.value) // cw, None, "derived",
-                   f"bus width {bus.value} / {cw}-bit channel")
+        cfg = _put(
+            cfg,
+            "dram.channels",
+            int(bus.value) // cw,
+            None,
+            "derived",
+            f"bus width {bus.value} / {cw}-bit channel",
+        )
     cfg.validate(f"tuned timing for {cfg.name}")
     result = TuneResult(cfg, preset, reason, convention)
     if str(cc or preset.compute_capability) != preset.compute_capability:
-        result.notes.append(f"preset {preset.name} is sm_{preset.compute_capability}, device is "
-                            f"sm_{cc}: preset options are a starting point only")
+        result.notes.append(
+            f"preset {preset.name} is sm_{preset.compute_capability}, device is "
+            f"sm_{cc}: preset options are a starting point only"
+        )
     pairs: dict[str, float] = {}
     if ubench is not None:
-        for key, val in (("l1_for_l2", "l1_hit_latency@l2_lat"),
-                         ("l2_for_dram", "l2_hit_latency@mem_lat")):
+        for key, val in (
+            ("l1_for_l2", "l1_hit_latency@l2_lat"),
+            ("l2_for_dram", "l2_hit_latency@mem_lat"),
+        ):
             if val in ubench.values:
                 pairs[key] = float(ubench.values[val].value)
     derived = {d.name: d for d in derive_options(cfg, preset, convention, pairs)}
@@ -763,35 +932,70 @@ def tune(
     for fname, opts in files:
         for opt in opts:
             seen.add(opt.name)
-            result.options.append(_choose(fname, opt.name, opt.value, opt.source, cfg, preset,
-                                          derived.get(opt.name), printed.get(opt.name),
-                                          convention, ubench))
+            result.options.append(
+                _choose(
+                    fname,
+                    opt.name,
+                    opt.value,
+                    opt.source,
+                    cfg,
+                    preset,
+                    derived.get(opt.name),
+                    printed.get(opt.name),
+                    convention,
+                    ubench,
+                )
+            )
     extra = [n for n in [*derived, *printed] if n not in seen]
     for n in dict.fromkeys(extra):
-        fname = "trace.config" if n.startswith(("-trace_", "-specialized_unit")) \
-            else "gpgpusim.config"
-        result.options.append(_choose(fname, n, None, None, cfg, preset, derived.get(n),
-                                      printed.get(n), convention, ubench))
+        fname = (
+            "trace.config" if n.startswith(("-trace_", "-specialized_unit")) else "gpgpusim.config"
+        )
+        result.options.append(
+            _choose(
+                fname,
+                n,
+                None,
+                None,
+                cfg,
+                preset,
+                derived.get(n),
+                printed.get(n),
+                convention,
+                ubench,
+            )
+        )
     return result
 
 
-def _choose(file: str, name: str, preset_value: str | None, preset_source: str | None,
-            cfg: TimingConfig, preset: Preset, d: Derived | None, printed: Any,
-            convention: str, ubench: UbenchOutput | None) -> EmittedOption:
+def _choose(
+    file: str,
+    name: str,
+    preset_value: str | None,
+    preset_source: str | None,
+    cfg: TimingConfig,
+    preset: Preset,
+    d: Derived | None,
+    printed: Any,
+    convention: str,
+    ubench: UbenchOutput | None,
+) -> EmittedOption:
     recomputed = d.value if d is not None else None
     if printed is not None:
         value = printed.value
         if name.startswith("-gpgpu_cache:"):
             value = normalize_cache_string(value)
-        src = f"{Path(ubench.path).name if ubench else ''} line {printed.line} " \
-              f"({printed.benchmark}) //Accel_Sim config"
+        src = (
+            f"{Path(ubench.path).name if ubench else ''} line {printed.line} "
+            f"({printed.benchmark}) //Accel_Sim config"
+        )
         kind = _kind_of(cfg, d.inputs)[0] if d is not None else "measured"
         if kind in ("preset", "derived"):
             kind = "measured"
-        opt = EmittedOption(file, name, value, kind, src, "accelsim-tuner",
-                            recomputed=recomputed)
-        offsets = PIPELINE_OFFSETS.get(str(cfg.get("compute_capability").value)
-                                       if cfg.get("compute_capability") else "", {})
+        opt = EmittedOption(file, name, value, kind, src, "accelsim-tuner", recomputed=recomputed)
+        offsets = PIPELINE_OFFSETS.get(
+            str(cfg.get("compute_capability").value) if cfg.get("compute_capability") else "", {}
+        )
         if convention == "simulator-corrected" and name in offsets and value.isdigit():
             opt.raw_value = value
             opt.value = str(max(1, int(value) - offsets[name]))
@@ -804,8 +1008,25 @@ def _choose(file: str, name: str, preset_value: str | None, preset_source: str |
         kind, detail = _kind_of(cfg, d.inputs)
         changed = any(cfg.get(i) != preset.timing.get(i) for i in d.inputs)
         if changed or preset.options_from_timing or preset_value is None:
-            return EmittedOption(file, name, d.value, kind, detail, d.convention, d.formula,
-                                 d.raw_value, None, d.note)
+            return EmittedOption(
+                file,
+                name,
+                d.value,
+                kind,
+                detail,
+                d.convention,
+                d.formula,
+                d.raw_value,
+                None,
+                d.note,
+            )
     assert preset_value is not None and preset_source is not None
-    return EmittedOption(file, name, preset_value, "preset", preset_source,
-                         "preset (shipped, hand-correlated)", recomputed=recomputed)
+    return EmittedOption(
+        file,
+        name,
+        preset_value,
+        "preset",
+        preset_source,
+        "preset (shipped, hand-correlated)",
+        recomputed=recomputed,
+    )
