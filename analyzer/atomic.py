@@ -12,6 +12,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO, Any
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
@@ -21,12 +22,25 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
 
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write ``data`` to ``path`` through a temporary file in the same folder."""
+    with open_atomic(path, "wb") as handle:
+        handle.write(data)
+    return Path(path)
+
+
+@contextlib.contextmanager
+def open_atomic(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[Any]]:
+    """Open a temporary sibling of ``path`` for writing; it becomes ``path`` on success.
+
+    For streamed writes (one line at a time); on an exception the temporary file is
+    removed and ``path`` is untouched. ``mode`` is ``"w"`` (UTF-8 text) or ``"wb"``.
+    """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+        encoding = None if "b" in mode else "utf-8"
+        with os.fdopen(fd, mode, encoding=encoding) as handle:
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, target)
@@ -34,7 +48,6 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    return target
 
 
 @contextlib.contextmanager

@@ -30,12 +30,10 @@ names); otherwise they are kept as recorded and the manifest says so.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -43,6 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analyzer.atomic import open_atomic
 from analyzer.bundle import Bundle, default_manifest
 from analyzer.errors import HilsimError
 from analyzer.schema import normalize_launches
@@ -79,22 +78,12 @@ def write_cupti_records(
     target folder and renames it, so a reader never sees half a file.
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
     head = {"schema": SCHEMA, "kind": "header", **header}
     head["schema"], head["kind"] = SCHEMA, "header"
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(head, default=str) + "\n")
-            for record in records:
-                handle.write(json.dumps(record, default=str, separators=(",", ":")) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    with open_atomic(target, "w") as handle:
+        handle.write(json.dumps(head, default=str) + "\n")
+        for record in records:
+            handle.write(json.dumps(record, default=str, separators=(",", ":")) + "\n")
     return target
 
 
