@@ -55,6 +55,13 @@ LAUNCH_CONFIG_COLUMNS: tuple[str, ...] = (
     "block_y",
     "block_z",
 )
+#: launch configuration plus per-CTA resources: what occupancy and light features use
+LAUNCH_RESOURCE_COLUMNS: tuple[str, ...] = (
+    *LAUNCH_CONFIG_COLUMNS,
+    "regs",
+    "smem_static",
+    "smem_dynamic",
+)
 REGION_COLUMNS: tuple[str, ...] = ("region_id", "name", "path", "depth", "start_ns", "end_ns")
 
 

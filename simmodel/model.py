@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from analyzer.errors import HilsimError
+from analyzer.schema import LAUNCH_RESOURCE_COLUMNS
 from simmodel.config import TimingConfig
 
 SECTOR_BYTES = 32
@@ -81,17 +82,7 @@ L2_WR = "lts__t_sectors_op_write.sum"
 DRAM_RD = "dram__bytes_read.sum"
 DRAM_WR = "dram__bytes_write.sum"
 #: launch configuration (bundle ``launches.parquet`` names).
-LAUNCH_COLUMNS: tuple[str, ...] = (
-    "grid_x",
-    "grid_y",
-    "grid_z",
-    "block_x",
-    "block_y",
-    "block_z",
-    "regs",
-    "smem_static",
-    "smem_dynamic",
-)
+LAUNCH_COLUMNS: tuple[str, ...] = LAUNCH_RESOURCE_COLUMNS
 #: every counter column :func:`predict` reads (all optional; absent = 0 / unknown).
 COUNTER_COLUMNS: tuple[str, ...] = (
     INST,

@@ -63,6 +63,7 @@ from analyzer.errors import HilsimError
 from analyzer.methods import register
 from analyzer.methods.base import Method, source_facts
 from analyzer.plan import Plan, samples_frame
+from analyzer.schema import LAUNCH_RESOURCE_COLUMNS
 
 #: PKA Table 2: microarchitecture-agnostic characteristics collected for PCA.
 TABLE2_METRICS: tuple[str, ...] = (
@@ -97,17 +98,7 @@ HOLDOUT_FRACTION = 0.25
 #: any other (or unseen) name sets one shared "other" column.
 MAX_NAME_COLUMNS = 64
 #: launch-table columns used as light features (log2(1 + value), null -> 0).
-LIGHT_INT_COLUMNS: tuple[str, ...] = (
-    "grid_x",
-    "grid_y",
-    "grid_z",
-    "block_x",
-    "block_y",
-    "block_z",
-    "regs",
-    "smem_static",
-    "smem_dynamic",
-)
+LIGHT_INT_COLUMNS: tuple[str, ...] = LAUNCH_RESOURCE_COLUMNS
 _PREDICT_CHUNK = 131_072
 
 
