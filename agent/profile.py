@@ -45,7 +45,10 @@ from analyzer.errors import HilsimError
 
 BACKENDS: tuple[str, ...] = ("auto", "nsys", "cupti", "torch")
 NSYS_PROFILE_ARGS: tuple[str, ...] = (
-    "profile", "--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none",
+    "profile",
+    "--trace=cuda,nvtx",
+    "--sample=none",
+    "--cpuctxsw=none",
 )
 
 
@@ -74,9 +77,9 @@ class ProfileOptions:
     grace_s: float = GRACE_S
 
 
-def choose_backend(requested: str, command: list[str], tools: dict[str, Tool]) -> tuple[
-    list[str], str
-]:
+def choose_backend(
+    requested: str, command: list[str], tools: dict[str, Tool]
+) -> tuple[list[str], str]:
     """Backends to try in order, and why the first was chosen.
 
     ``auto``: nsys when it runs and can export, else cupti, else torch (the last two
@@ -147,16 +150,23 @@ def _light_nsys(opts: ProfileOptions, tool: Tool, raw: Path, env: dict[str, str]
 
     assert tool.path is not None
     rep = raw / "light"
-    argv = [tool.path, *NSYS_PROFILE_ARGS, "-o", str(rep), "-f", "true",
-            *workload_argv(opts.command, opts.nvtx_modules)]
+    argv = [
+        tool.path,
+        *NSYS_PROFILE_ARGS,
+        "-o",
+        str(rep),
+        "-f",
+        "true",
+        *workload_argv(opts.command, opts.nvtx_modules),
+    ]
     say(f"light pass (nsys): {' '.join(argv[:8])} ...")
     run = run_workload(argv, opts.timeout_s, env=env, grace_s=opts.grace_s)
-    report = next((Path(f"{rep}{s}") for s in REPORT_SUFFIXES if Path(f"{rep}{s}").is_file()),
-                  None)
+    report = next((Path(f"{rep}{s}") for s in REPORT_SUFFIXES if Path(f"{rep}{s}").is_file()), None)
     if report is None:
         raise HilsimError(
             f"nsys wrote no report (exit code {run.exit_code}"
-            + (", timed out" if run.timed_out else "") + "): see its output above"
+            + (", timed out" if run.timed_out else "")
+            + "): see its output above"
         )
     try:
         sqlite = export_nsys_rep(report, raw, nsys=tool.path)
@@ -166,30 +176,48 @@ def _light_nsys(opts: ProfileOptions, tool: Tool, raw: Path, env: dict[str, str]
         raise ExportFailed(f"{exc} (report kept as {kept})") from exc
     bundle = bundle_from_nsys_sqlite(sqlite)
     profiler = dict(bundle.manifest["profilers"][0])
-    profiler.update(version=profiler.get("version") or tool.version, command=argv,
-                    export="nsys export --type sqlite")
+    profiler.update(
+        version=profiler.get("version") or tool.version,
+        command=argv,
+        export="nsys export --type sqlite",
+    )
     return LightResult(bundle, run, profiler)
+
+
+def _run_launcher(
+    opts: ProfileOptions,
+    env: dict[str, str],
+    backend: str,
+    module: str,
+    output: Path,
+    what: str,
+) -> tuple[list[str], RunResult]:
+    """Run the workload under an in-process launcher that must write ``output``."""
+    target = require_python_target(opts.command, f"--backend {backend}")
+    argv = target.launcher_argv(module, ["--out", str(output), *_nvtx_options(opts.nvtx_modules)])
+    say(f"light pass ({backend}): {' '.join(argv)}")
+    run = run_workload(argv, opts.timeout_s, env=env, grace_s=opts.grace_s)
+    if not output.is_file():
+        raise HilsimError(
+            f"the {what} launcher wrote no output (exit code {run.exit_code}"
+            + (", timed out" if run.timed_out else "")
+            + "): see the output above"
+        )
+    return argv, run
 
 
 def _light_cupti(opts: ProfileOptions, tool: Tool, raw: Path, env: dict[str, str]) -> LightResult:
     from analyzer.importers.cupti_records import bundle_from_cupti_records
 
-    target = require_python_target(opts.command, "--backend cupti")
     records = raw / "light.cupti.jsonl"
-    argv = target.launcher_argv(
-        "agent.cupti_launch", ["--out", str(records), *_nvtx_options(opts.nvtx_modules)]
-    )
-    say(f"light pass (cupti): {' '.join(argv)}")
-    run = run_workload(argv, opts.timeout_s, env=env, grace_s=opts.grace_s)
-    if not records.is_file():
-        raise HilsimError(
-            f"the CUPTI launcher wrote no records (exit code {run.exit_code}"
-            + (", timed out" if run.timed_out else "") + "): see the output above"
-        )
+    argv, run = _run_launcher(opts, env, "cupti", "agent.cupti_launch", records, "CUPTI")
     bundle = bundle_from_cupti_records(records)
     profiler = dict(bundle.manifest["profilers"][0])
-    profiler.update(version=profiler.get("version") or tool.version, command=argv,
-                    activity_kinds=["CONCURRENT_KERNEL", "RUNTIME", "DRIVER"])
+    profiler.update(
+        version=profiler.get("version") or tool.version,
+        command=argv,
+        activity_kinds=["CONCURRENT_KERNEL", "RUNTIME", "DRIVER"],
+    )
     return LightResult(bundle, run, profiler, bool(bundle.manifest.get("complete", True)))
 
 
@@ -198,18 +226,8 @@ def _light_torch(opts: ProfileOptions, tool: Tool, raw: Path, env: dict[str, str
 
     from analyzer.importers.kineto import bundle_from_kineto
 
-    target = require_python_target(opts.command, "--backend torch")
     trace = raw / "light.pt.trace.json"
-    argv = target.launcher_argv(
-        "agent.torch_launch", ["--out", str(trace), *_nvtx_options(opts.nvtx_modules)]
-    )
-    say(f"light pass (torch): {' '.join(argv)}")
-    run = run_workload(argv, opts.timeout_s, env=env, grace_s=opts.grace_s)
-    if not trace.is_file():
-        raise HilsimError(
-            f"the PyTorch-profiler launcher wrote no trace (exit code {run.exit_code}"
-            + (", timed out" if run.timed_out else "") + "): see the output above"
-        )
+    argv, run = _run_launcher(opts, env, "torch", "agent.torch_launch", trace, "PyTorch-profiler")
     complete = True
     status = Path(f"{trace}.status.json")
     if status.is_file():
@@ -271,8 +289,11 @@ def _detailed(
         import subprocess
 
         done = subprocess.run(
-            ncu_mod.import_command(tool.path, report), stdout=handle, stderr=errors,
-            check=False, timeout=3600,
+            ncu_mod.import_command(tool.path, report),
+            stdout=handle,
+            stderr=errors,
+            check=False,
+            timeout=3600,
         )
     ncu_mod.check_permission(import_log.read_text(errors="replace"))
     if done.returncode != 0:
@@ -331,8 +352,12 @@ def _profile(
     bare: RunResult | None = None
     if opts.measure_overhead:
         say("overhead: running the workload once without a profiler")
-        bare = run_workload(workload_argv(opts.command, opts.nvtx_modules), opts.timeout_s,
-                            env=env, grace_s=opts.grace_s)
+        bare = run_workload(
+            workload_argv(opts.command, opts.nvtx_modules),
+            opts.timeout_s,
+            env=env,
+            grace_s=opts.grace_s,
+        )
     light: LightResult | None = None
     fallbacks: list[str] = []
     chosen = order[0]
@@ -359,16 +384,22 @@ def _profile(
             "bare_exit_code": bare.exit_code,
             "note": "light wall time includes the profiler's start-up and report writing",
         }
-    light_profiler = {"level": "light", "backend": chosen, "backend_reason": reason,
-                      **light.profiler, "run": run.as_dict()}
+    light_profiler = {
+        "level": "light",
+        "backend": chosen,
+        "backend_reason": reason,
+        **light.profiler,
+        "run": run.as_dict(),
+    }
     if fallbacks:
         light_profiler["fallbacks"] = fallbacks
     profilers: list[dict[str, Any]] = [light_profiler]
     detailed_error: str | None = None
     if opts.detailed is not None:
         if not complete:
-            profilers.append({"name": "nsight-compute", "level": "detailed",
-                              "skipped": "light pass incomplete"})
+            profilers.append(
+                {"name": "nsight-compute", "level": "detailed", "skipped": "light pass incomplete"}
+            )
         else:
             try:
                 info, metrics = _detailed(opts, tools["ncu"], raw, env, bundle)
@@ -376,12 +407,15 @@ def _profile(
                 bundle.metrics = metrics
                 mism = info["match"]["mismatched"]
                 if mism or info["match"]["count_mismatch"]:
-                    say(f"warning: {mism} detailed launches disagree with the light pass "
-                        "(not joined; see manifest profilers[].match)")
+                    say(
+                        f"warning: {mism} detailed launches disagree with the light pass "
+                        "(not joined; see manifest profilers[].match)"
+                    )
             except HilsimError as exc:
                 detailed_error = str(exc)
-                profilers.append({"name": "nsight-compute", "level": "detailed",
-                                  "error": detailed_error})
+                profilers.append(
+                    {"name": "nsight-compute", "level": "detailed", "error": detailed_error}
+                )
     manifest = bundle.manifest
     imported_device = manifest.get("device") or {}
     manifest["device"] = {**imported_device, **device}
@@ -406,8 +440,9 @@ def _profile(
         manifest["overhead"] = overhead
     path = write_bundle(bundle, opts.out, overwrite=opts.force)
     if detailed_error is not None:
-        raise HilsimError(f"{detailed_error} (the light-level bundle was written to {path} "
-                          "without metrics)")
+        raise HilsimError(
+            f"{detailed_error} (the light-level bundle was written to {path} without metrics)"
+        )
     return path, manifest
 
 
