@@ -66,6 +66,7 @@ class Bundle:
     manifest: dict[str, Any] = field(default_factory=dict)
     microbench: list[dict[str, Any]] | None = None
     path: Path | None = None
+    _digest: tuple[tuple[int, int], str] | None = field(default=None, repr=False, compare=False)
 
     @property
     def n_launches(self) -> int:
@@ -76,12 +77,17 @@ class Bundle:
 
         Two runs of the same workload that launched the same kernels in the same
         order have the same digest; plans record it to detect a different
-        workload when evaluated elsewhere.
+        workload when evaluated elsewhere. Computed once per launches table (every
+        plan and every score asks for it; hashing 10M names takes a fraction of a
+        second each time).
         """
-        hashes = pd.util.hash_pandas_object(self.launches["name"], index=False)
-        digest = hashlib.sha256(hashes.to_numpy(dtype=np.uint64).tobytes())
-        digest.update(str(len(self.launches)).encode())
-        return digest.hexdigest()
+        key = (id(self.launches), len(self.launches))
+        if self._digest is None or self._digest[0] != key:
+            hashes = pd.util.hash_pandas_object(self.launches["name"], index=False)
+            digest = hashlib.sha256(hashes.to_numpy(dtype=np.uint64).tobytes())
+            digest.update(str(len(self.launches)).encode())
+            self._digest = (key, digest.hexdigest())
+        return self._digest[1]
 
     def metrics_aligned(self) -> pd.DataFrame | None:
         """Metrics re-indexed by launch_id (rows of unprofiled launches absent)."""
