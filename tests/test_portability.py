@@ -1,8 +1,10 @@
 """analyzer.portability on a REAL bundle A (CASIO NeRF, A100, nsys SQLite) and a DERIVED B.
 
-No two-GPU profile of one workload exists in the project yet: B is made from A by
-scaling durations per kernel class, dropping a few launches and inserting a few
-foreign ones. The H100/H200 fixtures will replace it.
+The only real two-GPU pair of one workload the project holds is tiny (four SAXPY
+launches, tests/test_portability_real_pair.py), so the alignment (drops, inserts,
+unaligned time) and the per-class ranking are exercised here on a large real A and a
+B made from it by scaling durations per kernel class, dropping a few launches and
+inserting a few foreign ones.
 """
 
 from __future__ import annotations
