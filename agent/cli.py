@@ -24,7 +24,7 @@ class IncompleteRun(HilsimError):
 def agent() -> None:
     """Commands for the GPU host: device probe, microbenchmarks, two-level profiling.
 
-    Install the GPU extra there: pip install 'hilsim[gpu]'.
+    Install the GPU extra there: pip install 'hilsim[gpu-cuda13]' (or gpu-cuda12).
     """
 
 

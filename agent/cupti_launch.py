@@ -16,6 +16,13 @@ CUPTI buffers in the completion callback and written with
 
 ``agent.annotate`` / ``--nvtx`` ranges are recorded as ``range`` records with CUPTI
 timestamps (``cupti.get_timestamp()``), on the calling thread.
+
+A forced flush (``activity_flush_all(1)``) also hands over records of work still in
+flight, whose missing timestamps are ``CUPTI_TIMESTAMP_UNKNOWN`` (0): such kernel and
+API records are dropped (counted in the header's ``dropped_incomplete``) instead of
+being written with ``end < start``, which the importer rejects. After a normal return
+the current CUDA context is synchronised first (driver ``cuCtxSynchronize`` through
+cuda-bindings, a cupti-python dependency), so trailing kernels are complete.
 """
 
 from __future__ import annotations
@@ -50,6 +57,25 @@ _KERNEL_FIELDS = (
 _CALL_FIELDS = ("start", "end", "correlation_id", "thread_id", "process_id", "cbid")
 
 
+def _complete(record: dict[str, Any]) -> bool:
+    """Both timestamps known (CUPTI_TIMESTAMP_UNKNOWN is 0) and ``end >= start``."""
+    start, end = record.get("start"), record.get("end")
+    return (
+        isinstance(start, int) and isinstance(end, int) and start > 0 and end > 0
+        and end >= start
+    )
+
+
+def _synchronize_context() -> None:
+    """Best effort: wait for the current CUDA context's work (no context is created)."""
+    try:
+        from cuda.bindings import driver  # lazy: installed with cupti-python
+
+        driver.cuCtxSynchronize()  # returns (error,) without raising; no context: ignored
+    except Exception:  # noqa: BLE001, S110 - optional: no driver, no bindings, no context
+        pass
+
+
 def _fields(activity: Any, names: tuple[str, ...]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in names:
@@ -80,7 +106,10 @@ class CuptiRecorder:
         self._open = threading.local()
         self._cupti: Any = None
         self._kinds: list[Any] = []
-        self._lock = threading.Lock()
+        # re-entrant: a SIGINT/SIGTERM handler (same thread) may call finish() -> flush ->
+        # the completion callback while this thread is inside push/pop/finish
+        self._lock = threading.RLock()
+        self.dropped_incomplete = 0
         self.finished = False
         self.version: str | None = None
 
@@ -102,16 +131,25 @@ class CuptiRecorder:
             return BUFFER_BYTES, 0
 
         def completed(activities: Any) -> None:
-            kernels, calls = [], []
+            kernels, calls, dropped = [], [], 0
             for activity in activities:
                 kind = int(activity.kind)
                 if kind == int(kernel_kind):
-                    kernels.append(_fields(activity, _KERNEL_FIELDS) | {"kind": "kernel"})
+                    record = _fields(activity, _KERNEL_FIELDS) | {"kind": "kernel"}
+                    target = kernels
                 elif kind in call_kinds:
-                    calls.append(_fields(activity, _CALL_FIELDS) | {"kind": "runtime"})
+                    record = _fields(activity, _CALL_FIELDS) | {"kind": "runtime"}
+                    target = calls
+                else:
+                    continue
+                if _complete(record):
+                    target.append(record)
+                else:
+                    dropped += 1
             with self._lock:
                 self.kernels.extend(kernels)
                 self.calls.extend(calls)
+                self.dropped_incomplete += dropped
 
         cupti.activity_register_callbacks(requested, completed)
         for kind in (kernel_kind, cupti.ActivityKind.RUNTIME, cupti.ActivityKind.DRIVER):
@@ -157,6 +195,8 @@ class CuptiRecorder:
         """Flush CUPTI and (re)write the records file; later calls only downgrade."""
         from analyzer.importers.cupti_records import write_cupti_records
 
+        if complete and self._cupti is not None:
+            _synchronize_context()  # never from a signal handler: a hung kernel would block
         self.flush()
         with self._lock:
             if self.finished and complete:
@@ -174,6 +214,7 @@ class CuptiRecorder:
             "complete": complete,
             "reason": reason,
             "counts": {"kernel": len(kernels), "runtime": len(calls), "range": len(ranges)},
+            "dropped_incomplete": self.dropped_incomplete,
         }
         write_cupti_records(self.out, header, [*kernels, *calls, *ranges])
 
@@ -188,6 +229,15 @@ def main(argv: list[str] | None = None) -> None:
         print(
             "agent.cupti_launch: error: cupti-python is not installed "
             f"(pip install cupti-python): {exc}",
+            file=sys.stderr,
+        )
+        raise SystemExit(2) from exc
+    except Exception as exc:  # cuptiError, a libcupti that does not load or match
+        line = (str(exc).strip() or type(exc).__name__).splitlines()[0]
+        print(
+            f"agent.cupti_launch: error: CUPTI activity tracing could not start "
+            f"({type(exc).__name__}: {line}); cupti-python needs a matching libcupti "
+            "(nvidia-cuda-cupti) and a CUDA driver",
             file=sys.stderr,
         )
         raise SystemExit(2) from exc

@@ -10,11 +10,13 @@ launchers (:mod:`agent.cupti_launch`, :mod:`agent.torch_launch`) reuse
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import runpy
 import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 
@@ -66,6 +68,37 @@ def install_stop_handlers(finish: Callable[[bool, str], None]) -> None:
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, handler)
+
+
+@contextlib.contextmanager
+def deferred_stop_signals() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM back while the block runs (e.g. a trace export), then deliver.
+
+    A stop handler that ran in the middle of an export would find the recorder busy
+    (its finish() holds a lock: waiting would deadlock the main thread) or would raise
+    KeyboardInterrupt into the export and lose the trace. Here the signals are only
+    noted and re-sent to this process once the block has finished. Outside the main
+    thread (where handlers cannot be changed) the block just runs.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+
+    def note(signum: int, frame: Any) -> None:
+        pending.append(signum)
+
+    previous = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        previous[signum] = signal.getsignal(signum)
+        signal.signal(signum, note)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+        for signum in dict.fromkeys(pending):
+            os.kill(os.getpid(), signum)
 
 
 def run_recorded(

@@ -76,6 +76,14 @@ def _cuda_version(code: int) -> str:
     return f"{code // 1000}.{(code % 1000) // 10}"
 
 
+def _attribute(runtime: Any, name: str, index: int) -> int | None:
+    """``cudaDeviceGetAttribute(name)`` through CuPy, or None when unavailable."""
+    try:
+        return int(runtime.deviceGetAttribute(getattr(runtime, name), index))
+    except Exception:  # noqa: BLE001 - optional fact (old CuPy, unsupported attribute)
+        return None
+
+
 def cuda_facts(index: int = 0) -> dict[str, Any]:
     """Facts from CUDA device properties via CuPy. Raises ImportError / RuntimeError."""
     import cupy  # lazy: GPU extra
@@ -111,11 +119,20 @@ def cuda_facts(index: int = 0) -> dict[str, Any]:
         "cuda_driver_version": _cuda_version(driver_version),
         "cupy_version": cupy.__version__,
     }
-    # kHz in CUDA < 13; CUDA 13 removed the clock fields (NVML is used for them)
-    for key, out in (("clockRate", "max_sm_clock_mhz"), ("memoryClockRate", "max_mem_clock_mhz")):
+    # kHz. CUDA 13 removed clockRate/memoryClockRate from cudaDeviceProp; CuPy 14 still
+    # fills the keys from cudaDeviceGetAttribute, other builds may leave them out: ask
+    # the attribute directly then (NVML's clocks win in probe_device anyway)
+    for key, attr, out in (
+        ("clockRate", "cudaDevAttrClockRate", "max_sm_clock_mhz"),
+        ("memoryClockRate", "cudaDevAttrMemoryClockRate", "max_mem_clock_mhz"),
+    ):
         value = props.get(key)
+        if not isinstance(value, int) or value <= 0:
+            value = _attribute(runtime, attr, index)
         if isinstance(value, int) and value > 0:
             facts[out] = value / 1000.0
+    if facts["bus_width_bits"] is None:
+        facts["bus_width_bits"] = _attribute(runtime, "cudaDevAttrGlobalMemoryBusWidth", index)
     uuid = props.get("uuid")
     if isinstance(uuid, bytes) and len(uuid) == 16:
         h = uuid.hex()
@@ -155,7 +172,8 @@ def probe_device(index: int = 0, tools: bool = True) -> dict[str, Any]:
         if len(missing) == 2:
             raise HilsimError(
                 "agent probe: neither nvidia-ml-py (pynvml) nor cupy is installed; "
-                "install the GPU extra on the GPU host: pip install 'hilsim[gpu]'"
+                "install the GPU extra on the GPU host: "
+                "pip install 'hilsim[gpu-cuda13]' (or gpu-cuda12)"
             )
         detail = "; ".join(problems) or "no answer"
         hint = f" ({', '.join(missing)} not installed)" if missing else ""

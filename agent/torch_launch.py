@@ -21,7 +21,7 @@ import sys
 import threading
 from typing import Any
 
-from agent.launch import install_stop_handlers, run_recorded, split_argv
+from agent.launch import deferred_stop_signals, install_stop_handlers, run_recorded, split_argv
 
 
 class TorchRecorder:
@@ -56,7 +56,9 @@ class TorchRecorder:
             stack.pop().__exit__(None, None, None)
 
     def finish(self, complete: bool, reason: str | None = None) -> None:
-        with self._lock:
+        # a stop signal during the (possibly long) export is delivered after it: the
+        # handler's own finish() then returns at once instead of deadlocking on the lock
+        with deferred_stop_signals(), self._lock:
             if self.finished or self.profiler is None:
                 return
             self.finished = True

@@ -122,6 +122,14 @@ def nvml_sm_clock_mhz(device_facts: dict[str, Any]) -> float | None:
         return None
 
 
+def _attribute(runtime: Any, name: str, device: int) -> int | None:
+    """``cudaDeviceGetAttribute(name)`` through CuPy, or None when unavailable."""
+    try:
+        return int(runtime.deviceGetAttribute(getattr(runtime, name), device))
+    except Exception:  # optional fact (old CuPy, unsupported attribute)
+        return None
+
+
 def device_facts(device: int = 0) -> dict[str, Any]:
     """Facts about CUDA device ``device``: CuPy device properties + NVML clocks/bus width.
 
@@ -153,13 +161,21 @@ def device_facts(device: int = 0) -> dict[str, Any]:
         "total_memory_bytes": int(props.get("totalGlobalMem", 0)),
         "cupy_version": str(cp.__version__),
     }
-    # clock fields are deprecated in CUDA 12 and may be absent in CUDA 13 builds
-    if props.get("memoryBusWidth"):
-        facts["memory_bus_width_bits"] = int(props["memoryBusWidth"])
-    if props.get("clockRate"):
-        facts["max_sm_clock_mhz"] = int(props["clockRate"]) / 1000.0
-    if props.get("memoryClockRate"):
-        facts["max_mem_clock_mhz"] = int(props["memoryClockRate"]) / 1000.0
+    # CUDA 13 removed clockRate/memoryClockRate from cudaDeviceProp; CuPy 14 fills the
+    # keys from cudaDeviceGetAttribute, other builds may not: ask the attribute then
+    runtime = cp.cuda.runtime
+    bus = props.get("memoryBusWidth") or _attribute(
+        runtime, "cudaDevAttrGlobalMemoryBusWidth", device
+    )
+    if bus:
+        facts["memory_bus_width_bits"] = int(bus)
+    for key, attr, out in (
+        ("clockRate", "cudaDevAttrClockRate", "max_sm_clock_mhz"),
+        ("memoryClockRate", "cudaDevAttrMemoryClockRate", "max_mem_clock_mhz"),
+    ):
+        khz = props.get(key) or _attribute(runtime, attr, device)
+        if khz:
+            facts[out] = int(khz) / 1000.0
     for key, call in (
         ("cuda_runtime_version", cp.cuda.runtime.runtimeGetVersion),
         ("cuda_driver_version", cp.cuda.runtime.driverGetVersion),

@@ -3,6 +3,9 @@
 NVRTC comes from ``cupy-cuda12x`` + ``nvidia-cuda-nvrtc-cu12`` (NVRTC 12.x covers
 compute_70 ... compute_90; CUDA 13 dropped sm_70). Without NVRTC the tests skip, except
 under CI (env var ``CI`` set), where they fail: CI must prove the kernels compile.
+Under NVRTC 13 (``cupy-cuda13x``, the GPU hosts) the architectures it no longer knows
+(compute_70/72) are skipped; :func:`test_source_compiles_to_sm90_cubin` compiles the
+sources the way CuPy does on an H100 (``-arch=sm_90``: SASS, not PTX).
 """
 
 from __future__ import annotations
@@ -30,7 +33,14 @@ def _nvrtc():
     return nvrtc
 
 
+def _skip_unsupported(nvrtc, arch: str) -> None:
+    major = int(nvrtc.getVersion()[0])
+    if major >= 13 and int(arch.split("_")[1]) < 75:
+        pytest.skip(f"NVRTC {major} dropped {arch} (CUDA 13 supports sm_75 and newer)")
+
+
 def _compile(nvrtc, source: str, name: str, arch: str) -> str:
+    _skip_unsupported(nvrtc, arch)
     prog = nvrtc.createProgram(source, f"{name}.cu", [], [])
     try:
         try:
@@ -51,6 +61,26 @@ def test_source_compiles(name: str, arch: str) -> None:
     ptx = _compile(nvrtc, all_sources()[name], name, arch)
     for kernel in kernel_names()[name]:
         assert f".entry {kernel}(" in ptx, f"{name}: kernel {kernel} missing for {arch}"
+
+
+@pytest.mark.parametrize("name", sorted(all_sources()))
+def test_source_compiles_to_sm90_cubin(name: str) -> None:
+    """As CuPy's RawModule compiles on an H100: ``-arch=sm_90`` straight to a cubin, with
+    the options CuPy adds (``-ftz=true``, ``--device-as-default-execution-space``)."""
+    nvrtc = _nvrtc()
+    options = ["-arch=sm_90", "--std=c++14", "-ftz=true", "--device-as-default-execution-space"]
+    prog = nvrtc.createProgram(all_sources()[name], f"{name}.cu", [], [])
+    try:
+        try:
+            nvrtc.compileProgram(prog, options)
+        except Exception as exc:
+            raise AssertionError(f"{name} for sm_90: {exc}\n{nvrtc.getProgramLog(prog)}") from None
+        cubin = nvrtc.getCUBIN(prog)
+    finally:
+        nvrtc.destroyProgram(prog)
+    assert bytes(cubin[:4]) == b"\x7fELF"
+    for kernel in kernel_names()[name]:
+        assert kernel.encode() in bytes(cubin), f"{name}: kernel {kernel} missing from the cubin"
 
 
 def test_registry_names_every_kernel() -> None:
