@@ -17,6 +17,18 @@ CUPTI buffers in the completion callback and written with
 ``agent.annotate`` / ``--nvtx`` ranges are recorded as ``range`` records with CUPTI
 timestamps (``cupti.get_timestamp()``), on the calling thread.
 
+NVTX ranges the workload emits itself (``torch.cuda.nvtx.range``, ``cupy.cuda.nvtx``,
+the ``nvtx`` package, C++ libraries) reach CUPTI through NVTX's injection mechanism:
+the NVTX library loads the tool named by ``NVTX_INJECTION64_PATH`` at its first call,
+and libcupti is such a tool (CUPTI guide, "NVTX" under the Activity API). The launcher
+sets that variable to the libcupti this process loaded, unless the user set it, before
+the workload runs, and enables ``CUPTI_ACTIVITY_KIND_MARKER``: start/end marker records
+(flags ``MARKER_START`` = 2, ``MARKER_END`` = 4, paired by ``id``) become ``range``
+records with ``source: "marker"`` and the CUPTI thread id. A ``range`` from
+``agent.annotate`` that CUPTI also reported as a marker (same name, both ends within
+50 us) is written once, as the marker. Ranges still open when the run stops end at the
+stop time.
+
 A forced flush (``activity_flush_all(1)``) also hands over records of work still in
 flight, whose missing timestamps are ``CUPTI_TIMESTAMP_UNKNOWN`` (0): such kernel and
 API records are dropped (counted in the header's ``dropped_incomplete``) instead of
@@ -55,6 +67,44 @@ _KERNEL_FIELDS = (
     "dynamic_shared_memory",
 )
 _CALL_FIELDS = ("start", "end", "correlation_id", "thread_id", "process_id", "cbid")
+MARKER_START = 2  # CUPTI_ACTIVITY_FLAG_MARKER_START
+MARKER_END = 4  # CUPTI_ACTIVITY_FLAG_MARKER_END
+DUPLICATE_NS = 50_000  # an annotate range within this of a marker range is the same range
+
+
+def loaded_library(fragment: str, maps: str = "/proc/self/maps") -> str | None:
+    """Path of the first shared object mapped in this process whose name has ``fragment``."""
+    try:
+        with open(maps, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                path = line.rstrip("\n").split(maxsplit=5)[-1]
+                if path.startswith("/") and fragment in os.path.basename(path):
+                    return path
+    except OSError:
+        return None
+    return None
+
+
+def _marker_thread(activity: Any) -> int | None:
+    try:
+        return int(activity.object_id.pt.thread_id)
+    except (AttributeError, RuntimeError, TypeError, ValueError):
+        return None
+
+
+def drop_duplicate_ranges(annotated: list[dict[str, Any]], markers: list[dict[str, Any]]
+                          ) -> list[dict[str, Any]]:
+    """``annotated`` ranges that no marker range repeats (same name, ends within 50 us)."""
+    by_name: dict[str, list[tuple[int, int]]] = {}
+    for record in markers:
+        by_name.setdefault(record["name"], []).append((record["start"], record["end"]))
+    kept = []
+    for record in annotated:
+        twins = by_name.get(record["name"], ())
+        if not any(abs(start - record["start"]) <= DUPLICATE_NS
+                   and abs(end - record["end"]) <= DUPLICATE_NS for start, end in twins):
+            kept.append(record)
+    return kept
 
 
 def _complete(record: dict[str, Any]) -> bool:
@@ -110,6 +160,9 @@ class CuptiRecorder:
         # the completion callback while this thread is inside push/pop/finish
         self._lock = threading.RLock()
         self.dropped_incomplete = 0
+        self.markers: list[dict[str, Any]] = []
+        self._marker_open: dict[int, dict[str, Any]] = {}
+        self.nvtx_injection: str | None = None
         self.finished = False
         self.version: str | None = None
 
@@ -126,6 +179,8 @@ class CuptiRecorder:
             self.version = None
         kernel_kind = cupti.ActivityKind.CONCURRENT_KERNEL
         call_kinds = {int(cupti.ActivityKind.RUNTIME), int(cupti.ActivityKind.DRIVER)}
+        marker = getattr(cupti.ActivityKind, "MARKER", None)
+        marker_kind = int(marker) if marker is not None else -1
 
         def requested() -> tuple[int, int]:
             return BUFFER_BYTES, 0
@@ -134,6 +189,9 @@ class CuptiRecorder:
             kernels, calls, dropped = [], [], 0
             for activity in activities:
                 kind = int(activity.kind)
+                if kind == marker_kind:
+                    self._marker(activity)
+                    continue
                 if kind == int(kernel_kind):
                     record = _fields(activity, _KERNEL_FIELDS) | {"kind": "kernel"}
                     target = kernels
@@ -155,6 +213,49 @@ class CuptiRecorder:
         for kind in (kernel_kind, cupti.ActivityKind.RUNTIME, cupti.ActivityKind.DRIVER):
             cupti.activity_enable(kind)
             self._kinds.append(kind)
+        if marker is not None:
+            self._enable_markers(marker)
+
+    def _enable_markers(self, marker: Any) -> None:
+        """Route the workload's NVTX calls to libcupti and record them (best effort)."""
+        path = os.environ.get("NVTX_INJECTION64_PATH") or loaded_library("libcupti.so")
+        if path is None:
+            print("agent.cupti_launch: libcupti not found among the loaded libraries; "
+                  "the workload's own NVTX ranges are not recorded", file=sys.stderr)
+            return
+        try:
+            self._cupti.activity_enable(marker)
+        except Exception as exc:  # noqa: BLE001 - kernels matter more than ranges
+            print(f"agent.cupti_launch: NVTX marker records unavailable ({exc}); the "
+                  "workload's own NVTX ranges are not recorded", file=sys.stderr)
+            return
+        os.environ.setdefault("NVTX_INJECTION64_PATH", path)
+        self.nvtx_injection = os.environ["NVTX_INJECTION64_PATH"]
+        self._kinds.append(marker)
+
+    def _marker(self, activity: Any) -> None:
+        """Pair START/END marker records by id into ``range`` records."""
+        flags = int(getattr(activity, "flags_", getattr(activity, "flags", 0)) or 0)
+        try:
+            ident, stamp = int(activity.id), int(activity.timestamp)
+        except (AttributeError, RuntimeError, TypeError, ValueError):
+            return
+        with self._lock:
+            if flags & MARKER_START:
+                name = getattr(activity, "name", None)
+                if isinstance(name, bytes):
+                    name = name.decode("utf-8", errors="replace")
+                thread = _marker_thread(activity)
+                domain = getattr(activity, "domain", None)
+                self._marker_open[ident] = {
+                    "kind": "range", "name": str(name or ""), "start": stamp,
+                    "thread_id": thread, "thread_ident": thread, "source": "marker",
+                    "domain": domain if isinstance(domain, str) and domain else None,
+                }
+            elif flags & MARKER_END:
+                record = self._marker_open.pop(ident, None)
+                if record is not None and stamp >= record["start"] > 0:
+                    self.markers.append(record | {"end": stamp})
 
     def flush(self) -> None:
         if self._cupti is not None:
@@ -206,7 +307,11 @@ class CuptiRecorder:
             kernels = list(self.kernels)
             corr = {k.get("correlation_id") for k in kernels}
             calls = [c for c in self.calls if c.get("correlation_id") in corr]
-            ranges = list(self.ranges)
+            now = self._now()
+            still_open = [r | {"end": max(now, r["start"])} for r in self._marker_open.values()
+                          if r["start"] > 0]
+            markers = [*self.markers, *still_open]
+            ranges = [*drop_duplicate_ranges(list(self.ranges), markers), *markers]
         header = {
             "tool": {"name": "cupti-python", "version": self.version},
             "argv": self.argv,
@@ -215,6 +320,7 @@ class CuptiRecorder:
             "reason": reason,
             "counts": {"kernel": len(kernels), "runtime": len(calls), "range": len(ranges)},
             "dropped_incomplete": self.dropped_incomplete,
+            "nvtx_injection": self.nvtx_injection,
         }
         write_cupti_records(self.out, header, [*kernels, *calls, *ranges])
 
