@@ -181,7 +181,13 @@ def pareto_front(points: list[tuple[float, float]]) -> list[int]:
     return front
 
 
-def pareto_plot(summaries: list[dict[str, Any]], path: str | Path, title: str) -> Path:
+def pareto_plot(
+    summaries: list[dict[str, Any]],
+    path: str | Path,
+    title: str,
+    xlabel: str = "speedup (harmonic mean over seeds)",
+    ylabel: str = "mean sampling error (%)",
+) -> Path:
     """Speedup–error scatter with the Pareto front (STEM Fig. 9), written as PNG."""
     import matplotlib
 
@@ -221,8 +227,8 @@ def pareto_plot(summaries: list[dict[str, Any]], path: str | Path, title: str) -
         ax.legend(loc="best", fontsize=8)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("speedup (harmonic mean over seeds)")
-    ax.set_ylabel("mean sampling error (%)")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()

@@ -44,6 +44,11 @@ class Plan:
         notes: human-readable remarks (e.g. metrics that were missing).
         diagnostics: method-specific numbers (e.g. PKA error per K, classifier
             accuracy).
+        members: the cluster of every launch (int64, indexed by ``launch_id``; -1 for
+            a launch no cluster stands for), set by the method that made the plan.
+            Kept in memory only: it is as long as the bundle, so the JSON does not
+            carry it; :func:`analyzer.membership.cluster_members` recovers it for a
+            loaded plan.
     """
 
     method: str
@@ -55,6 +60,7 @@ class Plan:
     sampling: str = "deterministic"
     notes: list[str] = field(default_factory=list)
     diagnostics: dict[str, Any] = field(default_factory=dict)
+    members: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @property
     def n_samples(self) -> int:
@@ -147,6 +153,18 @@ def samples_frame(
             .reset_index()
         )
     return frame.sort_values("launch_id", kind="stable").reset_index(drop=True)
+
+
+def members_by_launch(launch_ids: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """:attr:`Plan.members` from the cluster label of each launch-table row.
+
+    ``launch_ids`` are the rows' ids (0..N-1 in a bundle); a label below 0 means no
+    cluster stands for that launch.
+    """
+    launch_ids = np.asarray(launch_ids, dtype=np.int64)
+    members = np.full(len(launch_ids), -1, dtype=np.int64)
+    members[launch_ids] = np.asarray(labels, dtype=np.int64)
+    return members
 
 
 def load_plan(path: str | Path) -> Plan:

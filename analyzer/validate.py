@@ -34,6 +34,13 @@ hw| / hw)``, other counters by ``NRMSE = sqrt(mean((sim - hw)^2)) / mean(hw)``, 
 Pearson's ``r``. Per-metric errors of the weighted sums for every silicon counter
 follow STEM Fig. 14 (:func:`analyzer.evaluate.metric_errors`).
 
+**Per cluster.** Each cluster's samples give its silicon estimate and simulated
+projection. Where the cluster members are known (:mod:`analyzer.membership`: from
+the method, or by re-running it with the plan's parameters) the table adds the
+cluster's silicon truth, the error of its estimate and the coefficient of variation
+of its launches' durations, and the histograms show each cluster's own launches
+(STEM+ROOT Fig. 10); otherwise histograms are per kernel name (STEM Fig. 1).
+
 Plots are matplotlib PNGs embedded as base64; every string in the HTML is escaped
 with :func:`html.escape`. Histograms are built from binned counts; scatter plots show
 at most :data:`MAX_SCATTER` points drawn with a fixed seed (said in the title).
@@ -57,7 +64,8 @@ import pandas as pd
 from analyzer.atomic import write_text_atomic
 from analyzer.bundle import Bundle
 from analyzer.errors import HilsimError
-from analyzer.evaluate import _interval, metric_errors, score_plan
+from analyzer.evaluate import _interval, check_compatible, metric_errors, score_plan
+from analyzer.membership import cluster_members
 from analyzer.plan import Plan, _jsonable
 
 SILICON_CYCLES_METRIC = "gpu__cycles_elapsed.max"
@@ -65,6 +73,8 @@ MAX_SCATTER = 5000
 SCATTER_SEED = 0
 TOP_KERNELS = 6
 MAX_CLUSTER_ROWS = 100
+#: kernel names longer than this are shortened in tables (the full name is a tooltip)
+NAME_CHARS = 90
 
 #: simulator column -> candidate Nsight Compute metrics (first present is used)
 COUNTER_PAIRS: dict[str, tuple[str, ...]] = {
@@ -245,14 +255,87 @@ def _silicon_metric(bundle: Bundle, names: tuple[str, ...]) -> tuple[str, np.nda
     return None
 
 
+def cluster_table(
+    plan: Plan,
+    bundle: Bundle,
+    silicon: np.ndarray,
+    sampled_sim: np.ndarray,
+    members: np.ndarray | None,
+) -> list[dict[str, Any]]:
+    """One record per cluster, largest projected share first.
+
+    Always: the weighted sums of the cluster's samples on silicon and in simulation.
+    With ``members``: the cluster's silicon truth (sum over its launches), the error
+    of its silicon estimate against that truth, and the coefficient of variation of
+    its launches' durations (STEM Fig. 10: the spread a cluster hides). Vectorised
+    with ``np.bincount`` over launches.
+    """
+    ids = plan.samples["launch_id"].to_numpy()
+    weights = plan.samples["weight"].to_numpy(np.float64)
+    cluster_of = plan.samples["cluster"].to_numpy(np.int64)
+    known = [int(c["cluster"]) for c in plan.clusters if "cluster" in c]
+    k = int(max([*known, int(cluster_of.max()) if len(cluster_of) else -1])) + 1
+    n_samples = np.bincount(cluster_of, minlength=k)
+    sil_est = np.bincount(cluster_of, weights=weights * silicon[ids], minlength=k)
+    sim_est = np.bincount(cluster_of, weights=weights * sampled_sim, minlength=k)
+    truth = count = cov = None
+    if members is not None:
+        inside = members >= 0
+        m = members[inside]
+        durations = bundle.launches["duration_ns"].to_numpy(np.float64)[inside]
+        count = np.bincount(m, minlength=k)[:k]
+        truth = np.bincount(m, weights=silicon[inside], minlength=k)[:k]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.bincount(m, weights=durations, minlength=k)[:k] / count
+            dev = durations - mean[m]
+            std = np.sqrt(np.bincount(m, weights=dev * dev, minlength=k)[:k] / count)
+            cov = std / mean
+    names_by_cluster: dict[int, list[str]] = {}
+    if "name" in plan.samples:
+        for cid, name in zip(cluster_of, plan.samples["name"].astype(str), strict=True):
+            seen = names_by_cluster.setdefault(int(cid), [])
+            if name not in seen and len(seen) < 3:
+                seen.append(name)
+    meta = {int(c["cluster"]): c for c in plan.clusters if "cluster" in c}
+    projection = float(sim_est.sum())
+    records = []
+    for cid in np.flatnonzero(n_samples):
+        info = meta.get(int(cid), {})
+        record: dict[str, Any] = {
+            "cluster": int(cid),
+            "label": str(info.get("label", "")),
+            "size": int(info["size"]) if "size" in info else None,
+            "samples": int(n_samples[cid]),
+            "kernels": names_by_cluster.get(int(cid), []),
+            "silicon_estimate_cycles": float(sil_est[cid]),
+            "sim_projection_cycles": float(sim_est[cid]),
+            "sim_over_silicon": float(sim_est[cid] / sil_est[cid]) if sil_est[cid] else None,
+            "share_of_projection": float(sim_est[cid] / projection) if projection else None,
+        }
+        if truth is not None and count is not None and cov is not None:
+            record["launches"] = int(count[cid])
+            record["silicon_truth_cycles"] = float(truth[cid])
+            record["silicon_sampling_error"] = _rel(float(sil_est[cid]), float(truth[cid]))
+            record["duration_cov"] = float(cov[cid]) if np.isfinite(cov[cid]) else None
+        records.append(record)
+    records.sort(key=lambda c: -(c["sim_projection_cycles"] or 0.0))
+    return records
+
+
 def validate_plan(
     plan: Plan,
     bundle: Bundle,
     sim: SimResults,
     clock_mhz: float,
     label: str = "plan",
+    members: np.ndarray | None = None,
+    members_note: str = "",
 ) -> dict[str, Any]:
-    """All numbers of the report for one plan (JSON-ready)."""
+    """All numbers of the report for one plan (JSON-ready).
+
+    ``members`` (:func:`analyzer.membership.cluster_members`) adds each cluster's
+    silicon truth, its sampling error and the spread of its launches' durations.
+    """
     score = score_plan(plan, bundle)  # checks the plan belongs to this bundle
     silicon, silicon_note = silicon_cycles(bundle, clock_mhz)
     ids = plan.samples["launch_id"].to_numpy()
@@ -287,45 +370,7 @@ def validate_plan(
         "silicon_cycles_from": silicon_note,
         "clock_mhz": clock_mhz,
     }
-    # per cluster (the plan stores cluster sizes, not members: weighted sample sums)
-    frame = pd.DataFrame(
-        {
-            "cluster": plan.samples["cluster"].to_numpy(),
-            "w_sil": weights * silicon[ids],
-            "w_sim": weights * sampled_sim,
-            "one": 1,
-        }
-    )
-    grouped = frame.groupby("cluster").agg(
-        samples=("one", "sum"), silicon=("w_sil", "sum"), sim=("w_sim", "sum")
-    )
-    names_by_cluster: dict[int, list[str]] = {}
-    if "name" in plan.samples:
-        for cid, name in zip(
-            plan.samples["cluster"], plan.samples["name"].astype(str), strict=True
-        ):
-            seen = names_by_cluster.setdefault(int(cid), [])
-            if name not in seen and len(seen) < 3:
-                seen.append(name)
-    meta = pd.DataFrame(plan.clusters)
-    meta = meta.set_index("cluster") if "cluster" in meta else pd.DataFrame(index=grouped.index)
-    clusters = []
-    for cid, row in grouped.iterrows():
-        info = meta.loc[cid] if cid in meta.index else {}
-        clusters.append(
-            {
-                "cluster": int(cid),
-                "label": str(info.get("label", "")) if len(info) else "",
-                "size": int(info.get("size", 0)) if len(info) else None,
-                "samples": int(row["samples"]),
-                "kernels": names_by_cluster.get(int(cid), []),
-                "silicon_estimate_cycles": float(row["silicon"]),
-                "sim_projection_cycles": float(row["sim"]),
-                "sim_over_silicon": float(row["sim"] / row["silicon"]) if row["silicon"] else None,
-                "share_of_projection": float(row["sim"] / projection) if projection else None,
-            }
-        )
-    clusters.sort(key=lambda c: -(c["sim_projection_cycles"] or 0.0))
+    clusters = cluster_table(plan, bundle, silicon, sampled_sim, members)
     errors, notes = metric_errors(plan, bundle)
     # counter-by-counter correlation over launches that have both values
     corr: list[dict[str, Any]] = []
@@ -358,6 +403,7 @@ def validate_plan(
         },
         "headline": headline,
         "silicon_score": score.to_dict(),
+        "cluster_members": members_note or "cluster members unknown",
         "clusters": clusters,
         "metric_errors": errors,
         "metric_notes": notes,
@@ -411,46 +457,78 @@ def scatter_png(sim: np.ndarray, hw: np.ndarray, title: str) -> str | None:
     return _png(fig)
 
 
-def histograms_png(bundle: Bundle, plan: Plan) -> str:
-    """Duration histograms (log bins, binned counts) of the kernels with the most time.
+def histograms_png(
+    bundle: Bundle,
+    plan: Plan,
+    members: np.ndarray | None = None,
+    clusters: list[dict[str, Any]] | None = None,
+) -> str:
+    """Duration histograms (40 log bins, binned counts) with the sampled launches marked.
 
-    The plan stores cluster sizes but not members, so launches are grouped by kernel
-    name (STEM Fig. 1); sampled launches are overlaid, coloured by cluster.
+    With ``members``: one panel per cluster, the :data:`TOP_KERNELS` clusters with the
+    largest projected share (``clusters`` as :func:`cluster_table` orders them), each
+    showing the durations of the launches the cluster stands for (STEM Fig. 10: the
+    spread inside one cluster). Without: one panel per kernel name, the kernels with
+    the most time (STEM Fig. 1), sampled launches coloured by cluster.
     """
-    names = bundle.launches["name"]
-    codes = names.cat.codes.to_numpy() if hasattr(names, "cat") else pd.factorize(names)[0]
     durations = bundle.launches["duration_ns"].to_numpy(np.float64)
-    totals = np.bincount(codes, weights=durations)
-    top = np.argsort(totals)[::-1][:TOP_KERNELS]
-    categories = names.cat.categories if hasattr(names, "cat") else pd.unique(names)
     ids = plan.samples["launch_id"].to_numpy()
-    sample_codes = codes[ids]
+    cluster_of = plan.samples["cluster"].to_numpy()
+    panels: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []
+    if members is not None:
+        order = [int(c["cluster"]) for c in (clusters or [])][:TOP_KERNELS]
+        labels = {int(c["cluster"]): str(c.get("label", "")) for c in clusters or []}
+        by_cluster = np.argsort(members, kind="stable")
+        sorted_members = members[by_cluster]
+        for cid in order:
+            lo, hi = np.searchsorted(sorted_members, [cid, cid + 1])
+            values = durations[by_cluster[lo:hi]]
+            mine = cluster_of == cid
+            cov = float(values.std() / values.mean()) if len(values) and values.mean() else 0.0
+            title = f"cluster {cid}: {labels.get(cid, '')}"
+            title = (title[:60] + "...") if len(title) > 60 else title
+            title += f"\n{len(values):,} launches, CoV {cov:.3f}"
+            panels.append((title, values, durations[ids[mine]], cluster_of[mine]))
+        heading = (
+            "Duration histograms of the clusters with the largest projected share "
+            "(40 log bins; vertical lines: the cluster's sampled launches)"
+        )
+    else:
+        names = bundle.launches["name"]
+        codes = names.cat.codes.to_numpy() if hasattr(names, "cat") else pd.factorize(names)[0]
+        categories = names.cat.categories if hasattr(names, "cat") else pd.unique(names)
+        totals = np.bincount(codes, weights=durations)
+        sample_codes = codes[ids]
+        for code in np.argsort(totals)[::-1][:TOP_KERNELS]:
+            label = str(categories[code])
+            title = (label[:60] + "...") if len(label) > 60 else label
+            mine = sample_codes == code
+            panels.append((title, durations[codes == code], durations[ids[mine]],
+                           cluster_of[mine]))
+        heading = (
+            "Duration histograms of the kernels with the most time "
+            "(40 log bins; vertical lines: sampled launches, coloured by cluster)"
+        )
     plt = _plt()
     cols = 3
-    rows = int(np.ceil(len(top) / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(11, 2.6 * rows), squeeze=False)
+    rows = max(1, int(np.ceil(len(panels) / cols)))
+    fig, axes = plt.subplots(rows, cols, figsize=(11, 2.8 * rows), squeeze=False)
     cmap = plt.get_cmap("tab10")
-    for ax, code in zip(axes.ravel(), top, strict=False):
-        values = durations[codes == code]
+    for ax, (title, values, sampled, sampled_cluster) in zip(axes.ravel(), panels,
+                                                              strict=False):
         positive = values[values > 0]
         lo, hi = (positive.min(), positive.max()) if len(positive) else (1.0, 10.0)
         edges = np.geomspace(max(lo, 1.0), max(hi, lo * 1.01, 2.0), 41)
         counts, _ = np.histogram(values, bins=edges)
         ax.stairs(counts, edges, fill=True, alpha=0.6)
-        cluster_of = plan.samples["cluster"].to_numpy()
-        for j in np.flatnonzero(sample_codes == code)[:200]:
-            ax.axvline(durations[ids[j]], color=cmap(int(cluster_of[j]) % 10), lw=0.8)
+        for value, cid in zip(sampled[:200], sampled_cluster[:200], strict=True):
+            ax.axvline(value, color=cmap(int(cid) % 10), lw=0.8)
         ax.set_xscale("log")
-        label = str(categories[code])
-        ax.set_title((label[:60] + "...") if len(label) > 60 else label, fontsize=7)
+        ax.set_title(title, fontsize=7)
         ax.set_xlabel("duration (ns)", fontsize=7)
-    for ax in axes.ravel()[len(top) :]:
+    for ax in axes.ravel()[len(panels):]:
         ax.axis("off")
-    fig.suptitle(
-        "Duration histograms of the kernels with the most time "
-        "(40 log bins; vertical lines: sampled launches, coloured by cluster)",
-        fontsize=8,
-    )
+    fig.suptitle(heading, fontsize=8)
     fig.tight_layout()
     return _png(fig)
 
@@ -474,6 +552,8 @@ def pareto_png(results: list[dict[str, Any]]) -> str:
             summaries,
             Path(tmp) / "pareto.png",
             "speedup vs total error (sampled simulation vs silicon)",
+            xlabel="speedup (silicon time / time of the sampled launches)",
+            ylabel="total error vs silicon (%)",
         )
         return base64.b64encode(path.read_bytes()).decode("ascii")
 
@@ -492,6 +572,14 @@ img{max-width:100%}.grid{display:flex;flex-wrap:wrap;gap:8px}
 
 def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
+
+
+def _name(text: Any, limit: int = NAME_CHARS) -> str:
+    """A kernel name for a table cell: escaped, shortened, the full name as a tooltip."""
+    full = str(text)
+    if len(full) <= limit:
+        return _e(full)
+    return f"<span title='{_e(full)}'>{_e(full[: limit - 3])}...</span>"
 
 
 def _fmt(value: Any, kind: str = "num") -> str:
@@ -592,40 +680,38 @@ def render_html(report: dict[str, Any], images: dict[str, Any]) -> str:
         parts += ["<h2>Speedup vs error</h2>", _img(images["pareto"], "Pareto plot")]
     for i, r in enumerate(report["plans"]):
         parts.append(f"<h2>Plan {_e(r['label'])} ({_e(r['method'])})</h2>")
+        with_members = any("launches" in c for c in r["clusters"])
         parts.append(
-            "<h3>Clusters</h3><p class='note'>weighted sums of the cluster's "
-            "samples (the plan stores cluster sizes, not members)</p>"
+            "<h3>Clusters</h3><p class='note'>estimates are weighted sums of the cluster's "
+            "samples; truth, error and duration CoV (std / mean of the launches' durations, "
+            "the spread the cluster hides: STEM Fig. 10) need the cluster's members: "
+            f"{_e(r['cluster_members'])}</p>"
         )
-        parts.append(
-            _table(
-                [
-                    "cluster",
-                    "label",
-                    "sampled kernels",
-                    "size",
-                    "samples",
-                    "silicon estimate",
-                    "sim projection",
-                    "sim / silicon",
-                    "share of projection",
-                ],
-                [
-                    [
-                        _e(c["cluster"]),
-                        _e(c["label"]),
-                        "<br>".join(_e(k) for k in c["kernels"]),
-                        _fmt(c["size"]),
-                        _fmt(c["samples"]),
-                        _fmt(c["silicon_estimate_cycles"]),
-                        _fmt(c["sim_projection_cycles"]),
-                        _fmt(c["sim_over_silicon"]),
-                        _fmt(c["share_of_projection"], "pct"),
-                    ]
-                    for c in r["clusters"][:MAX_CLUSTER_ROWS]
-                ],
-                left=3,
-            )
-        )
+        headers = ["cluster", "label", "other sampled kernels", "size", "samples",
+                   "silicon estimate", "sim projection", "sim / silicon", "share of projection"]
+        if with_members:
+            headers += ["silicon truth", "silicon sampling error", "duration CoV"]
+        rows = []
+        for c in r["clusters"][:MAX_CLUSTER_ROWS]:
+            row = [
+                _e(c["cluster"]),
+                _name(c["label"]),
+                "<br>".join(_name(k) for k in c["kernels"] if k != c["label"]),
+                _fmt(c["size"]),
+                _fmt(c["samples"]),
+                _fmt(c["silicon_estimate_cycles"]),
+                _fmt(c["sim_projection_cycles"]),
+                _fmt(c["sim_over_silicon"]),
+                _fmt(c["share_of_projection"], "pct"),
+            ]
+            if with_members:
+                row += [
+                    _fmt(c.get("silicon_truth_cycles")),
+                    _fmt(c.get("silicon_sampling_error"), "pct"),
+                    _fmt(c.get("duration_cov")),
+                ]
+            rows.append(row)
+        parts.append(_table(headers, rows, left=3))
         if len(r["clusters"]) > MAX_CLUSTER_ROWS:
             parts.append(
                 f"<p class='note'>first {MAX_CLUSTER_ROWS} of {len(r['clusters'])} "
@@ -682,9 +768,11 @@ def validate(
     silicon, _ = silicon_cycles(bundle, clock_mhz)
     first_sim: SimResults | None = None
     for label, plan in plans:
+        check_compatible(plan, bundle)
+        members, members_note = cluster_members(plan, bundle)
         sim = sim_for(plan)
         first_sim = first_sim or sim
-        result = validate_plan(plan, bundle, sim, clock_mhz, label)
+        result = validate_plan(plan, bundle, sim, clock_mhz, label, members, members_note)
         results.append(result)
         scatters = [("cycles", scatter_png(sim.cycles, silicon, "cycles"))]
         for c in result["correlation"][1:]:
@@ -697,7 +785,7 @@ def validate(
                     )
                 )
         images["scatter"].append(scatters)
-        images["hist"].append(histograms_png(bundle, plan))
+        images["hist"].append(histograms_png(bundle, plan, members, result["clusters"]))
     if len(results) > 1:
         images["pareto"] = pareto_png(results)
     device = bundle.manifest.get("device") or {}

@@ -173,3 +173,20 @@ def test_cli_sim_and_model_paths(tmp_path, monkeypatch):
         ["--silicon", str(tmp_path / "b"), "--plan", str(tmp_path / "plan.json"), "-o", str(out)],
     )
     assert bad.exit_code != 0
+
+
+def test_long_kernel_names_are_shortened_escaped_and_kept_as_tooltip(tmp_path):
+    long_evil = "void k<'x'>(" + "Eigen::TensorMap<A&B>, " * 10 + ") <script>alert(1)</script>"
+    frame = pd.DataFrame({"name": [long_evil, "k2"], "duration_ns": [1000, 2000]})
+    bundle = Bundle(normalize_launches(frame, "hand"))
+    bundle.manifest = {"device": {"name": "gpu", "max_sm_clock_mhz": 1000.0}}
+    samples = samples_frame(np.array([0, 1]), np.array([1.0, 1.0]), np.array([0, 1]))
+    plan = Plan("hand", {}, {"n_launches": 2, "sequence_digest": bundle.sequence_digest()},
+                [{"cluster": 0, "size": 1, "label": long_evil}, {"cluster": 1, "size": 1}],
+                samples).attach_names(bundle.launches["name"])
+    report, images = validate(bundle, [("p", plan)], lambda p: SimResults(np.ones(2)), 1000.0)
+    text = write_report(report, images, tmp_path / "r")[0].read_text()
+    assert "<script" not in text and "'x'" not in text
+    assert "title='void k&lt;&#x27;x&#x27;&gt;(Eigen::TensorMap&lt;A&amp;B&gt;" in text
+    assert "&lt;/script&gt;'>" in text  # the tooltip holds the whole name
+    assert "...</span>" in text

@@ -73,6 +73,7 @@ class RandomUniform(Method):
             clusters=[cluster],
             samples=samples_frame(keep, weights, np.zeros(len(keep))),
             sampling="random",
+            members=np.zeros(n, dtype=np.int64),
         )
 
 
@@ -127,6 +128,7 @@ class FirstN(Method):
             clusters=[cluster],
             samples=samples_frame(keep, np.full(count, scale), np.zeros(count)),
             notes=notes,
+            members=np.zeros(n, dtype=np.int64),
         )
 
 

@@ -117,7 +117,7 @@ from analyzer.bundle import Bundle
 from analyzer.errors import HilsimError
 from analyzer.methods import register
 from analyzer.methods.base import Method, source_facts
-from analyzer.plan import Plan, samples_frame
+from analyzer.plan import Plan, members_by_launch, samples_frame
 
 #: MEGsim section III-C: power shares of the Geometry (vertex shaders), Raster
 #: (fragment shaders) and Tiling (primitives) stages, used as group weights.
@@ -860,6 +860,10 @@ class MEGsim(Method):
         samples = samples_frame(
             np.concatenate(ids), np.concatenate(weights), np.concatenate(clusters_col)
         )
+        labels = np.full(len(launches), -1, dtype=np.int64)
+        labels[member] = region_cluster[instance[member]]
+        if self.outside == "simulate":
+            labels[outside_rows] = k
         durations = launches["duration_ns"].to_numpy(dtype=np.float64)
         clusters = _cluster_records(
             selection.regions, result, instance, member, durations, outside_rows, self.outside
@@ -894,6 +898,7 @@ class MEGsim(Method):
             sampling="deterministic",
             notes=notes,
             diagnostics=diagnostics,
+            members=members_by_launch(launches["launch_id"].to_numpy(), labels),
         )
 
     def _features(

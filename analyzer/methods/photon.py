@@ -85,7 +85,7 @@ from analyzer.methods._support import (
     relative_error,
 )
 from analyzer.methods.base import Method, source_facts
-from analyzer.plan import Plan, samples_frame
+from analyzer.plan import Plan, members_by_launch, samples_frame
 
 INSTRUCTIONS = "smsp__inst_executed.sum"
 #: metric names containing this and ending in ``.sum`` are instruction-mix counts.
@@ -387,6 +387,7 @@ class Photon(Method):
             clusters=clusters,
             samples=samples_frame(ids[reps], weights, np.arange(k, dtype=np.int64)),
             notes=notes,
+            members=members_by_launch(ids, labels),
             diagnostics={
                 "n_launches": n,
                 "n_representatives": k,

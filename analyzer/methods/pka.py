@@ -62,7 +62,7 @@ from analyzer.bundle import Bundle
 from analyzer.errors import HilsimError
 from analyzer.methods import register
 from analyzer.methods.base import Method, source_facts
-from analyzer.plan import Plan, samples_frame
+from analyzer.plan import Plan, members_by_launch, samples_frame
 from analyzer.schema import LAUNCH_RESOURCE_COLUMNS
 
 #: PKA Table 2: microarchitecture-agnostic characteristics collected for PCA.
@@ -277,6 +277,7 @@ class PKA(Method):
             samples=samples_frame(launch_ids[rep_rows], sizes, np.arange(k, dtype=np.int64)),
             notes=notes,
             diagnostics=diagnostics,
+            members=members_by_launch(launch_ids, labels_all),
         )
 
     # --------------------------------------------------------------- helpers

@@ -75,7 +75,7 @@ from analyzer.methods._support import (
     relative_error,
 )
 from analyzer.methods.base import Method, source_facts
-from analyzer.plan import Plan, samples_frame
+from analyzer.plan import Plan, members_by_launch, samples_frame
 
 INSTRUCTIONS = "smsp__inst_executed.sum"
 #: a KDE sub-stratum whose CoV stays above this is split once more (STEM-AE Sieve).
@@ -291,6 +291,7 @@ class Sieve(Method):
             source=source_facts(bundle),
             clusters=clusters,
             samples=samples_frame(ids[rep_rows], weights, np.arange(n_strata, dtype=np.int64)),
+            members=members_by_launch(ids, strata),
             sampling="random" if self.representative == "random" else "deterministic",
             notes=notes,
             diagnostics={

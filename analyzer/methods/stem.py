@@ -330,6 +330,9 @@ class STEM(Method):
             launches, order, start, end, group, sizes, means, stds, draws, census, self.by_config
         )
         predicted = _predicted_bound(sizes, means, stds, np.where(census, sizes, draws), census, z)
+        cluster_of_position, _, positions = _expand(start, end)
+        members = np.full(len(launches), -1, dtype=np.int64)
+        members[launches["launch_id"].to_numpy()[order[positions]]] = cluster_of_position
         return Plan(
             method=self.name,
             params=self.params(),
@@ -345,6 +348,7 @@ class STEM(Method):
                 "census_clusters": int(census.sum()),
                 "predicted_error_bound": predicted,
             },
+            members=members,
         )
 
 

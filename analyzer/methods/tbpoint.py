@@ -61,7 +61,7 @@ from analyzer.methods._support import (
 )
 from analyzer.methods.base import Method, source_facts
 from analyzer.methods.pka import GRID_SIZE, LIGHT_INT_COLUMNS, TABLE2_METRICS
-from analyzer.plan import Plan, samples_frame
+from analyzer.plan import Plan, members_by_launch, samples_frame
 
 #: PKA section 5.1: "20 threshold values between 0.01 and 0.2".
 SWEEP_THRESHOLDS: tuple[float, ...] = tuple(float(t) for t in np.linspace(0.01, 0.2, 20))
@@ -223,6 +223,7 @@ class TBPoint(Method):
             clusters=clusters,
             samples=samples_frame(ids[reps], sizes, np.arange(k, dtype=np.int64)),
             notes=notes,
+            members=members_by_launch(ids, labels),
             diagnostics={
                 "n_launches": n,
                 "features": source,
