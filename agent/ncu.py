@@ -179,7 +179,7 @@ class Match:
 
 
 def _agree(ncu_names: np.ndarray, light_names: np.ndarray) -> np.ndarray:
-    from analyzer.importers.ncu_csv import names_agree
+    from analyzer.schema import names_agree
 
     if len(ncu_names) == 0:
         return np.zeros(0, dtype=bool)

@@ -345,6 +345,7 @@ def _register_commands() -> None:
     """Commands that live in their own modules (GPU imports inside them stay lazy)."""
     from agent.cli import agent
     from analyzer.dse_cli import dse_cmd
+    from analyzer.export_cli import export_cmd
     from analyzer.pkp_cli import pkp_cmd
     from analyzer.portability_cli import portability_cmd
     from analyzer.tune_cli import tune_cmd
@@ -355,6 +356,7 @@ def _register_commands() -> None:
     cli.add_command(agent)
     cli.add_command(tune_cmd)
     cli.add_command(validate_cmd)
+    cli.add_command(export_cmd)
     cli.add_command(portability_cmd)
     cli.add_command(dse_cmd)
     cli.add_command(pkp_cmd)

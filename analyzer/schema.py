@@ -96,6 +96,32 @@ def kernel_base_name(full_name: str) -> str:
     return base or text
 
 
+
+def names_agree(ncu_names: np.ndarray, launch_names: np.ndarray) -> np.ndarray:
+    """Per row: do the two kernel names denote the same kernel?
+
+    Used wherever two tools name the same launches differently (ncu vs the light
+    profiler; a simulator's mangled names vs the profile's demangled ones).
+
+    Equal short base names (:func:`kernel_base_name`) agree; so do names where one side is
+    a prefix of the other (ncu truncates long names) or where one side's base name occurs in
+    the other full name (mangled vs demangled). Work is done once per distinct pair.
+    """
+    pairs = pd.DataFrame({"a": ncu_names, "b": launch_names})
+    codes, uniques = pd.MultiIndex.from_frame(pairs).factorize()
+    verdict = np.empty(len(uniques), dtype=bool)
+    for index, (a, b) in enumerate(uniques):
+        a_full, b_full = str(a).strip(), str(b).strip()
+        a_base, b_base = kernel_base_name(a_full), kernel_base_name(b_full)
+        verdict[index] = (
+            a_base == b_base
+            or (len(a_base) >= 3 and a_base in b_full)
+            or (len(b_base) >= 3 and b_base in a_full)
+            or (len(a_full) >= 8 and b_full.startswith(a_full))
+            or (len(b_full) >= 8 and a_full.startswith(b_full))
+        )
+    return verdict[codes]
+
 def _as_category(values: pd.Series) -> pd.Series:
     if isinstance(values.dtype, pd.CategoricalDtype):
         cats = values.cat.categories

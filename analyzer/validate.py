@@ -159,7 +159,7 @@ def results_from_simlog(plan: Plan, bundle: Bundle, simlog: pd.DataFrame) -> Sim
     A log that covers *every* launch of the bundle (a full simulation) is placed by
     launch order instead, which gives the full-simulation total.
     """
-    from simmodel.export import match_sim_results
+    from simmodel.export import check_simulated_names, match_sim_results
 
     n = bundle.n_launches
     cycles = np.full(n, np.nan)
@@ -172,6 +172,8 @@ def results_from_simlog(plan: Plan, bundle: Bundle, simlog: pd.DataFrame) -> Sim
     if len(simlog) == n and len(simlog) != plan.n_samples:
         ordered = simlog.sort_values("sim_launch", kind="stable")
         ids = np.arange(n)
+        check_simulated_names(bundle.launches["name"].astype(str).to_numpy(),
+                              ordered["kernel"].to_numpy(), ids)
         values = ordered
     else:
         values = match_sim_results(plan, simlog)

@@ -1,31 +1,40 @@
 """Export a sampling plan to Accel-Sim's trace-driven front end, and map results back.
 
 Accel-Sim's NVBit tracer (``util/tracer_nvbit``) writes one ``kernel-<N>.trace``
-per launch, ``N`` counting the traced process's launches from 1 in launch order,
-plus a ``kernelslist`` that the post-processor turns into ``kernelslist.g``: one
-command per line, ``MemcpyHtoD,<addr>,<bytes>`` or ``kernel-<N>.traceg``. The
-trace-driven simulator (``accel-sim.out -trace kernelslist.g``) runs the listed
-kernels in file order.
+per launch, ``N`` counting the traced process's launches from 1 in launch order
+(the trace header repeats it as ``-kernel id = N`` and names the kernel in
+``-kernel name = ...``), plus a ``kernelslist`` that the post-processor turns into
+``kernelslist.g``: one command per line, ``MemcpyHtoD,<addr>,<bytes>`` or
+``kernel-<N>.traceg`` (``.traceg.xz`` when compressed). The trace-driven simulator
+(``accel-sim.out -trace LIST``) reads a line as a kernel only if it starts with
+``kernel`` and opens it as ``<folder of LIST>/<line>``: a sampled list therefore
+lives in the traces folder, beside the tracer's full ``kernelslist.g``.
 
 **Launch ids to trace files.** hilsim's ``launch_id`` counts the profiled launches
 from 0 in start order, so with the tracer started at the same first launch
-``launch_id`` ``i`` is ``kernel-<i + first_trace_id>.traceg`` (``first_trace_id=1``).
-If the tracer skipped launches (``DYNAMIC_KERNEL_LIMIT_START``) or the profile was
-trimmed, pass the trace id of launch 0 as ``first_trace_id``. ``weights.csv`` lists,
-for every sampled launch, its trace file, weight, cluster and kernel name, so the
-mapping can be checked by hand against the trace headers (``-kernel name = ...``).
+``launch_id`` ``i`` is ``kernel-<i + first_trace_id>`` (``first_trace_id=1``). If
+the tracer skipped launches (``DYNAMIC_KERNEL_LIMIT_START``) or the profile was
+trimmed, pass the trace id of launch 0 as ``first_trace_id``.
 
-:func:`write_kernelslist` writes ``kernelslist.g`` (sampled launches only, in
-launch order; the ``MemcpyHtoD`` lines of an existing list can be kept so the L2 is
-filled as in the full run) and ``weights.csv`` atomically.
-:func:`match_sim_results` pairs the simulated kernels (in ``kernelslist.g`` order,
-i.e. ascending ``launch_id``) with the plan's samples and checks their names.
+:func:`write_kernelslist` writes the sampled list (sampled launches only, in launch
+order) and a weights CSV beside it (launch id, trace file, weight, cluster, kernel
+name), atomically. Given the traces folder it keeps the full list's ``MemcpyHtoD``
+lines before the sampled kernels that follow them (so memory is filled as in the
+full run), takes each trace's file name from the full list, and reads every sampled
+trace's header: a missing trace, a ``-kernel id`` other than the expected one, or a
+kernel name that disagrees with the profile is a one-line error, so an off-by-one
+``first_trace_id`` or a trace of another run cannot go unnoticed.
+
+:func:`match_sim_results` pairs the simulated kernels (in list order, i.e.
+ascending ``launch_id``) with the plan's samples and checks their names.
 """
 
 from __future__ import annotations
 
 import io
+import lzma
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -34,10 +43,13 @@ import pandas as pd
 from analyzer.atomic import write_text_atomic
 from analyzer.errors import HilsimError
 from analyzer.plan import Plan
-from analyzer.schema import kernel_base_name
+from analyzer.schema import names_agree
 
-KERNELSLIST = "kernelslist.g"
-WEIGHTS = "weights.csv"
+#: the tracer's full list in a traces folder
+FULL_LIST = "kernelslist.g"
+_KERNEL_ENTRY = re.compile(r"^kernel-(\d+)\.trace(g)?(\.xz)?$")
+#: header lines read from each trace before giving up on finding the kernel facts
+_HEADER_LINES = 64
 
 
 def trace_file(launch_id: int, first_trace_id: int = 1) -> str:
@@ -48,7 +60,7 @@ def trace_file(launch_id: int, first_trace_id: int = 1) -> str:
 def sampled_launches(plan: Plan, first_trace_id: int = 1) -> pd.DataFrame:
     """The plan's samples in simulation (launch) order with their trace file names."""
     samples = plan.samples.sort_values("launch_id", kind="stable").reset_index(drop=True)
-    out = pd.DataFrame(
+    return pd.DataFrame(
         {
             "launch_id": samples["launch_id"].to_numpy(np.int64),
             "trace_file": [trace_file(i, first_trace_id) for i in samples["launch_id"]],
@@ -59,67 +71,144 @@ def sampled_launches(plan: Plan, first_trace_id: int = 1) -> pd.DataFrame:
             else np.full(len(samples), "", dtype=object),
         }
     )
-    return out
+
+
+def weights_path(list_path: str | os.PathLike[str]) -> Path:
+    """The weights CSV written beside a sampled list (``X.g`` -> ``X.weights.csv``)."""
+    p = Path(list_path)
+    return p.with_name((p.stem if p.suffix == ".g" else p.name) + ".weights.csv")
+
+
+def trace_header(path: str | os.PathLike[str]) -> dict[str, str]:
+    """``-key = value`` lines at the top of an Accel-Sim trace (``.traceg``, ``.xz`` too).
+
+    Reads at most :data:`_HEADER_LINES` lines, stopping at the first ``#BEGIN_TB``.
+    """
+    p = Path(path)
+    opener = lzma.open if p.suffix == ".xz" else open
+    header: dict[str, str] = {}
+    try:
+        with opener(p, "rt", encoding="utf-8", errors="replace") as handle:
+            for _, line in zip(range(_HEADER_LINES), handle, strict=False):
+                if line.startswith("#BEGIN_TB"):
+                    break
+                if line.startswith("-") and "=" in line:
+                    key, value = line[1:].split("=", 1)
+                    header[key.strip()] = value.strip()
+    except FileNotFoundError:
+        raise HilsimError(f"{p}: no such trace file") from None
+    except (OSError, lzma.LZMAError) as exc:
+        raise HilsimError(f"{p}: unreadable trace ({exc})") from None
+    return header
+
+
+def _full_list_entries(full_list: Path) -> list[str]:
+    try:
+        return [ln.strip() for ln in full_list.read_text().splitlines() if ln.strip()]
+    except FileNotFoundError:
+        raise HilsimError(
+            f"{full_list}: no such kernelslist (the tracer's post-processing writes it)"
+        ) from None
+
+
+def _from_full_list(table: pd.DataFrame, full_list: Path, first_trace_id: int) -> list[str]:
+    """Sampled list lines from the tracer's full list; fills ``table['trace_file']``."""
+    wanted = dict(zip(table["launch_id"] + first_trace_id, table.index, strict=True))
+    lines: list[str] = []
+    pending: list[str] = []
+    for entry in _full_list_entries(full_list):
+        if entry.startswith("Memcpy"):
+            pending.append(entry)
+            continue
+        match = _KERNEL_ENTRY.match(entry)
+        if match is None:
+            continue  # other commands (e.g. MemcpyDtoH) are not replayed
+        row = wanted.pop(int(match.group(1)), None)
+        if row is not None:
+            lines.extend(pending)
+            pending = []
+            lines.append(entry)
+            table.loc[row, "trace_file"] = entry
+    if wanted:
+        first = min(wanted)
+        raise HilsimError(
+            f"{full_list}: lists no kernel-{first}.traceg for launch {first - first_trace_id} "
+            f"({len(wanted)} sampled launches missing): the traces do not cover the profiled "
+            "launches or first_trace_id is wrong"
+        )
+    return lines
+
+
+def _check_trace_headers(table: pd.DataFrame, folder: Path, first_trace_id: int) -> None:
+    """Every sampled trace exists, has the expected ``-kernel id`` and an agreeing name."""
+    names = []
+    for row in table.itertuples(index=False):  # one file per sampled launch, not per launch
+        header = trace_header(folder / row.trace_file)
+        expected = int(row.launch_id) + first_trace_id
+        kid = header.get("kernel id")
+        if kid is not None and kid.isdigit() and int(kid) != expected:
+            raise HilsimError(
+                f"{folder / row.trace_file}: -kernel id = {kid}, expected {expected} for "
+                f"launch {row.launch_id}"
+            )
+        names.append(header.get("kernel name", ""))
+    traced = np.asarray(names, dtype=object)
+    profiled = table["name"].astype(str).to_numpy()
+    known = (traced != "") & (profiled != "")
+    agree = np.ones(len(table), dtype=bool)
+    if known.any():
+        agree[known] = names_agree(traced[known], profiled[known])
+    if not agree.all():
+        k = int(np.flatnonzero(~agree)[0])
+        raise HilsimError(
+            f"{folder / table['trace_file'].iloc[k]}: traces kernel {str(traced[k])!r} but "
+            f"launch {int(table['launch_id'].iloc[k])} is {str(profiled[k])!r} "
+            f"({int((~agree).sum())} of {len(table)} sampled traces disagree): "
+            "wrong first_trace_id, or traces of another run"
+        )
 
 
 def write_kernelslist(
     plan: Plan,
-    out_dir: str | os.PathLike[str],
+    out: str | os.PathLike[str],
     first_trace_id: int = 1,
-    memcpy_from: str | os.PathLike[str] | None = None,
+    traces: str | os.PathLike[str] | None = None,
+    full_list: str | os.PathLike[str] | None = None,
 ) -> tuple[Path, Path]:
-    """Write ``kernelslist.g`` and ``weights.csv`` for ``plan`` into ``out_dir``.
+    """Write the sampled list ``out`` and its weights CSV (:func:`weights_path`).
 
-    ``memcpy_from``: an existing (full) ``kernelslist.g`` whose ``MemcpyHtoD`` lines
-    are kept in place relative to the kernels (a copy is emitted before the first
-    sampled kernel that follows it in the full list). Returns both paths.
+    ``traces``: the traces folder (``out`` must lie in it, since Accel-Sim opens list
+    entries relative to the list's folder); its full list (``full_list``, default
+    ``traces/kernelslist.g``) supplies the trace file names and the ``MemcpyHtoD``
+    lines, and every sampled trace's header is checked (module docstring). Without
+    ``traces`` the list names ``kernel-<N>.traceg`` files, unchecked, to be placed in
+    the traces folder. Returns both paths.
     """
     table = sampled_launches(plan, first_trace_id)
     if table.empty:
         raise HilsimError("export: the plan has no samples")
-    lines: list[str] = []
-    if memcpy_from is None:
+    out_path = Path(out)
+    if traces is None:
         lines = list(table["trace_file"])
     else:
-        src = Path(memcpy_from)
-        try:
-            full = [ln.strip() for ln in src.read_text().splitlines() if ln.strip()]
-        except FileNotFoundError:
-            raise HilsimError(f"{src}: no such kernelslist") from None
-        wanted = set(table["trace_file"])
-        pending: list[str] = []
-        for entry in full:
-            if entry.startswith("Memcpy"):
-                pending.append(entry)
-            elif entry in wanted:
-                lines.extend(pending)
-                pending = []
-                lines.append(entry)
-                wanted.discard(entry)
-        if wanted:
-            missing = sorted(wanted, key=lambda s: int(s.split("-")[1].split(".")[0]))
+        folder = Path(traces)
+        if not folder.is_dir():
+            raise HilsimError(f"{folder}: no such traces folder")
+        full = Path(full_list) if full_list is not None else folder / FULL_LIST
+        if out_path.resolve().parent != folder.resolve():
             raise HilsimError(
-                f"{src}: lists no {missing[0]} ({len(missing)} sampled trace files missing): "
-                "the trace does not cover the profiled launches or first_trace_id is wrong"
+                f"{out_path}: write the sampled list inside {folder}: Accel-Sim opens each "
+                "listed trace relative to the list's own folder"
             )
-    out = Path(out_dir)
-    list_path = write_text_atomic(out / KERNELSLIST, "\n".join(lines) + "\n")
+        if out_path.resolve() == full.resolve():
+            raise HilsimError(f"{out_path}: would replace the tracer's full list; choose "
+                              "another name (e.g. kernelslist.sampled.g)")
+        lines = _from_full_list(table, full, first_trace_id)
+        _check_trace_headers(table, folder, first_trace_id)
+    list_path = write_text_atomic(out_path, "\n".join(lines) + "\n")
     buffer = io.StringIO()
     table.to_csv(buffer, index=False)
-    weights_path = write_text_atomic(out / WEIGHTS, buffer.getvalue())
-    return list_path, weights_path
-
-
-def _names_agree(plan_name: str, sim_name: str) -> bool:
-    """Whether a profiled (demangled) name and a simulator-printed (mangled) name agree.
-
-    Equal strings agree; otherwise the profiled name's short base name must occur in
-    the simulated one (``vecAdd`` in ``_Z6vecAddPKfS0_Pfi``).
-    """
-    if not plan_name or plan_name == sim_name:
-        return True
-    base = kernel_base_name(plan_name)
-    return bool(base) and base in sim_name
+    return list_path, write_text_atomic(weights_path(out_path), buffer.getvalue())
 
 
 def match_sim_results(plan: Plan, simlog: pd.DataFrame) -> pd.DataFrame:
@@ -138,13 +227,32 @@ def match_sim_results(plan: Plan, simlog: pd.DataFrame) -> pd.DataFrame:
             f"simulation logs hold {len(sim)} kernels but the plan samples {len(table)} "
             "launches: simulate exactly the exported kernelslist.g"
         )
-    sim_names = sim["kernel"].astype(str).to_numpy()
-    for k, (plan_name, sim_name) in enumerate(zip(table["name"], sim_names, strict=True)):
-        if not _names_agree(str(plan_name), sim_name):
-            raise HilsimError(
-                f"simulated kernel {k + 1} is {sim_name!r} but sampled launch "
-                f"{int(table['launch_id'].iloc[k])} is {plan_name!r}: the logs are not "
-                "in kernelslist.g order or belong to another plan"
-            )
-    merged = pd.concat([table, sim.rename(columns={"kernel": "sim_kernel"})], axis=1)
-    return merged
+    check_simulated_names(table["name"].to_numpy(), sim["kernel"].to_numpy(),
+                          table["launch_id"].to_numpy())
+    return pd.concat([table, sim.rename(columns={"kernel": "sim_kernel"})], axis=1)
+
+
+def check_simulated_names(
+    profiled: np.ndarray, simulated: np.ndarray, launch_ids: np.ndarray
+) -> None:
+    """One-line error at the first simulated kernel whose name disagrees with its launch.
+
+    ``profiled[k]`` is the profile's name of launch ``launch_ids[k]`` and
+    ``simulated[k]`` the name the simulator printed for the ``k``-th kernel; an empty
+    profiled name is not checked. Names are compared with
+    :func:`analyzer.schema.names_agree` (demangled vs mangled).
+    """
+    profiled = np.asarray(profiled, dtype=object).astype(str)
+    simulated = np.asarray(simulated, dtype=object).astype(str)
+    known = profiled != ""
+    agree = np.ones(len(profiled), dtype=bool)
+    if known.any():
+        agree[known] = names_agree(simulated[known], profiled[known])
+    if not agree.all():
+        k = int(np.flatnonzero(~agree)[0])
+        raise HilsimError(
+            f"simulated kernel {k + 1} is {str(simulated[k])!r} but launch "
+            f"{int(launch_ids[k])} is {str(profiled[k])!r} ({int((~agree).sum())} of "
+            f"{len(agree)} disagree): the logs are not in kernelslist order or belong to "
+            "another plan or run"
+        )

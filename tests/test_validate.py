@@ -190,3 +190,16 @@ def test_long_kernel_names_are_shortened_escaped_and_kept_as_tooltip(tmp_path):
     assert "title='void k&lt;&#x27;x&#x27;&gt;(Eigen::TensorMap&lt;A&amp;B&gt;" in text
     assert "&lt;/script&gt;'>" in text  # the tooltip holds the whole name
     assert "...</span>" in text
+
+
+def test_full_simulation_logs_are_name_checked():
+    from analyzer.validate import results_from_simlog
+
+    bundle = _bundle()
+    names = [EVIL, "k2", EVIL, "k2"]
+    log = pd.DataFrame({"sim_launch": range(4), "kernel": names, "cycles": [1.0, 2, 3, 4]})
+    sim = results_from_simlog(_plan(bundle), bundle, log)
+    assert sim.covers_all and sim.cycles.tolist() == [1.0, 2, 3, 4]
+    swapped = log.assign(kernel=["k2", EVIL, EVIL, "k2"])
+    with pytest.raises(HilsimError, match="simulated kernel 1 is 'k2' but launch 0"):
+        results_from_simlog(_plan(bundle), bundle, swapped)

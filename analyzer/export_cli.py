@@ -1,0 +1,52 @@
+"""``hilsim export``: a plan's sampled launches as an Accel-Sim trace list plus weights.
+
+See :mod:`simmodel.export` for the mapping of launch ids to NVBit trace files and the
+checks made against a traces folder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from analyzer.errors import HilsimError
+
+
+@click.command("export")
+@click.argument("plan_path", metavar="PLAN", type=click.Path(path_type=Path))
+@click.option("--traces", type=click.Path(path_type=Path),
+              help="Accel-Sim traces folder (the tracer's kernelslist.g and kernel-N.traceg "
+                   "files): the list is written there, memcpys kept, every sampled trace "
+                   "checked.")
+@click.option("--full-list", type=click.Path(path_type=Path),
+              help="The tracer's full list, if not TRACES/kernelslist.g.")
+@click.option("-o", "--output", type=click.Path(path_type=Path),
+              help="List to write (default with --traces: TRACES/kernelslist.<plan>.g); the "
+                   "weights go beside it as <name>.weights.csv.")
+@click.option("--first-trace-id", type=int, default=1, show_default=True,
+              help="Trace id N of launch 0 (kernel-N.traceg); 1 when tracer and profile "
+                   "started at the same launch.")
+@click.option("--force", is_flag=True, help="Replace an existing list.")
+def export_cmd(plan_path: Path, traces: Path | None, full_list: Path | None,
+               output: Path | None, first_trace_id: int, force: bool) -> None:
+    """Write PLAN's sampled launches as an Accel-Sim kernelslist and weights CSV.
+
+    Simulate it with `accel-sim.out -trace LIST ...` and read the log back with
+    `hilsim validate --sim LOG`.
+    """
+    from analyzer.plan import load_plan
+    from simmodel.export import write_kernelslist
+
+    if first_trace_id < 0:
+        raise HilsimError(f"--first-trace-id must be >= 0, got {first_trace_id}")
+    if output is None:
+        if traces is None:
+            raise HilsimError("export: give --traces FOLDER or -o LIST")
+        output = traces / f"kernelslist.{plan_path.stem}.g"
+    if output.exists() and not force:
+        raise HilsimError(f"{output}: already exists (use --force to replace)")
+    plan = load_plan(plan_path)
+    list_path, weights = write_kernelslist(plan, output, first_trace_id, traces, full_list)
+    checked = " (every sampled trace's header checked)" if traces is not None else ""
+    click.echo(f"wrote {list_path}: {plan.n_samples} sampled launches{checked}, and {weights}")
