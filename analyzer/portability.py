@@ -12,8 +12,8 @@ A (``--source``) is evaluated on bundle B of the same workload:
    at least ``min_block`` launches; what lies before it is unaligned (dropped from A
    or inserted in B). Cost is linear in the launches plus ``window**2`` per
    mismatching stretch, instead of difflib's quadratic worst case on the whole
-   sequence. Launches that cannot be aligned are listed (first 50) with the share of
-   B's time they hold.
+   sequence. Launches that cannot be aligned are listed on both sides (first 50) with
+   the share of A's and of B's time they hold.
 2. **Estimate on B** ``= sum(weight * duration_B[aligned(launch)])`` over samples
    whose launch aligned; error against B's total (STEM eq. 1).
 3. **Per kernel class** (grouped by short kernel name): B's total vs the plan's
@@ -130,7 +130,9 @@ def evaluate_portability(plan: Plan, source: Bundle, target: Bundle) -> dict[str
     total_a, total_b = float(dur_a.sum()), float(dur_b.sum())
     est_a = float(np.sum(weights * dur_a[ids]))
     est_b = float(np.sum(weights[ok] * dur_b[mapped[ok]]))
+    names_a = source.launches["name"].astype(str).to_numpy()
     names_b = target.launches["name"].astype(str).to_numpy()
+    unaligned_a_time = float(dur_a[al.only_a].sum())
     unaligned_b_time = float(dur_b[al.only_b].sum())
     lost = [
         {"launch_id": int(i), "name": str(n)}
@@ -180,7 +182,11 @@ def evaluate_portability(plan: Plan, source: Bundle, target: Bundle) -> dict[str
             "aligned": int(len(al.a)),
             "unaligned_a": int(len(al.only_a)),
             "unaligned_b": int(len(al.only_b)),
+            "unaligned_a_time_fraction": unaligned_a_time / total_a if total_a else None,
             "unaligned_b_time_fraction": unaligned_b_time / total_b if total_b else None,
+            "unaligned_a_first": [
+                {"launch_id": int(i), "name": str(names_a[i])} for i in al.only_a[:MAX_LISTED]
+            ],
             "unaligned_b_first": [
                 {"launch_id": int(i), "name": str(names_b[i])} for i in al.only_b[:MAX_LISTED]
             ],

@@ -36,8 +36,10 @@ def portability_cmd(plan_path: Path, source_path: Path, target_path: Path, outpu
     sp = result["speedup_b_over_a"]
     click.echo(
         f"error on B {100 * result['error']:.2f}% (on A {100 * result['error_on_a']:.2f}%); "
-        f"{al['unaligned_b']} unaligned B launches hold "
-        f"{100 * (al['unaligned_b_time_fraction'] or 0):.2f}% of B's time; "
+        f"unaligned: {al['unaligned_a']} A launches "
+        f"({100 * (al['unaligned_a_time_fraction'] or 0):.2f}% of A's time), "
+        f"{al['unaligned_b']} B launches "
+        f"({100 * (al['unaligned_b_time_fraction'] or 0):.2f}% of B's time); "
         f"speedup B/A predicted {sp['predicted']:.3f} vs true {sp['true']:.3f}"
     )
     click.echo(f"wrote {output}")

@@ -78,6 +78,13 @@ def test_plan_from_real_a_on_derived_b(real_a, tmp_path):
     assert al["unaligned_b"] == len(INSERT_AT)
     assert al["unaligned_a"] == len(DROP)
     assert {r["name"] for r in al["unaligned_b_first"]} == {"inserted_kernel_b"}
+    # repeated kernel sequences make the dropped launches ambiguous: the aligner may
+    # drop an equal-named launch elsewhere; names and the time they hold must agree
+    names_a = real_a.launches["kernel"].astype(str).to_numpy()
+    listed = [r["launch_id"] for r in al["unaligned_a_first"]]
+    assert sorted(names_a[listed]) == sorted(names_a[DROP])
+    dur_a = real_a.launches["duration_ns"].to_numpy()
+    assert al["unaligned_a_time_fraction"] == pytest.approx(dur_a[listed].sum() / dur_a.sum())
     assert al["unaligned_b_time_fraction"] == pytest.approx(
         2 * 50_000 / b.launches["duration_ns"].sum())
     assert result["error"] < 0.05
