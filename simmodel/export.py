@@ -154,18 +154,27 @@ def _check_trace_headers(table: pd.DataFrame, folder: Path, first_trace_id: int)
         names.append(header.get("kernel name", ""))
     traced = np.asarray(names, dtype=object)
     profiled = table["name"].astype(str).to_numpy()
-    known = (traced != "") & (profiled != "")
-    agree = np.ones(len(table), dtype=bool)
-    if known.any():
-        agree[known] = names_agree(traced[known], profiled[known])
-    if not agree.all():
-        k = int(np.flatnonzero(~agree)[0])
+    bad = _disagree(traced, profiled)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
         raise HilsimError(
             f"{folder / table['trace_file'].iloc[k]}: traces kernel {str(traced[k])!r} but "
             f"launch {int(table['launch_id'].iloc[k])} is {str(profiled[k])!r} "
-            f"({int((~agree).sum())} of {len(table)} sampled traces disagree): "
+            f"({int(bad.sum())} of {len(table)} sampled traces disagree): "
             "wrong first_trace_id, or traces of another run"
         )
+
+
+def _disagree(named: np.ndarray, profiled: np.ndarray) -> np.ndarray:
+    """Rows whose two names denote different kernels; an empty name on either side
+    is not checked (:func:`analyzer.schema.names_agree`: demangled vs mangled)."""
+    named = np.asarray(named, dtype=object).astype(str)
+    profiled = np.asarray(profiled, dtype=object).astype(str)
+    known = (named != "") & (profiled != "")
+    bad = np.zeros(len(named), dtype=bool)
+    if known.any():
+        bad[known] = ~names_agree(named[known], profiled[known])
+    return bad
 
 
 def write_kernelslist(
@@ -238,21 +247,15 @@ def check_simulated_names(
     """One-line error at the first simulated kernel whose name disagrees with its launch.
 
     ``profiled[k]`` is the profile's name of launch ``launch_ids[k]`` and
-    ``simulated[k]`` the name the simulator printed for the ``k``-th kernel; an empty
-    profiled name is not checked. Names are compared with
-    :func:`analyzer.schema.names_agree` (demangled vs mangled).
+    ``simulated[k]`` the name the simulator printed for the ``k``-th kernel (see
+    :func:`_disagree`).
     """
-    profiled = np.asarray(profiled, dtype=object).astype(str)
-    simulated = np.asarray(simulated, dtype=object).astype(str)
-    known = profiled != ""
-    agree = np.ones(len(profiled), dtype=bool)
-    if known.any():
-        agree[known] = names_agree(simulated[known], profiled[known])
-    if not agree.all():
-        k = int(np.flatnonzero(~agree)[0])
+    bad = _disagree(simulated, profiled)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
         raise HilsimError(
             f"simulated kernel {k + 1} is {str(simulated[k])!r} but launch "
-            f"{int(launch_ids[k])} is {str(profiled[k])!r} ({int((~agree).sum())} of "
-            f"{len(agree)} disagree): the logs are not in kernelslist order or belong to "
+            f"{int(launch_ids[k])} is {str(profiled[k])!r} ({int(bad.sum())} of "
+            f"{len(bad)} disagree): the logs are not in kernelslist order or belong to "
             "another plan or run"
         )
