@@ -272,12 +272,40 @@ def match_detailed(
     return Match(pd.DataFrame(columns), report)
 
 
+def detailed_cost(
+    detailed_wall_s: float, baseline_wall_s: float, profiled: int, n_launches: int
+) -> dict[str, Any]:
+    """Time ncu spent per detailed launch and the extrapolated cost of ``--detailed-all``.
+
+    PKA (Avalos Baddouh et al., MICRO 2021) section 3.1 motivates two-level profiling by
+    this cost: detailed profiling replays each kernel once per metric pass, so profiling
+    every launch of a long workload takes days. Per launch: ``(detailed wall - baseline
+    wall) / profiled``, the baseline being the workload without ncu (the bare run when
+    measured, else the light pass); ``--detailed-all`` is then estimated as the baseline
+    plus that time for every launch. An estimate: launches differ in their number of
+    replay passes and ncu's fixed start-up cost is spread over the profiled launches.
+    """
+    extra = max(0.0, float(detailed_wall_s) - float(baseline_wall_s))
+    per_launch = extra / profiled if profiled > 0 else None
+    return {
+        "detailed_wall_s": round(float(detailed_wall_s), 6),
+        "baseline_wall_s": round(float(baseline_wall_s), 6),
+        "launches_profiled": int(profiled),
+        "s_per_detailed_launch": None if per_launch is None else round(per_launch, 6),
+        "detailed_all_estimate_s": None
+        if per_launch is None
+        else round(float(baseline_wall_s) + per_launch * n_launches, 3),
+        "n_launches": int(n_launches),
+    }
+
+
 __all__ = [
     "DEFAULT_METRICS",
     "PERMISSION_HINT",
     "Match",
     "Selection",
     "check_permission",
+    "detailed_cost",
     "import_command",
     "match_detailed",
     "profile_command",

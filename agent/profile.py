@@ -403,6 +403,20 @@ def _profile(
         else:
             try:
                 info, metrics = _detailed(opts, tools["ncu"], raw, env, bundle)
+                baseline = bare if bare is not None else run
+                info["cost"] = ncu_mod.detailed_cost(
+                    info["run"]["wall_s"], baseline.wall_s, info["match"]["ncu_launches"],
+                    bundle.n_launches,
+                )
+                cost = info["cost"]
+                if cost["s_per_detailed_launch"] is not None:
+                    say(
+                        f"detailed pass: {cost['launches_profiled']} launches in "
+                        f"{cost['detailed_wall_s']:.1f} s, {cost['s_per_detailed_launch']:.3f} "
+                        f"s per launch over the {'bare' if bare is not None else 'light'} run; "
+                        f"--detailed-all would take about {cost['detailed_all_estimate_s']:,.0f}"
+                        f" s for {bundle.n_launches:,} launches"
+                    )
                 profilers.append(info)
                 bundle.metrics = metrics
                 mism = info["match"]["mismatched"]

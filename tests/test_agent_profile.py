@@ -98,6 +98,15 @@ def test_full_profile_with_matching_detailed_pass(fake_tools, tmp_path, capsys, 
     assert bundle.metrics["launch_id"].tolist() == [0, 1, 2]
     assert "gpu__time_duration.sum" in bundle.metrics.columns
     assert manifest["overhead"]["bare_wall_s"] > 0 and manifest["overhead"]["ratio"] > 0
+    cost = detailed["cost"]
+    assert cost["launches_profiled"] == detailed["match"]["ncu_launches"]
+    assert cost["baseline_wall_s"] == manifest["overhead"]["bare_wall_s"]
+    assert cost["detailed_wall_s"] == pytest.approx(detailed["run"]["wall_s"], abs=1e-6)
+    per = max(0.0, cost["detailed_wall_s"] - cost["baseline_wall_s"]) / cost["launches_profiled"]
+    assert cost["s_per_detailed_launch"] == pytest.approx(per, abs=1e-6)
+    assert cost["detailed_all_estimate_s"] == pytest.approx(
+        cost["baseline_wall_s"] + per * N_LAUNCHES, abs=1e-2)
+    assert "--detailed-all would take about" in err
     assert bundle.regions is not None and len(bundle.regions) == 107  # NVTX from the export
 
 
@@ -274,3 +283,12 @@ def test_permission_detection_on_real_message():
 
 def test_shutil_which_finds_stand_ins(fake_tools):
     assert shutil.which("nsys").startswith(str(fake_tools))
+
+
+def test_detailed_cost_by_hand():
+    """200 launches under ncu took 110 s against a 10 s bare run: 0.5 s per launch, so
+    all 50,000 launches would take 10 + 25,000 s."""
+    cost = ncu_mod.detailed_cost(110.0, 10.0, 200, 50_000)
+    assert cost["s_per_detailed_launch"] == 0.5
+    assert cost["detailed_all_estimate_s"] == 25_010.0
+    assert ncu_mod.detailed_cost(5.0, 10.0, 0, 10)["s_per_detailed_launch"] is None
