@@ -178,6 +178,8 @@ def perturbed_copy(bundle: Bundle, edits: int = 300, seed: int = 1) -> tuple[Bun
     names = launches["name"]
     codes = names.cat.codes.to_numpy().astype(np.int64)
     k = len(names.cat.categories)
+    kernel_of_name = np.zeros(k, dtype=np.int64)  # short name of every full name
+    kernel_of_name[codes] = launches["kernel"].cat.codes.to_numpy()
     duration = launches["duration_ns"].to_numpy(np.float64)
     duration = duration * rng.uniform(0.6, 1.4, k)[codes] * rng.lognormal(0, 0.05, len(codes))
     n = len(codes)
@@ -202,7 +204,8 @@ def perturbed_copy(bundle: Bundle, edits: int = 300, seed: int = 1) -> tuple[Bun
             "duration_ns": np.round(duration).astype(np.int64),
         }
     )
-    out["kernel"] = out["name"]
+    out["kernel"] = pd.Categorical.from_codes(kernel_of_name[codes],
+                                              categories=launches["kernel"].cat.categories)
     for column in LAUNCH_COLUMNS:
         if column not in out.columns:
             out[column] = missing_int_column(m)
@@ -463,6 +466,38 @@ def setup_portability(n: int, workdir: Path) -> Any:
     return (_stem_plan(a), a, *perturbed_copy(a, EDITS["portability"]))
 
 
+def nerf_tiled_bundle(n: int, seed: int = 0) -> Bundle:
+    """The real launch order of the shipped CASIO NeRF A100 profile (1,106 launches, 116
+    kernels), repeated to ``n`` launches, every duration times 5 % log-normal jitter."""
+    from analyzer.examples import EXAMPLES
+    from analyzer.importers.profile import load_profile
+
+    example = EXAMPLES[1]
+    real = load_profile(example.path(example.profile)).launches
+    reps = -(-n // len(real))
+    rows = np.tile(np.arange(len(real)), reps)[:n]
+    durations = real["duration_ns"].to_numpy(np.float64)[rows]
+    durations *= np.random.default_rng(seed).lognormal(0.0, 0.05, n)
+    out = pd.DataFrame({
+        "launch_id": np.arange(n, dtype=np.int64),
+        "name": pd.Categorical.from_codes(real["name"].cat.codes.to_numpy()[rows],
+                                          categories=real["name"].cat.categories),
+        "duration_ns": np.round(durations).astype(np.int64),
+    })
+    out["kernel"] = pd.Categorical.from_codes(real["kernel"].cat.codes.to_numpy()[rows],
+                                              categories=real["kernel"].cat.categories)
+    for column in LAUNCH_COLUMNS:
+        if column not in out.columns:
+            out[column] = missing_int_column(n)
+    out["region"] = pd.Categorical.from_codes(np.full(n, -1), categories=[])
+    return Bundle(launches=out[list(LAUNCH_COLUMNS)])
+
+
+def setup_portability_nerf(n: int, workdir: Path) -> Any:
+    a = nerf_tiled_bundle(n)
+    return (_stem_plan(a), a, *perturbed_copy(a, EDITS["portability"]))
+
+
 def run_portability(state: Any) -> list[str]:
     from analyzer.portability import evaluate_portability
 
@@ -631,6 +666,7 @@ PATHS: dict[str, BenchPath] = {
     p.name: p
     for p in (
         BenchPath("portability", setup_portability, run_portability),
+        BenchPath("portability-nerf", setup_portability_nerf, run_portability),
         BenchPath("dse", setup_dse, run_dse),
         BenchPath("evaluate", setup_full, run_evaluate),
         BenchPath("compare", setup_full, run_compare),

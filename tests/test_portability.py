@@ -70,6 +70,59 @@ def test_align_scales_linearly():
     assert len(al.only_a) == 2 and len(al.only_b) == 0
 
 
+def test_align_repetition_does_not_shift_the_pairing():
+    """x y x y ...: dropping an x of A costs the same as inserting a y into B, and only
+    the right choice still agrees after the repetition ends (one edit, not three)."""
+    a = np.array([1, 2] * 40 + [3, 4, 5, 6] * 8)
+    b = np.delete(a, 20)
+    al = align_sequences(a, b)
+    assert len(al.only_a) == 1 and len(al.only_b) == 0
+    assert a[al.only_a[0]] == 1 and np.all(a[al.a] == b[al.b])
+
+
+def test_align_durations_choose_between_equally_cheap_resyncs():
+    """5 1 5 1 ...: B gained a 1 at 58 and lost A's launch 116. At the first mismatch,
+    skipping B's extra 1 or A's next 5 costs the same and both keep agreeing until the
+    second edit; only the durations (B's are A's halved) tell the right pairing."""
+    a = np.array([5, 1] * 60 + [2, 3, 4, 0] * 10)
+    dur_a = np.round(np.random.default_rng(1).uniform(1e3, 1e5, len(a)))
+    kept = np.delete(np.arange(len(a)), 116)
+    b = np.insert(a[kept], 58, 1)
+    dur_b = np.insert(dur_a[kept] / 2, 58, 777.0)
+    truth = np.full(len(a), -1)
+    truth[kept] = np.arange(len(kept)) + (np.arange(len(kept)) >= 58)
+    by_names = align_sequences(a, b)
+    assert not np.all(truth[by_names.a] == by_names.b)  # names alone pair wrongly
+    al = align_sequences(a, b, durations=(dur_a, dur_b))
+    np.testing.assert_array_equal(truth[al.a], al.b)
+    assert list(al.only_a) == [116] and list(al.only_b) == [58]
+
+
+def test_align_bridges_a_long_stretch_only_one_side_ran():
+    """B ran 5,000 launches of kernels A never ran (warm-up, autotuning) mid-sequence."""
+    rng = np.random.default_rng(0)
+    a = np.tile(np.arange(30), 400)
+    extra = rng.integers(100, 140, 5000)
+    b = np.concatenate((a[:6000], extra, a[6000:]))
+    al = align_sequences(a, b)
+    assert len(al.only_a) == 0
+    np.testing.assert_array_equal(al.only_b, np.arange(6000, 11000))
+
+
+def test_align_kernels_swapped_every_iteration():
+    """Every 20-kernel iteration runs 4 other library kernels on B (PKA 5.2: cuDNN picks
+    other algorithms): those are unaligned on both sides, the other 16 stay paired."""
+    iteration = np.arange(20)
+    a = np.tile(iteration, 500)
+    swapped = iteration.copy()
+    swapped[[2, 7, 11, 17]] += 100
+    b = np.tile(swapped, 500)
+    al = align_sequences(a, b)
+    assert len(al.only_a) == len(al.only_b) == 4 * 500
+    assert len(al.a) == 16 * 500
+    np.testing.assert_array_equal(al.a, al.b)  # same positions, nothing shifted
+
+
 def test_plan_from_real_a_on_derived_b(real_a, tmp_path):
     b, factor = derived_b(real_a)
     plan = methods.create("stem").plan(real_a).attach_names(real_a.launches["name"])
