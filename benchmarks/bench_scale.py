@@ -10,6 +10,10 @@ Paths (``--only`` takes one of these names):
   bundle B, a perturbed copy: per-kernel duration scale in [0.6, 1.4] x 5 % log-normal
   noise, plus 300 launches deleted and 300 inserted (``--edits``) at seeded random
   positions, so the alignment has mismatches to resolve.
+* ``portability-nerf``: the same with A = the real launch order of the shipped CASIO
+  NeRF A100 profile (1,106 launches, 116 kernels) repeated to N launches with 5 %
+  duration jitter: a realistic sequence, where the CASIO pattern above has long runs
+  of one kernel in which names cannot say which launch an edit removed.
 * ``dse``: what ``hilsim dse`` runs after reading the bundle:
   :func:`analyzer.dse_cli.counters_from_bundle` and :func:`simmodel.dse.dse` with a
   STEM plan, preset QV100 and three ``--vary`` variations (``l2_size=x2``,
