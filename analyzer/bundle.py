@@ -176,9 +176,23 @@ def _read_manifest(folder: Path) -> dict[str, Any]:
 
 
 def _verify_files(folder: Path, manifest: dict[str, Any]) -> None:
+    """Check every file the manifest lists against its sha256."""
+    _read_verified(folder, manifest, keep=())
+
+
+def _read_verified(
+    folder: Path, manifest: dict[str, Any], keep: tuple[str, ...]
+) -> dict[str, bytes]:
+    """Check every listed file against the manifest; return the bytes of those in ``keep``.
+
+    Each file is read once: the files named in ``keep`` (the tables :func:`read_bundle`
+    parses next) are hashed from the same bytes they are then parsed from, so a bundle is
+    not read twice from disk; the others are hashed block by block.
+    """
     files = manifest["files"]
     if LAUNCHES not in files:
         raise HilsimError(f"{folder / MANIFEST}: does not list {LAUNCHES}")
+    kept: dict[str, bytes] = {}
     for name, entry in files.items():
         if Path(name).name != name:
             raise HilsimError(f"{folder / MANIFEST}: unsafe file name {name!r} in 'files'")
@@ -186,15 +200,78 @@ def _verify_files(folder: Path, manifest: dict[str, Any]) -> None:
         if not item.is_file():
             raise HilsimError(f"{item}: listed in the manifest but missing")
         expected = entry.get("sha256") if isinstance(entry, dict) else None
-        if expected != _sha256(item):
+        data: bytes | None = None
+        if name in keep:
+            try:
+                data = item.read_bytes()
+            except OSError as exc:
+                raise HilsimError(f"{item}: cannot read ({exc.strerror or exc})") from exc
+            digest = hashlib.sha256(data).hexdigest()
+        else:
+            digest = _sha256(item)
+        if expected != digest:
             raise HilsimError(
                 f"{item}: sha256 differs from the manifest (file changed or corrupted)"
             )
+        if data is not None:
+            kept[name] = data
+    return kept
 
 
-def _read_parquet(path: Path) -> pd.DataFrame:
+def _nullable_int64(column: pa.ChunkedArray) -> pd.arrays.IntegerArray:
+    """A nullable ``Int64`` array from an Arrow integer column: values + mask, one copy.
+
+    pandas' own conversion (``Int64Dtype.__from_arrow__``) copies every chunk, builds a
+    mask per chunk and concatenates them again; this gives the same array in one pass.
+    """
+    if not pa.types.is_integer(column.type):  # e.g. an all-null column of type null
+        return pd.Int64Dtype().__from_arrow__(column)
+    if column.null_count:
+        mask = column.is_null().to_numpy()
+        column = column.fill_null(0)
+    else:
+        mask = np.zeros(len(column), dtype=bool)
+    values = np.asarray(column.to_numpy(), dtype=np.int64)
+    if not values.flags.writeable:
+        values = values.copy()
+    return pd.arrays.IntegerArray(values, mask)
+
+
+def _table_to_frame(table: pa.Table) -> pd.DataFrame:
+    """Arrow table -> pandas, as ``table.to_pandas()`` gives it, without its slow paths.
+
+    Columns pandas wrote as nullable ``Int64`` are built from numpy values and a null
+    mask (:func:`_nullable_int64`); the others are combined into one chunk each and
+    converted without consolidating them into 2-D blocks (float columns without nulls
+    are then taken over without a copy).
+    """
+    names = list(table.column_names)
+    metadata = table.schema.pandas_metadata or {}
+    stored_index = any(isinstance(i, str) for i in metadata.get("index_columns", []))
+    if stored_index or len(set(names)) != len(names):  # not as write_bundle writes tables
+        return table.to_pandas()
+    nullable = {
+        c.get("name") for c in metadata.get("columns", []) if c.get("numpy_type") == "Int64"
+    }
+    ints = {name: _nullable_int64(table.column(name)) for name in names if name in nullable}
+    rest = table.drop_columns(list(ints)).combine_chunks()
+    del table
+    frame = rest.to_pandas(split_blocks=True, self_destruct=True)
+    del rest
+    if not ints:
+        return frame
+    columns = {name: ints[name] if name in ints else frame[name] for name in names}
+    return pd.DataFrame(columns, index=frame.index, copy=False)
+
+
+def _read_parquet(path: Path, data: bytes | None = None) -> pd.DataFrame:
+    """Read one parquet table, from ``data`` (its bytes, already read) when given."""
+    source: Any = pa.BufferReader(data) if data is not None else path
+    del data  # (the caller passed its only reference) so the bytes go once parsed
     try:
-        return pq.read_table(path).to_pandas()
+        tables = [pq.read_table(source)]
+        del source
+        return _table_to_frame(tables.pop())  # hands over the only reference
     except (pa.ArrowException, OSError) as exc:
         raise HilsimError(f"{path}: cannot read parquet ({exc})") from exc
 
@@ -262,23 +339,24 @@ def _as_categoricals(launches: pd.DataFrame) -> pd.DataFrame:
 def read_bundle(path: str | Path, verify: bool = True) -> Bundle:
     """Read and validate a bundle folder.
 
-    With ``verify`` (default) every file's sha256 is checked against the manifest.
+    With ``verify`` (default) every file's sha256 is checked against the manifest; each
+    table is hashed from the same bytes it is then parsed from (one read per file).
     Raises :class:`HilsimError` with one line naming the file (and row) on any
     problem.
     """
     folder = Path(path)
     manifest = _read_manifest(folder)
-    if verify:
-        _verify_files(folder, manifest)
-    launches = _as_categoricals(_read_parquet(folder / LAUNCHES))
+    # the tables' verified bytes: each file is read from disk once, hashed, then parsed
+    raw = _read_verified(folder, manifest, (LAUNCHES, METRICS, REGIONS)) if verify else {}
+    launches = _as_categoricals(_read_parquet(folder / LAUNCHES, raw.pop(LAUNCHES, None)))
     validate_launches(launches, str(folder / LAUNCHES))
     metrics = None
     if (folder / METRICS).is_file():
-        metrics = _read_parquet(folder / METRICS)
+        metrics = _read_parquet(folder / METRICS, raw.pop(METRICS, None))
         validate_metrics(metrics, len(launches), str(folder / METRICS))
     regions = None
     if (folder / REGIONS).is_file():
-        regions = _read_parquet(folder / REGIONS)
+        regions = _read_parquet(folder / REGIONS, raw.pop(REGIONS, None))
         missing = [c for c in REGION_COLUMNS if c not in regions.columns]
         if missing:
             raise HilsimError(f"{folder / REGIONS}: missing column(s) {', '.join(missing)}")

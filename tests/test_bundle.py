@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -119,3 +120,72 @@ def test_metrics_for_unknown_launch_rejected(tmp_path) -> None:
     path = write_bundle(bundle, tmp_path / "b")
     with pytest.raises(HilsimError, match=r"metrics\.parquet: row 1: launch_id 7 has no launch"):
         read_bundle(path)
+
+
+def _launches_with_nulls() -> pd.DataFrame:
+    frame = pd.DataFrame(
+        {
+            "name": ["a", "b", "a", "c"],
+            "duration_ns": [10, 20, 30, 40],
+            "grid_x": pd.array([4, None, 4, 2], dtype="Int64"),
+            "stream": pd.array([None, None, None, None], dtype="Int64"),
+            "start_ns": [0, 100, 200, 300],
+            "region": ["r", None, "r/s", None],
+        }
+    )
+    return normalize_launches(frame, "t")
+
+
+def test_read_gives_the_tables_pyarrow_gives(tmp_path) -> None:
+    # the one-read verified path (bytes hashed, then parsed; Int64 built from values + mask)
+    # returns exactly what pq.read_table(file).to_pandas() returns, nulls included
+    bundle = Bundle(
+        _launches_with_nulls(),
+        metrics=pd.DataFrame({"launch_id": [0, 3], "m": [1.5, np.nan], "k": [1.0, 2.0]}),
+        regions=pd.DataFrame(
+            {
+                "region_id": [0, 1],
+                "name": ["r", "s"],
+                "path": ["r", "r/s"],
+                "depth": [0, 1],
+                "start_ns": [0, 150],
+                "end_ns": [400, 250],
+            }
+        ),
+    )
+    path = write_bundle(bundle, tmp_path / "b")
+    back = read_bundle(path)
+    unverified = read_bundle(path, verify=False)
+    for name, table in (
+        ("launches", back.launches),
+        ("metrics", back.metrics),
+        ("regions", back.regions),
+    ):
+        expected = pq.read_table(path / f"{name}.parquet").to_pandas()
+        if name == "launches":
+            for column in ("name", "kernel", "region"):
+                expected[column] = expected[column].astype("category")
+        pd.testing.assert_frame_equal(table, expected)
+        pd.testing.assert_frame_equal(getattr(unverified, name), table)
+    assert back.launches["grid_x"].isna().tolist() == [False, True, False, False]
+    assert back.launches["stream"].isna().all()
+    back.metrics.loc[0, "m"] = 2.5  # the tables are ordinary, writable pandas frames
+    back.launches.loc[0, "grid_x"] = 8
+    assert back.metrics.loc[0, "m"] == 2.5 and back.launches.loc[0, "grid_x"] == 8
+
+
+def test_verify_reads_each_file_once(tmp_path, monkeypatch) -> None:
+    import analyzer.bundle as module
+
+    path = write_bundle(small_bundle(), tmp_path / "b")
+    opened: list[str] = []
+    real_read_bytes = Path.read_bytes
+
+    def read_bytes(self: Path) -> bytes:
+        opened.append(self.name)
+        return real_read_bytes(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    monkeypatch.setattr(module, "_sha256", lambda item: pytest.fail(f"{item} read twice"))
+    read_bundle(path)
+    assert sorted(opened) == ["launches.parquet", "metrics.parquet"]
