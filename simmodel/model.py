@@ -504,18 +504,17 @@ def predict(
     best = np.argmax(stack, axis=0) if n else np.zeros(0, dtype=np.int64)
     body = stack.max(axis=0) if n else np.zeros(0)
     launch = np.full(n, p.launch_cycles.value)
-    limit_names = np.array(["warps", "ctas", "registers", "shared"])
-    limit_stack = np.vstack([lim["warps"], lim["ctas"], lim["registers"], lim["shared"]])
+    limit_names = ["warps", "ctas", "registers", "shared"]
+    limit_stack = np.vstack([lim[name] for name in limit_names])
+    limit = np.argmin(limit_stack, axis=0) if n else np.zeros(0, dtype=np.int64)
+    # categoricals from integer codes: no N-element array of strings to hash (10M launches)
     out = pd.DataFrame(
         {
             "cycles": body + launch,
-            "binding": pd.Categorical(np.array(COMPONENTS)[best], categories=COMPONENTS),
+            "binding": pd.Categorical.from_codes(best, categories=list(COMPONENTS)),
             "occupancy": cpsm * warps_cta / p.max_warps_per_sm.value,
             "ctas_per_sm": cpsm.astype(np.int64),
-            "occupancy_limit": pd.Categorical(
-                limit_names[np.argmin(limit_stack, axis=0)] if n else [],
-                categories=list(limit_names),
-            ),
+            "occupancy_limit": pd.Categorical.from_codes(limit, categories=limit_names),
             "waves": waves.astype(np.int64),
             "ctas": grid.astype(np.int64),
             "instructions": inst,

@@ -195,3 +195,50 @@ def test_require_counters_refuses_a_profile_without_counters():
     with pytest.raises(HilsimError, match="none of the model's counter columns"):
         require_counters(frame, "b")
     require_counters(frame.assign(**{"smsp__inst_executed.sum": [1.0]}), "b")
+
+
+def _varied_launches(n: int = 400, seed: int = 5) -> pd.DataFrame:
+    """Launches spread over every binding component and occupancy limit."""
+    rng = np.random.default_rng(seed)
+    block = rng.choice([32, 128, 256, 1024], n)
+    return pd.DataFrame({
+        "grid_x": rng.integers(1, 5000, n), "grid_y": 1, "grid_z": 1, "block_x": block,
+        "block_y": 1, "block_z": 1,
+        "regs": np.minimum(rng.choice([16, 32, 64, 128, 255], n), 65536 // block),
+        "smem_static": rng.choice([0, 1024, 32768, 49152], n), "smem_dynamic": 0,
+        model.INST: rng.lognormal(12, 3, n), model.FP32_OPS[0]: rng.lognormal(16, 3, n),
+        model.FP64_OPS[0]: rng.lognormal(10, 4, n), model.L1_LD: rng.lognormal(10, 3, n),
+        model.L2_RD: rng.lognormal(9, 3, n), model.DRAM_RD: rng.lognormal(14, 3, n),
+        model.SHLD_INST: rng.lognormal(8, 3, n),
+    }, index=pd.RangeIndex(100, 100 + n))
+
+
+def test_categorical_columns_match_string_built_ones() -> None:
+    """binding / occupancy_limit from codes equal the categoricals built from strings."""
+    counters = _varied_launches()
+    out = model.predict(QV100, counters)
+    stack = np.vstack([out[f"{c}_cycles"].to_numpy() for c in model.COMPONENTS])
+    binding = pd.Categorical(
+        np.array(model.COMPONENTS)[np.argmax(stack, axis=0)], categories=model.COMPONENTS
+    )
+    pd.testing.assert_series_equal(
+        out["binding"], pd.Series(binding, index=counters.index, name="binding")
+    )
+    assert out["binding"].nunique() >= 3
+    p = model.model_params(QV100)
+    threads = counters["block_x"].to_numpy(dtype=float)
+    smem = counters["smem_static"].to_numpy(dtype=float)
+    lim = model.occupancy_limits(p, threads, counters["regs"].to_numpy(dtype=float), smem)
+    names = np.array(["warps", "ctas", "registers", "shared"])
+    limit = pd.Categorical(
+        names[np.argmin(np.vstack([lim[k] for k in names]), axis=0)], categories=list(names)
+    )
+    pd.testing.assert_series_equal(
+        out["occupancy_limit"], pd.Series(limit, index=counters.index, name="occupancy_limit")
+    )
+    assert out["occupancy_limit"].nunique() >= 3
+    empty = model.predict(QV100, counters.iloc[:0])
+    assert len(empty) == 0
+    assert list(empty["binding"].cat.categories) == list(model.COMPONENTS)
+    assert list(empty["occupancy_limit"].cat.categories) == list(names)
+
