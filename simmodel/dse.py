@@ -136,9 +136,9 @@ def _totals(
     weights: np.ndarray,
     reference: TimingConfig,
 ) -> tuple[float, float, dict[str, int]]:
-    pred = model.predict(config, counters, reference=reference)
-    cycles = pred["cycles"].to_numpy()
-    counts = pred["binding"].value_counts()
+    # cycles and binding only: predict's full table (~18 columns) is not needed here
+    cycles, binding_of = model.predict_cycles(config, counters, reference=reference)
+    counts = pd.Series(binding_of).value_counts()
     binding = {str(k): int(v) for k, v in counts.items() if v}
     return float(cycles.sum()), float(np.dot(weights, cycles[ids])), binding
 

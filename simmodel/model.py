@@ -388,27 +388,13 @@ def require_counters(counters: pd.DataFrame, source: str = "counters") -> None:
         )
 
 
-def predict(
-    config: TimingConfig, counters: pd.DataFrame, *, reference: TimingConfig | None = None
-) -> pd.DataFrame:
-    """Predicted cycles of every launch in ``counters`` (one row per launch).
+def _components(
+    config: TimingConfig, counters: pd.DataFrame, reference: TimingConfig | None
+) -> dict[str, Any]:
+    """The model's per-launch arrays: component cycles (``comp``) and occupancy facts.
 
-    Args:
-        config: the GPU to predict for.
-        counters: per-launch columns: launch configuration (``grid_x..z``, ``block_x..z``
-            required; ``regs`` default 32, ``smem_static``/``smem_dynamic`` default 0) and
-            any of :data:`COUNTER_COLUMNS` (Nsight Compute names; absent columns count as
-            zero, i.e. that limit is not modelled). Warp-level instruction counts are
-            ``smsp__*inst_executed*``; sectors are 32 B; DRAM counters are bytes.
-        reference: the config the counters were measured on; when given, L1 and L2
-            capacity differences rescale misses by the square-root rule.
-
-    Returns:
-        A DataFrame on ``counters.index`` with ``cycles``, ``binding`` (component name),
-        ``occupancy`` (theoretical: resident warps / max warps), ``ctas_per_sm``,
-        ``occupancy_limit`` (warps | ctas | registers | shared), ``waves``, ``ctas``,
-        ``instructions`` and ``<component>_cycles`` for each of :data:`COMPONENTS` plus
-        ``launch_cycles``.
+    Shared by :func:`predict` (the full table) and :func:`predict_cycles` (cycles and
+    binding only); see :func:`predict` for the arguments.
     """
     p = model_params(config)
     n = len(counters)
@@ -500,9 +486,57 @@ def predict(
     chain = (gld * lat_load + sh_inst * p.shared_latency.value) / total_warps  # per warp
     comp["latency"] = waves * chain
 
-    stack = np.vstack([comp[c] for c in COMPONENTS]) if n else np.zeros((len(COMPONENTS), 0))
-    best = np.argmax(stack, axis=0) if n else np.zeros(0, dtype=np.int64)
-    body = stack.max(axis=0) if n else np.zeros(0)
+    return {
+        "p": p,
+        "n": n,
+        "comp": comp,
+        "lim": lim,
+        "cpsm": cpsm,
+        "warps_cta": warps_cta,
+        "waves": waves,
+        "grid": grid,
+        "inst": inst,
+    }
+
+
+def _binding(comp: dict[str, np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Index into :data:`COMPONENTS` of each launch's largest component, and its value.
+
+    Ties go to the first component in :data:`COMPONENTS` (``argmax``).
+    """
+    if not n:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    stack = np.vstack([comp[c] for c in COMPONENTS])
+    best = np.argmax(stack, axis=0)
+    return best, stack.max(axis=0)
+
+
+def predict(
+    config: TimingConfig, counters: pd.DataFrame, *, reference: TimingConfig | None = None
+) -> pd.DataFrame:
+    """Predicted cycles of every launch in ``counters`` (one row per launch).
+
+    Args:
+        config: the GPU to predict for.
+        counters: per-launch columns: launch configuration (``grid_x..z``, ``block_x..z``
+            required; ``regs`` default 32, ``smem_static``/``smem_dynamic`` default 0) and
+            any of :data:`COUNTER_COLUMNS` (Nsight Compute names; absent columns count as
+            zero, i.e. that limit is not modelled). Warp-level instruction counts are
+            ``smsp__*inst_executed*``; sectors are 32 B; DRAM counters are bytes.
+        reference: the config the counters were measured on; when given, L1 and L2
+            capacity differences rescale misses by the square-root rule.
+
+    Returns:
+        A DataFrame on ``counters.index`` with ``cycles``, ``binding`` (component name),
+        ``occupancy`` (theoretical: resident warps / max warps), ``ctas_per_sm``,
+        ``occupancy_limit`` (warps | ctas | registers | shared), ``waves``, ``ctas``,
+        ``instructions`` and ``<component>_cycles`` for each of :data:`COMPONENTS` plus
+        ``launch_cycles``.
+    """
+    r = _components(config, counters, reference)
+    p, n, comp, lim = r["p"], r["n"], r["comp"], r["lim"]
+    cpsm, warps_cta = r["cpsm"], r["warps_cta"]
+    best, body = _binding(comp, n)
     launch = np.full(n, p.launch_cycles.value)
     limit_names = ["warps", "ctas", "registers", "shared"]
     limit_stack = np.vstack([lim[name] for name in limit_names])
@@ -515,9 +549,9 @@ def predict(
             "occupancy": cpsm * warps_cta / p.max_warps_per_sm.value,
             "ctas_per_sm": cpsm.astype(np.int64),
             "occupancy_limit": pd.Categorical.from_codes(limit, categories=limit_names),
-            "waves": waves.astype(np.int64),
-            "ctas": grid.astype(np.int64),
-            "instructions": inst,
+            "waves": r["waves"].astype(np.int64),
+            "ctas": r["grid"].astype(np.int64),
+            "instructions": r["inst"],
         },
         index=counters.index,
     )
@@ -525,6 +559,22 @@ def predict(
         out[f"{c}_cycles"] = comp[c]
     out["launch_cycles"] = launch
     return out
+
+
+def predict_cycles(
+    config: TimingConfig, counters: pd.DataFrame, *, reference: TimingConfig | None = None
+) -> tuple[np.ndarray, pd.Categorical]:
+    """Only the ``cycles`` and ``binding`` of :func:`predict`, without building its table.
+
+    Same arguments and the same values as ``predict(...)["cycles"]`` and
+    ``predict(...)["binding"]`` (as a numpy array and a categorical over
+    :data:`COMPONENTS`); for callers that run the model on every launch several times
+    (``dse``), where the full table would cost ~18 columns x N each time.
+    """
+    r = _components(config, counters, reference)
+    best, body = _binding(r["comp"], r["n"])
+    cycles = body + r["p"].launch_cycles.value
+    return cycles, pd.Categorical.from_codes(best, categories=list(COMPONENTS))
 
 
 def ipc_timeline(

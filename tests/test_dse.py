@@ -88,6 +88,25 @@ def test_sampled_estimate_vs_truth() -> None:
     json.dumps(result.to_dict())
 
 
+def test_rows_are_what_the_full_model_table_gives() -> None:
+    """dse reads only cycles and binding: the same totals and binding counts (and
+    their order) as from predict's full table."""
+    counters = workload()
+    n = len(counters)
+    plan = plan_for(n, [0, 1, 5], [40.0, 50.0, 10.0])
+    variations = ["sm_count=x0.5", "dram_bandwidth=x0.25"]
+    result = dse(QV100, counters, plan, variations)
+    configs = [QV100] + [vary(QV100, v) for v in variations]
+    for row, cfg in zip(result.rows, configs, strict=True):
+        pred = model.predict(cfg, counters, reference=QV100)
+        cycles = pred["cycles"].to_numpy()
+        assert row.full_cycles == float(cycles.sum())
+        assert row.sampled_cycles == float(np.dot([40.0, 50.0, 10.0], cycles[[0, 1, 5]]))
+        expected = {str(k): int(v) for k, v in pred["binding"].value_counts().items() if v}
+        assert list(row.binding.items()) == list(expected.items())
+    assert set(result.rows[0].binding) == {"dram", "fp32"}
+
+
 def test_dse_rejects_out_of_range_plan() -> None:
     with pytest.raises(HilsimError, match="samples launch 99"):
         dse(QV100, workload(5), plan_for(10, [99], [1.0]), [])

@@ -242,3 +242,12 @@ def test_categorical_columns_match_string_built_ones() -> None:
     assert list(empty["binding"].cat.categories) == list(model.COMPONENTS)
     assert list(empty["occupancy_limit"].cat.categories) == list(names)
 
+
+def test_predict_cycles_is_predicts_cycles_and_binding() -> None:
+    counters = _varied_launches()
+    full = model.predict(QV100, counters, reference=QV100)
+    cycles, binding = model.predict_cycles(QV100, counters, reference=QV100)
+    np.testing.assert_array_equal(cycles, full["cycles"].to_numpy())
+    pd.testing.assert_series_equal(
+        pd.Series(binding, index=counters.index, name="binding"), full["binding"]
+    )
