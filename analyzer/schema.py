@@ -148,6 +148,11 @@ def missing_int_column(length: int) -> pd.api.extensions.ExtensionArray:
     return pd.arrays.IntegerArray(np.zeros(length, dtype=np.int64), np.ones(length, dtype=bool))
 
 
+def missing_category_column(length: int) -> pd.Categorical:
+    """A categorical of ``length`` nulls and no categories (no N-element Python list)."""
+    return pd.Categorical.from_codes(np.full(length, -1, dtype=np.int8), categories=[])
+
+
 def normalize_launches(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     """Return ``frame`` as a bundle-v1 launches table (typed, ordered, validated).
 
@@ -189,7 +194,7 @@ def normalize_launches(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     if "region" in frame.columns:
         out["region"] = frame["region"].reset_index(drop=True).astype("category")
     else:
-        out["region"] = pd.Series(pd.Categorical([None] * len(frame), categories=[]))
+        out["region"] = pd.Series(missing_category_column(len(frame)))
     if out["start_ns"].notna().all():
         order = np.argsort(out["start_ns"].to_numpy(dtype=np.int64), kind="stable")
         out = out.iloc[order].reset_index(drop=True)
