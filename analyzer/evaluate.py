@@ -33,6 +33,7 @@ from analyzer.bundle import Bundle
 from analyzer.errors import HilsimError
 from analyzer.methods.base import Method
 from analyzer.plan import Plan
+from analyzer.tablecache import TableCache, derived
 
 
 @dataclass
@@ -78,7 +79,8 @@ def check_compatible(plan: Plan, bundle: Bundle) -> None:
         raise HilsimError(f"{where}: plan samples launch ids beyond the bundle's launches")
     if "name" in plan.samples:
         ids = plan.samples["launch_id"].to_numpy()
-        actual = bundle.launches["name"].to_numpy()[ids].astype(str)
+        # only the sampled names (not all N as strings)
+        actual = bundle.launches["name"].iloc[ids].to_numpy().astype(str)
         expected = plan.samples["name"].to_numpy().astype(str)
         differ = np.flatnonzero(actual != expected)
         if len(differ):
@@ -109,7 +111,7 @@ def _interval(plan: Plan, values: np.ndarray, z: float = 1.959963984540054):
     if meta.empty or "size" not in meta:
         return None
     meta = meta.set_index("cluster")
-    x = values[ids]
+    x = np.asarray(values[ids], dtype=np.float64)
     frame = pd.DataFrame({"cluster": cluster, "x": x, "d": draws.astype(float)})
     frame["dx"] = frame["d"] * frame["x"]
     frame["dxx"] = frame["d"] * frame["x"] ** 2
@@ -138,8 +140,42 @@ def _interval(plan: Plan, values: np.ndarray, z: float = 1.959963984540054):
     return estimate - half, estimate + half
 
 
+@dataclass
+class _MetricTotals:
+    """What per-metric errors need from a metrics table, whatever the plan."""
+
+    truth: np.ndarray  # total of each column over every launch (NaN counted as 0)
+    row_of: np.ndarray | None  # row of each launch id (None: rows are in launch-id order)
+
+
+def _metric_totals(metrics: pd.DataFrame) -> _MetricTotals:
+    """Column totals and launch-id order of ``metrics``: no copy of the table.
+
+    Each column is summed on its own (a plain sum where it has no NaN, ``nansum``
+    where it has), in launch-id order, as summing the sorted table did.
+    """
+    columns = [c for c in metrics.columns if c != "launch_id"]
+    launch_ids = metrics["launch_id"].to_numpy()
+    row_of = None
+    if len(launch_ids) and not (np.diff(launch_ids) > 0).all():
+        row_of = np.argsort(launch_ids, kind="stable")
+    truth = np.empty(len(columns))
+    for j, column in enumerate(columns):
+        values = metrics[column].to_numpy(dtype=np.float64, na_value=np.nan)
+        if row_of is not None:
+            values = values[row_of]
+        nan = np.isnan(values).any()
+        truth[j] = np.nansum(values) if nan else values.sum()
+    return _MetricTotals(truth, row_of)
+
+
 def metric_errors(plan: Plan, bundle: Bundle) -> tuple[dict[str, float | None], list[str]]:
-    """Error of the weighted sum for every metric column (STEM Fig. 14)."""
+    """Error of the weighted sum for every metric column (STEM Fig. 14).
+
+    The column totals are computed once per metrics table inside a
+    :class:`~analyzer.tablecache.TableCache` (scoring over seeds); each plan then
+    reads only its sampled rows.
+    """
     if bundle.metrics is None:
         return {}, ["no metrics in the bundle"]
     metrics = bundle.metrics
@@ -149,11 +185,13 @@ def metric_errors(plan: Plan, bundle: Bundle) -> tuple[dict[str, float | None], 
             f"metrics cover {len(metrics)} of {bundle.n_launches} launches: the true totals "
             "are unknown, so per-metric errors are not computed (profile with --detailed-all)"
         ]
-    table = metrics.set_index("launch_id").sort_index()[columns].to_numpy(dtype=float)
+    totals = derived(metrics, "metric-totals", lambda: _metric_totals(metrics))
     ids = plan.samples["launch_id"].to_numpy()
+    rows = totals.row_of[ids] if totals.row_of is not None else ids
     weights = plan.samples["weight"].to_numpy()
-    truth = np.nansum(table, axis=0)
-    estimate = np.nansum(table[ids] * weights[:, None], axis=0)
+    sampled = metrics.iloc[rows][columns].to_numpy(dtype=np.float64, na_value=np.nan)
+    truth = totals.truth
+    estimate = np.nansum(sampled * weights[:, None], axis=0)
     out: dict[str, float | None] = {}
     for j, column in enumerate(columns):
         out[column] = None if truth[j] == 0 else float(abs(estimate[j] - truth[j]) / abs(truth[j]))
@@ -163,20 +201,22 @@ def metric_errors(plan: Plan, bundle: Bundle) -> tuple[dict[str, float | None], 
 def score_plan(plan: Plan, bundle: Bundle, value: str = "duration_ns") -> PlanScore:
     """Evaluate ``plan`` on ``bundle`` (the bundle it was made on, or another run)."""
     check_compatible(plan, bundle)
-    durations = bundle.launches["duration_ns"].to_numpy(dtype=np.float64)
+    launches = bundle.launches
+    durations = launches["duration_ns"].to_numpy()  # int64: no float copy of all N
+    total = derived(launches, "total-duration", lambda: float(durations.sum(dtype=np.float64)))
     if value == "duration_ns":
         values = durations
+        truth = total
     else:
         if bundle.metrics is None or value not in bundle.metrics.columns:
             raise HilsimError(f"evaluate: the bundle has no metric {value!r}")
         values = np.full(bundle.n_launches, np.nan)
         values[bundle.metrics["launch_id"].to_numpy()] = bundle.metrics[value].to_numpy(float)
+        truth = float(np.nansum(values))
     ids = plan.samples["launch_id"].to_numpy()
     weights = plan.samples["weight"].to_numpy()
-    truth = float(np.nansum(values))
-    estimate = float(np.sum(weights * values[ids]))
-    sampled = float(durations[ids].sum())
-    total = float(durations.sum())
+    estimate = float(np.sum(weights * values[ids].astype(np.float64)))
+    sampled = float(durations[ids].sum(dtype=np.float64))
     errors, notes = metric_errors(plan, bundle)
     return PlanScore(
         truth_ns=truth,
@@ -249,7 +289,9 @@ def evaluate_method(
 ) -> MethodSummary:
     """Plan with ``method`` on ``bundle`` for each seed and score on ``on`` (default same).
 
-    Deterministic methods run once whatever ``seeds`` says.
+    Deterministic methods run once whatever ``seeds`` says. Per-bundle facts the
+    seeds share (totals, STEM's sort of the launches) are computed once, in a
+    :class:`~analyzer.tablecache.TableCache` around the loop.
     """
     seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
     if not method.stochastic:
@@ -257,23 +299,24 @@ def evaluate_method(
     target = on if on is not None else bundle
     errors, speedups, samples, clusters, seconds, covered = [], [], [], [], [], []
     first_plan = first_score = None
-    for seed in seed_list:
-        current = method.with_seed(seed) if method.stochastic else method
-        t0 = time.perf_counter()
-        plan = current.plan(bundle)
-        seconds.append(time.perf_counter() - t0)
-        score = score_plan(plan, target)
-        if first_plan is None:
-            first_plan, first_score = plan, score
-        errors.append(score.error)
-        speedups.append(score.speedup)
-        samples.append(score.n_samples)
-        clusters.append(score.n_clusters)
-        if score.interval_ns is not None:
-            lo, hi = score.interval_ns
-            covered.append(bool(lo <= score.truth_ns <= hi))
-        if progress is not None:
-            progress()
+    with TableCache():
+        for seed in seed_list:
+            current = method.with_seed(seed) if method.stochastic else method
+            t0 = time.perf_counter()
+            plan = current.plan(bundle)
+            seconds.append(time.perf_counter() - t0)
+            score = score_plan(plan, target)
+            if first_plan is None:
+                first_plan, first_score = plan, score
+            errors.append(score.error)
+            speedups.append(score.speedup)
+            samples.append(score.n_samples)
+            clusters.append(score.n_clusters)
+            if score.interval_ns is not None:
+                lo, hi = score.interval_ns
+                covered.append(bool(lo <= score.truth_ns <= hi))
+            if progress is not None:
+                progress()
     assert first_plan is not None and first_score is not None
     return MethodSummary(
         method=method.name,

@@ -70,7 +70,8 @@ class Plan:
     def attach_names(self, names: pd.Series) -> Plan:
         """Record the kernel name of every sampled launch (for exporters and checks)."""
         ids = self.samples["launch_id"].to_numpy()
-        self.samples["name"] = names.to_numpy()[ids].astype(str) if len(ids) else []
+        # gather the sampled names only (names is as long as the bundle)
+        self.samples["name"] = names.iloc[ids].to_numpy().astype(str) if len(ids) else []
         return self
 
     def to_dict(self) -> dict[str, Any]:

@@ -1,5 +1,7 @@
 """Evaluation: definitions, intervals, per-metric errors, cross-bundle checks."""
 
+import contextlib
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,6 +13,7 @@ from analyzer.methods.baselines import FirstN, RandomUniform
 from analyzer.methods.stem import STEM
 from analyzer.plan import Plan, load_plan, samples_frame
 from analyzer.schema import normalize_launches
+from analyzer.tablecache import TableCache
 from tests.conftest import mixture_bundle
 
 
@@ -124,3 +127,75 @@ def test_plan_on_a_different_workload_is_refused() -> None:
     other = mixture_bundle([("k", 1000, 100, 1000), ("x", 1000, 100, 1000)], seed=1)
     with pytest.raises(HilsimError, match="launch sequences differ"):
         score_plan(plan, other)
+
+
+def reference_metric_errors(plan: Plan, metrics: pd.DataFrame) -> dict[str, float | None]:
+    """Per-metric errors as first written: the whole sorted table, nansum over it."""
+    columns = [c for c in metrics.columns if c != "launch_id"]
+    table = metrics.set_index("launch_id").sort_index()[columns].to_numpy(dtype=float)
+    ids = plan.samples["launch_id"].to_numpy()
+    weights = plan.samples["weight"].to_numpy()
+    truth = np.nansum(table, axis=0)
+    estimate = np.nansum(table[ids] * weights[:, None], axis=0)
+    return {
+        c: None if truth[j] == 0 else abs(estimate[j] - truth[j]) / abs(truth[j])
+        for j, c in enumerate(columns)
+    }
+
+
+def test_metric_errors_match_the_whole_table_formula() -> None:
+    """Unsorted launch ids and NaN values: the same errors as summing the sorted table."""
+    bundle = mixture_bundle([("k", 1000, 100, 1500), ("j", 300, 30, 500)], seed=6)
+    d = bundle.launches["duration_ns"].to_numpy().astype(float)
+    rng = np.random.default_rng(0)
+    inst = d * rng.uniform(2, 4, len(d))
+    inst[rng.choice(len(d), 40, replace=False)] = np.nan
+    shuffled = rng.permutation(len(d))
+    bundle.metrics = pd.DataFrame(
+        {"launch_id": shuffled, "inst": inst[shuffled], "bytes": d[shuffled] * 7}
+    )
+    plan = STEM(epsilon=0.05, seed=3).plan(bundle)
+    expected = reference_metric_errors(plan, bundle.metrics)
+    for cache in (None, TableCache()):
+        with cache or contextlib.nullcontext():
+            errors = score_plan(plan, bundle).metric_errors
+            assert errors == pytest.approx(expected, rel=1e-12)
+            assert score_plan(plan, bundle).metric_errors == errors  # from the cache
+
+
+def test_cached_totals_follow_replaced_metrics_and_launches() -> None:
+    bundle = mixture_bundle([("k", 1000, 100, 2000)], seed=4)
+    d = bundle.launches["duration_ns"].to_numpy().astype(float)
+    ids = np.arange(len(d))
+    bundle.metrics = pd.DataFrame({"launch_id": ids, "inst": d * 3.0})
+    plan = STEM(epsilon=0.05, seed=0).plan(bundle)
+    with TableCache() as cache:
+        first = score_plan(plan, bundle)
+        assert first.metric_errors["inst"] == pytest.approx(first.error)
+        assert len(cache) == 2  # the duration total and the metric totals
+        bundle.metrics = pd.DataFrame({"launch_id": ids, "inst": d * 3.0 + ids})
+        second = score_plan(plan, bundle)
+        assert second.metric_errors == pytest.approx(
+            reference_metric_errors(plan, bundle.metrics), rel=1e-12
+        )
+        assert second.metric_errors["inst"] != pytest.approx(first.metric_errors["inst"])
+        launches = bundle.launches.copy()
+        launches["duration_ns"] = launches["duration_ns"] * 2
+        bundle.launches = launches
+        third = score_plan(plan, bundle)
+        assert third.truth_ns == 2 * first.truth_ns
+        assert third.error == pytest.approx(first.error)
+
+
+def test_scores_over_seeds_equal_scores_of_single_plans() -> None:
+    """evaluate_method's shared per-bundle values change no number."""
+    bundle = mixture_bundle([("w", 5_000, 3_000, 3_000), ("n", 40_000, 200, 1_000)], seed=2)
+    d = bundle.launches["duration_ns"].to_numpy().astype(float)
+    bundle.metrics = pd.DataFrame({"launch_id": np.arange(len(d)), "inst": d * 1.5 + 7})
+    summary = evaluate_method(STEM(epsilon=0.05), bundle, seeds=4)
+    for seed in range(4):
+        score = score_plan(STEM(epsilon=0.05, seed=seed).plan(bundle), bundle)
+        assert summary.errors[seed] == score.error
+        assert summary.speedups[seed] == score.speedup
+        if seed == 0:
+            assert summary.first_score == score
