@@ -3,11 +3,13 @@
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from analyzer.errors import HilsimError
 from analyzer.evaluate import evaluate_method
 from analyzer.methods.stem import STEM, kkt_sample_sizes, z_score
+from analyzer.tablecache import TableCache
 from tests.conftest import mixture_bundle
 
 
@@ -80,6 +82,29 @@ def test_same_seed_same_plan_other_seed_other_draws() -> None:
     b = STEM(seed=7).plan(bundle).samples
     c = STEM(seed=8).plan(bundle).samples
     assert a.equals(b) and not a["launch_id"].equals(c["launch_id"])
+
+
+def test_plans_with_the_shared_sort_equal_plans_without() -> None:
+    """Inside a TableCache the key and sort are computed once per launches table (and
+    per by_config) and the plans of every seed stay what they are without it."""
+    bundle = mixture_bundle([("k", 1_000, 300, 3000), ("j", 50_000, 9_000, 2000)], seed=1)
+    grid = np.where(np.arange(bundle.n_launches) % 3 == 0, 80, 160)
+    bundle.launches["grid_x"] = pd.array(grid, dtype="Int64")
+    methods = [
+        STEM(seed=seed, by_config=by_config, epsilon=epsilon)
+        for seed in (0, 1)
+        for by_config in (True, False)
+        for epsilon in (0.05, 0.2)
+    ]
+    alone = [method.plan(bundle) for method in methods]
+    with TableCache() as cache:
+        shared = [method.plan(bundle) for method in methods]
+        assert len(cache) == 2  # one sort per by_config
+    for a, b in zip(alone, shared, strict=True):
+        pd.testing.assert_frame_equal(a.samples, b.samples)
+        assert a.clusters == b.clusters and a.diagnostics == b.diagnostics
+        np.testing.assert_array_equal(a.members, b.members)
+    assert [p.diagnostics["kernel_groups"] for p in alone[:4]] == [4, 4, 2, 2]
 
 
 def test_error_bound_holds_on_a_wide_distribution() -> None:

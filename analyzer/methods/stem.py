@@ -45,6 +45,7 @@ from analyzer.methods import register
 from analyzer.methods.base import Method, source_facts
 from analyzer.plan import Plan, samples_frame
 from analyzer.schema import LAUNCH_CONFIG_COLUMNS, launch_config_key
+from analyzer.tablecache import derived
 
 
 def z_score(confidence: float) -> float:
@@ -297,21 +298,11 @@ class STEM(Method):
     def plan(self, bundle: Bundle) -> Plan:
         launches = bundle.launches
         z = z_score(self.confidence)
-        keys = launch_config_key(launches, self.by_config)
-        durations = launches["duration_ns"].to_numpy()
-        order = _sort_by_key_then_value(keys, durations)
-        sorted_keys = keys[order]
-        sorted_durations = durations[order]
-        # distinct (key, duration) points with their multiplicities: ROOT's work is
-        # O(distinct durations), exact because 2-means never cuts between equal values
-        change = np.flatnonzero((np.diff(sorted_keys) != 0) | (np.diff(sorted_durations) != 0)) + 1
-        run_start = np.concatenate(([0], change, [len(order)])).astype(np.int64)
-        counts = np.diff(run_start).astype(np.float64)
-        values = sorted_durations[run_start[:-1]].astype(np.float64)
-        point_keys = sorted_keys[run_start[:-1]]
-        boundaries = np.flatnonzero(np.diff(point_keys)) + 1
-        group_start = np.concatenate(([0], boundaries)).astype(np.int64)
-        group_end = np.concatenate((boundaries, [len(values)])).astype(np.int64)
+        # the same for every seed: computed once per launches table while a
+        # TableCache is open (evaluate / compare over seeds)
+        order, run_start, values, counts, group_start, group_end = derived(
+            launches, ("stem-points", self.by_config), lambda: _points(launches, self.by_config)
+        )
         if self.root:
             pstart, pend, group = root_clusters(
                 values, counts, group_start, group_end, self.epsilon, z, self.max_depth
@@ -350,6 +341,34 @@ class STEM(Method):
             },
             members=members,
         )
+
+
+def _points(launches: pd.DataFrame, by_config: bool) -> tuple[np.ndarray, ...]:
+    """Launches sorted by (cluster key, duration) and their distinct (key, duration) points.
+
+    Returns ``order`` (launch rows in that order), ``run_start`` (where each point's
+    run of equal launches starts in ``order``, plus the end), the points' ``values``
+    and ``counts``, and each kernel key's ``[group_start, group_end)`` point range.
+    ROOT's work is O(distinct durations), exact because 2-means never cuts between
+    equal values. Independent of the seed (and of epsilon and confidence).
+    """
+    keys = launch_config_key(launches, by_config)
+    durations = launches["duration_ns"].to_numpy()
+    order = _sort_by_key_then_value(keys, durations)
+    sorted_keys = keys[order]
+    sorted_durations = durations[order]
+    change = np.flatnonzero((np.diff(sorted_keys) != 0) | (np.diff(sorted_durations) != 0)) + 1
+    run_start = np.concatenate(([0], change, [len(order)])).astype(np.int64)
+    counts = np.diff(run_start).astype(np.float64)
+    values = sorted_durations[run_start[:-1]].astype(np.float64)
+    point_keys = sorted_keys[run_start[:-1]]
+    boundaries = np.flatnonzero(np.diff(point_keys)) + 1
+    group_start = np.concatenate(([0], boundaries)).astype(np.int64)
+    group_end = np.concatenate((boundaries, [len(values)])).astype(np.int64)
+    out = (order, run_start, values, counts, group_start, group_end)
+    for array in out:
+        array.flags.writeable = False  # shared by the plans of every seed
+    return out
 
 
 def _sort_by_key_then_value(keys: np.ndarray, durations: np.ndarray) -> np.ndarray:
@@ -399,7 +418,7 @@ def _cluster_records(
     launches, order, start, end, group, sizes, means, stds, draws, census, by_config
 ) -> list[dict[str, Any]]:
     first_ids = order[start]
-    names = launches["name"].to_numpy()[first_ids] if len(first_ids) else []
+    names = launches["name"].iloc[first_ids].to_numpy() if len(first_ids) else []
     values = launches.iloc[first_ids] if len(first_ids) else launches.iloc[:0]
     config_cols = (
         [c for c in LAUNCH_CONFIG_COLUMNS if c in values and values[c].notna().any()]
