@@ -11,8 +11,17 @@ look at the very durations they are scored on.
 
 (method, seed) runs are spread over worker processes ("spawn" start method:
 forking a parent that already runs BLAS/OpenMP threads can deadlock); each worker
-receives the bundle once through its initializer. A rich progress bar counts
-finished runs.
+receives the bundle once through its initializer and keeps what the seeds share
+(totals, STEM's sort) in a :class:`~analyzer.tablecache.TableCache`. A rich progress
+bar counts finished runs.
+
+Memory: every worker holds its own copy of the bundle (and of the holdout), so
+memory grows with the number of workers (about 14 GB with 2 workers at 10M
+launches). :func:`memory_capped_workers` lowers the number of workers to what the
+available memory (``MemAvailable`` of ``/proc/meminfo``) holds, and the result says
+so (``workers_note``); with one worker the runs happen in this process, on the
+bundle already in memory. (Workers reading the bundle from disk instead would not
+help: each would still hold its own decoded copy.)
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
+from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +41,7 @@ from analyzer import methods
 from analyzer.bundle import Bundle
 from analyzer.errors import HilsimError
 from analyzer.evaluate import score_plan
+from analyzer.tablecache import TableCache
 
 #: what each kind of input costs to collect (STEM Table 5 discussion)
 PROFILING_LEVEL = {
@@ -40,6 +51,12 @@ PROFILING_LEVEL = {
 }
 
 _STATE: dict[str, Any] = {}
+
+#: memory one worker needs, in bundle sizes (:func:`bundle_bytes`): its unpickled copy,
+#: the pickled bytes while it receives them, the methods' working arrays and the
+#: interpreter (``bench_scale.py compare``, default methods: ~3x at 1M launches, ~2x at 10M)
+WORKER_BUNDLE_FACTOR = 3.0
+GB = 1024**3
 
 
 def profiling_level(needs: tuple[str, ...]) -> str:
@@ -75,8 +92,56 @@ class MethodResult:
         }
 
 
+def bundle_bytes(bundles: Iterable[Bundle]) -> int:
+    """In-memory size of the bundles' tables (distinct bundles counted once)."""
+    total, seen = 0, set()
+    for bundle in bundles:
+        if id(bundle) in seen:
+            continue
+        seen.add(id(bundle))
+        for table in (bundle.launches, bundle.metrics, bundle.regions):
+            if table is not None:
+                total += int(table.memory_usage(index=True, deep=True).sum())
+    return total
+
+
+def available_bytes() -> int | None:
+    """``MemAvailable`` of ``/proc/meminfo`` in bytes; None where it cannot be read."""
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def memory_capped_workers(
+    requested: int, per_worker: int, available: int | None
+) -> tuple[int, str | None]:
+    """Workers that fit in ``available`` bytes at ``per_worker`` bytes each, and why fewer.
+
+    Returns ``(workers, note)``; ``note`` is None when ``requested`` fits or
+    ``available`` is unknown. Fewer than two fitting workers means one: the runs
+    then happen in this process, which holds the bundle already.
+    """
+    if requested <= 1 or available is None or per_worker <= 0:
+        return requested, None
+    fit = int(available // per_worker)
+    if fit >= requested:
+        return requested, None
+    workers = max(fit, 1)
+    return workers, (
+        f"workers reduced from {requested} to {workers}"
+        + (" (runs in this process)" if workers == 1 else "")
+        + f": each worker holds its own copy of the bundle (~{per_worker / GB:.1f} GB "
+        f"with its working memory) and {available / GB:.1f} GB is available"
+    )
+
+
 def _init_worker(bundle: Bundle, target: Bundle, params: dict[str, dict[str, Any]]) -> None:
-    _STATE.update(bundle=bundle, target=target, params=params)
+    _STATE.update(bundle=bundle, target=target, params=params, cache=TableCache())
 
 
 def _run(name: str, seed: int) -> tuple[str, int, float, float, int, float] | tuple[str, str]:
@@ -86,10 +151,11 @@ def _run(name: str, seed: int) -> tuple[str, int, float, float, int, float] | tu
     if method.stochastic:
         method = method.with_seed(seed)
     try:
-        t0 = time.perf_counter()
-        plan = method.plan(bundle)
-        seconds = time.perf_counter() - t0
-        score = score_plan(plan, target)
+        with _STATE["cache"]:
+            t0 = time.perf_counter()
+            plan = method.plan(bundle)
+            seconds = time.perf_counter() - t0
+            score = score_plan(plan, target)
     except HilsimError as exc:
         return name, str(exc)
     return name, seed, score.error, score.speedup, score.n_samples, seconds
@@ -114,20 +180,25 @@ def compare_methods(
 ) -> dict[str, Any]:
     """Run ``names`` (default: every registered method) over ``seeds`` and score them.
 
-    Returns ``{"methods": [summary...], "skipped": {name: reason}, "holdout": bool}``.
+    ``workers`` (default: one per CPU, at most one per run) is lowered to what the
+    available memory holds (:func:`memory_capped_workers`).
+
+    Returns ``{"methods": [summary...], "skipped": {name: reason}, "holdout": bool,
+    "seeds": int, "workers": int, "workers_note": str | None}``.
     """
     available = methods.available()
     names = available if not names or names == ["all"] else names
     unknown = [n for n in names if n not in available]
     if unknown:
         raise HilsimError(f"compare: unknown method(s) {', '.join(unknown)}")
-    _STATE.update(bundle=bundle, target=holdout or bundle, params=params or {})
     tasks = _tasks(names, seeds)
     results: dict[str, MethodResult] = {
         n: MethodResult(n, tuple(methods.get(n).needs)) for n in names
     }
     skipped: dict[str, str] = {}
     workers = workers or min(len(tasks), os.cpu_count() or 1)
+    per_worker = int(WORKER_BUNDLE_FACTOR * bundle_bytes([bundle, holdout or bundle]))
+    workers, workers_note = memory_capped_workers(workers, per_worker, available_bytes())
     outcomes = []
     if workers > 1:
         context = multiprocessing.get_context("spawn")
@@ -143,10 +214,14 @@ def compare_methods(
                 if progress:
                     progress()
     else:
-        for name, seed in tasks:
-            outcomes.append(_run(name, seed))
-            if progress:
-                progress()
+        _init_worker(bundle, holdout or bundle, params or {})
+        try:
+            for name, seed in tasks:
+                outcomes.append(_run(name, seed))
+                if progress:
+                    progress()
+        finally:
+            _STATE.clear()  # the cache and the bundle references
     for outcome in outcomes:
         if len(outcome) == 2:
             skipped[outcome[0]] = outcome[1]
@@ -164,6 +239,8 @@ def compare_methods(
         "skipped": skipped,
         "holdout": holdout is not None,
         "seeds": seeds,
+        "workers": workers,
+        "workers_note": workers_note,
     }
 
 

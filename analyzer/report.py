@@ -105,6 +105,8 @@ def print_comparison(result: dict[str, Any]) -> None:
     out.print(table)
     for name, reason in result["skipped"].items():
         out.print(f"[yellow]{name} skipped[/yellow]: {reason}", highlight=False)
+    if result.get("workers_note"):
+        out.print(f"[yellow]note[/yellow]: {result['workers_note']}", highlight=False)
 
 
 def write_comparison(folder: str | Path, result: dict[str, Any]) -> Path:

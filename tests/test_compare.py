@@ -2,8 +2,16 @@
 
 import json
 
+from analyzer import compare
 from analyzer.cli import main
-from analyzer.compare import compare_methods, pareto_front
+from analyzer.compare import (
+    WORKER_BUNDLE_FACTOR,
+    available_bytes,
+    bundle_bytes,
+    compare_methods,
+    memory_capped_workers,
+    pareto_front,
+)
 from tests.conftest import DATA, mixture_bundle
 
 
@@ -50,3 +58,30 @@ def test_compare_command_writes_table_and_plot(tmp_path, capsys) -> None:
     assert {m["method"] for m in result["methods"]} == {"stem", "pka", "random"}
     assert (out / "pareto.png").read_bytes()[:4] == b"\x89PNG"
     assert (out / "compare.csv").read_text().startswith("method,runs,hmean_speedup")
+
+
+def test_memory_capped_workers() -> None:
+    gb = 1024**3
+    assert memory_capped_workers(2, 3 * gb, 20 * gb) == (2, None)
+    assert memory_capped_workers(2, 3 * gb, None) == (2, None)  # unknown: as asked
+    assert memory_capped_workers(1, 3 * gb, 1 * gb) == (1, None)
+    workers, note = memory_capped_workers(4, 3 * gb, 10 * gb)
+    assert workers == 3 and note.startswith("workers reduced from 4 to 3")
+    workers, note = memory_capped_workers(2, 3 * gb, 4 * gb)
+    assert workers == 1 and "in this process" in note and "4.0 GB is available" in note
+
+
+def test_compare_lowers_workers_to_what_memory_holds(monkeypatch) -> None:
+    bundle = mixture_bundle([("k", 1000, 300, 3000), ("j", 9000, 100, 3000)], seed=3)
+    assert available_bytes() is None or available_bytes() > 0
+    expected = compare_methods(bundle, ["stem", "random"], seeds=2, workers=1)
+    assert expected["workers"] == 1 and expected["workers_note"] is None
+    per_worker = WORKER_BUNDLE_FACTOR * bundle_bytes([bundle])
+    monkeypatch.setattr(compare, "available_bytes", lambda: int(1.5 * per_worker))
+    result = compare_methods(bundle, ["stem", "random"], seeds=2, workers=2)
+    assert result["workers"] == 1
+    assert result["workers_note"].startswith("workers reduced from 2 to 1 (runs in this process)")
+    for got, want in zip(result["methods"], expected["methods"], strict=True):
+        for key in ("method", "runs", "mean_error", "max_error", "hmean_speedup"):
+            assert got[key] == want[key]
+    assert compare._STATE == {}  # the in-process run keeps no reference to the bundle
