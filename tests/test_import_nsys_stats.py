@@ -6,13 +6,17 @@ from nsys 2025.3.2 (Jetson AGX Thor) and nsys 2026.3.1 (RTX 5000 Ada laptop GPU)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from analyzer.errors import HilsimError
+from analyzer.importers import nsys_stats
 from analyzer.importers.nsys_stats import read_nsys_stats_csv
+from analyzer.schema import normalize_launches
 
 DATA = Path(__file__).parent / "data"
 NSYS = DATA / "nsys"
@@ -151,3 +155,135 @@ def test_kern_exec_layout_header_only_is_no_kernels(tmp_path: Path) -> None:
         "Kernel Name\n"
     )
     assert "no kernel rows" in _one_line_error(path)
+
+
+# ------------------------------------------------------------------ fast and exact paths
+# read_nsys_stats_csv reads a well-formed file with the fast path (_read_fast: pandas'
+# C parser, numbers straight to float, names as categoricals) and anything else with the
+# exact path (_read_exact: every cell a string, line-numbered errors). Both must agree.
+
+
+def _both(path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    fast = nsys_stats._read_fast(path)
+    assert fast is not None, "the fast path should read this file"
+    exact = nsys_stats._read_exact(path)
+    assert fast[1:] == exact[1:]  # report, dropped rows
+    return normalize_launches(fast[0], str(path)), normalize_launches(exact[0], str(path))
+
+
+def _variants(tmp_path: Path) -> list[Path]:
+    """The real files and well-formed rewrites of them (preamble, units, line ends...)."""
+    thor = THOR.read_text()
+    lines = thor.splitlines(keepends=True)
+    out = [THOR, ADA]
+
+    def write(name: str, text: str, newline: str = "\n") -> None:
+        path = tmp_path / name
+        with open(path, "w", encoding="utf-8", newline=newline) as handle:
+            handle.write(text)
+        out.append(path)
+
+    write("preamble.csv", "\nGenerating SQLite file r.sqlite\nNOTICE: x\n\n" + thor)
+    grouped = [lines[0].replace("(ns)", "(us)")] + lines[1:]
+    grouped[3] = grouped[3].replace(",40672,", ',"40,672",', 1)
+    write("us_grouped.csv", "".join(grouped))
+    write("old_names.csv", thor.replace("CorrId", "CorrID").replace("StcSMem (MB)", "StcSMem"))
+    write("crlf.csv", thor, newline="\r\n")
+    write("bom.csv", "\ufeff" + thor)
+    write("blank_lines.csv", "".join(lines[:5]) + "\n  \n" + "".join(lines[5:]) + "\n\n \n")
+    write("padded_name.csv", thor.replace('"vernier::', '"  vernier::'))
+    return out
+
+
+def test_fast_and_exact_paths_give_identical_tables(tmp_path: Path) -> None:
+    for path in _variants(tmp_path):
+        fast, exact = _both(path)
+        pd.testing.assert_frame_equal(fast, exact)
+        assert list(fast["name"].astype(str).unique()) == [SAXPY]
+        public = read_nsys_stats_csv(path)
+        pd.testing.assert_frame_equal(public, fast)
+
+
+def test_kern_exec_rows_fast_and_exact(tmp_path: Path) -> None:
+    # rows in the documented cuda_kern_exec_trace layout (no real file of it was found)
+    path = tmp_path / "kern_exec.csv"
+    path.write_text(
+        "API Start (ns),API Dur (ns),Queue Start (ns),Queue Dur (ns),Kernel Start (ns),"
+        "Kernel Dur (ns),Total Dur (ns),PID,TID,DevId,API Function,GridXYZ,BlockXYZ,"
+        "Kernel Name\n"
+        '100,5,105,2,110,40,55,7,7,0,cudaLaunchKernel_v7000,"  4096    1    1",'
+        '"  256    1    1",void k<float>(int)\n'
+        '200,5,205,2,210,35,50,7,7,1,cudaLaunchKernel_v7000,"    64    2    1",'
+        '"  128    1    1",g\n'
+    )
+    fast, exact = _both(path)
+    pd.testing.assert_frame_equal(fast, exact)
+    assert list(fast["grid_x"]) == [4096, 64] and list(fast["grid_y"]) == [1, 2]
+    assert list(fast["device"]) == [0, 1] and list(fast["duration_ns"]) == [40, 35]
+    assert list(fast["kernel"].astype(str)) == ["k", "g"]
+
+
+def _message(read: Callable[[Path], object], path: Path) -> str:
+    with pytest.raises(HilsimError) as info:
+        read(path)
+    message = str(info.value)
+    assert "\n" not in message and str(path) in message
+    return message
+
+
+def _bad_files(tmp_path: Path) -> dict[str, Path]:
+    text = THOR.read_text()
+    lines = text.splitlines(keepends=True)
+    cases = {
+        "truncated_last_row": text[: text.index("292289723,22624,162,") + 20],
+        "cut_in_quoted_name": text[: text.index('"vernier::bench') + 20],
+        "extra_field": "".join(lines[:6]) + lines[6].rstrip("\n") + ",x\n" + "".join(lines[7:]),
+        "not_a_number": text.replace("268682427,40672,", "268682427,4O672,", 1),
+        "negative": text.replace("268682427,40672,", "268682427,-40672,", 1),
+        "short_row": "".join(lines[:4]) + "268700000,5,129,1,1\n" + "".join(lines[4:]),
+        "empty_name": text.replace('"vernier::bench::demo::<unnamed>::saxpyKernel', '" ', 1)
+        .replace('(float, const float *, float *, unsigned long)"', '"', 1),
+        "copies_only": "".join(line for line in lines if "saxpyKernel" not in line),
+        "no_start_column": text.replace("Start (ns)", "Begin (ns)", 1),
+    }
+    out = {}
+    for name, body in cases.items():
+        out[name] = tmp_path / f"{name}.csv"
+        out[name].write_text(body)
+    return out
+
+
+def test_errors_are_worded_as_the_exact_path_words_them(tmp_path: Path) -> None:
+    for name, path in _bad_files(tmp_path).items():
+        exact = _message(nsys_stats._read_exact, path)
+        assert _message(read_nsys_stats_csv, path) == exact, name
+        if name in ("truncated_last_row", "cut_in_quoted_name", "extra_field", "copies_only"):
+            # raised by the fast path itself (no whole-file fallback for these)
+            assert _message(nsys_stats._read_fast, path) == exact, name
+        else:
+            assert nsys_stats._read_fast(path) is None, name
+    assert "line 16: truncated row (4 of 21 fields)" in _message(
+        read_nsys_stats_csv, tmp_path / "truncated_last_row.csv"
+    )
+    assert "line 7: malformed CSV row" in _message(
+        read_nsys_stats_csv, tmp_path / "extra_field.csv"
+    )
+    assert "line 5: row without 'Name'" in _message(
+        read_nsys_stats_csv, tmp_path / "short_row.csv"
+    )
+
+
+def test_truncated_last_row_of_a_long_file_is_found_from_its_tail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ~3,000 rows; a small tail window makes the reader widen it, and the line number is
+    # counted over the file without the exact path (which must not run)
+    lines = THOR.read_text().splitlines(keepends=True)
+    body = "".join(lines[1:]) * 200
+    cut = lines[3][:25]  # "268682427,40672,128,4096,"
+    path = tmp_path / "long_truncated.csv"
+    path.write_text(lines[0] + "\n" + body + cut)  # header, a blank line, 3,200 rows
+    monkeypatch.setattr(nsys_stats, "_TAIL_BYTES", 16)
+    monkeypatch.setattr(nsys_stats, "_read_exact", lambda p: pytest.fail("exact path ran"))
+    message = _message(read_nsys_stats_csv, path)
+    assert message.endswith(f"line {2 + 16 * 200 + 1}: truncated row (5 of 21 fields)")

@@ -28,12 +28,23 @@ Numbers may carry locale grouping inside quotes (``"1,234"``).
 ``nsys stats`` may print lines before the CSV header (``Generating SQLite file
 ...``, ``Processing [...] with [...]...``, ``NOTICE: ...``, blank lines); everything
 before the first line that is a known header is skipped.
+
+Two readers give the same table. The fast one (:func:`_read_fast`) takes the header
+from the first lines of the file and lets pandas' C parser read only the columns used,
+numbers straight to float64 and names, devices and triples as categoricals (their
+parsing runs once per distinct value); a row cut short at the end of the file is found
+from the last few KiB. It holds no copy of the file and no per-cell Python strings
+(10M launches: well under 6 GB). Whatever it does not vouch for (a cell that is not a
+number, a row with too few or too many fields, a negative duration, an encoding error,
+...) sends the file to the exact reader (:func:`_read_exact`), which holds the whole
+text and every cell as a string and names the file, line and column of the problem.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import os
 import re
 from pathlib import Path
 
@@ -207,7 +218,7 @@ def _read_text(path: Path) -> str:
         raw = path.read_bytes()
     except OSError as exc:
         raise HilsimError(f"{path}: cannot read ({exc.strerror or exc})") from exc
-    if not raw.strip():
+    if not raw or raw.isspace():  # (raw.strip() would copy the file)
         raise HilsimError(f"{path}: empty file: not an nsys stats CSV")
     try:
         return raw.decode("utf-8-sig")
@@ -229,6 +240,279 @@ def read_nsys_stats_csv(path: str | Path) -> pd.DataFrame:
     kernel rows or holds a non-numeric value where a number belongs.
     """
     source = Path(path)
+    parsed = _read_fast(source)
+    if parsed is None:
+        parsed = _read_exact(source)
+    out, report, dropped = parsed
+    launches = normalize_launches(out, str(source))
+    launches.attrs["nsys_report"] = report
+    launches.attrs["dropped_non_kernel_rows"] = dropped
+    return launches
+
+
+# ----------------------------------------------------------------------------- fast path
+
+# Bytes read from the start of the file for the header (and preamble): many times what
+# _MAX_PREAMBLE_LINES of nsys output take; a file whose header lies further in is read
+# by the exact path.
+_HEAD_BYTES = 1 << 20
+# Bytes read from the end of the file for its last line (doubled while that is not enough).
+_TAIL_BYTES = 1 << 16
+_MAX_TAIL_BYTES = 1 << 24
+
+
+def _head(path: Path) -> tuple[list[str], list[int], int] | None:
+    """Lines of the file's first bytes (as ``str.splitlines`` splits them), the byte
+    offset where each starts plus where the last ends, and the file size.
+
+    ``None`` when those bytes are not UTF-8 text or hold nothing but blanks (the exact
+    path words the error).
+    """
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            raw = handle.read(_HEAD_BYTES)
+    except OSError:
+        return None
+    if len(raw) < size:  # whole lines only
+        raw = raw[: raw.rfind(b"\n") + 1]
+    bom = 3 if raw.startswith(b"\xef\xbb\xbf") else 0
+    try:
+        text = raw[bom:].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if not text or text.isspace():
+        return None
+    lines = text.splitlines(keepends=True)
+    offsets = [bom]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line.encode("utf-8")))
+    return lines, offsets, size
+
+
+def _last_line(path: Path, size: int) -> tuple[int, str] | None:
+    """(byte offset, text) of the last non-blank line, read from the end of the file.
+
+    ``None`` when it cannot be told from the last :data:`_MAX_TAIL_BYTES` or the tail
+    breaks lines on a lone ``\\r`` (line numbers would then need the exact path).
+    """
+    want = _TAIL_BYTES
+    with open(path, "rb") as handle:
+        while True:
+            start = max(0, size - want)
+            handle.seek(start)
+            tail = handle.read(size - start)
+            lines = tail.splitlines(keepends=True)
+            # the first line of the tail may be the end of a longer one
+            first_whole = 0 if start == 0 else 1
+            offset = start + sum(len(line) for line in lines)
+            for index in range(len(lines) - 1, first_whole - 1, -1):
+                offset -= len(lines[index])
+                if lines[index].strip():
+                    text = lines[index]
+                    if b"\r" in text.rstrip(b"\r\n") or (
+                        b"\r" in text and not text.endswith((b"\r\n", b"\n"))
+                    ):
+                        return None
+                    return offset, text.decode("utf-8", errors="replace")
+            if start == 0 or want >= _MAX_TAIL_BYTES:
+                return None
+            want *= 4
+
+
+def _line_number(path: Path, offset: int) -> int:
+    """1-based line number of the line starting at byte ``offset`` (counts ``\\n``)."""
+    count = 0
+    with open(path, "rb") as handle:
+        remaining = offset
+        while remaining > 0:
+            block = handle.read(min(remaining, 1 << 24))
+            if not block:
+                break
+            count += block.count(b"\n")
+            remaining -= len(block)
+    return count + 1
+
+
+def _recode(categorical: pd.Categorical, values: np.ndarray) -> np.ndarray:
+    """``values[code]`` per row of ``categorical`` (one entry per category), NaN for null."""
+    codes = categorical.codes
+    out = values[np.maximum(codes, 0)].astype(float)
+    out[codes < 0] = np.nan
+    return out
+
+
+def _read_fast(source: Path) -> tuple[pd.DataFrame, str, int] | None:
+    """The launch columns of a well-formed file without holding it as text.
+
+    Returns what :func:`_read_exact` returns, or ``None`` when the file is anything but
+    well formed (the exact path then reads it and words the error). Raises only errors it
+    words exactly as the exact path does: a malformed row (too many fields, a quote left
+    open at the end), a truncated last row, a header with no kernel rows.
+    """
+    head = _head(source)
+    if head is None:
+        return None
+    lines, offsets, size = head
+    if len(lines) < _MAX_PREAMBLE_LINES and offsets[-1] < size:
+        return None  # fewer lines than the exact path searches: let it search them
+    found = _find_header(lines)
+    if found is None:
+        return None
+    header_index, report = found
+    try:
+        fields = next(csv.reader([lines[header_index]]))
+    except csv.Error:
+        return None
+    mapping = _GPU_TRACE_COLUMNS if report == GPU_TRACE else _KERN_EXEC_COLUMNS
+    columns: dict[str, tuple[int, str, str, str | None]] = {}
+    for position, column in enumerate(fields):
+        base, unit = split_header_name(column)
+        if base in mapping and mapping[base][0] not in columns:
+            target, kind = mapping[base]
+            columns[target] = (position, column, kind, unit)
+    n_fields = len(fields)
+    if any(c not in columns for c in _REQUIRED) or columns["name"][0] != n_fields - 1:
+        return None
+    try:
+        factors = {
+            target: _unit_factor(source, column, unit, kind)
+            for target, (_, column, kind, unit) in columns.items()
+            if kind in ("time", "size")
+        }
+    except HilsimError:
+        return None
+    # Every column is read (pandas counts the fields of a row only then: a row with too
+    # many is an error with its line number); the unused ones as categoricals, cheap for
+    # the few distinct texts they hold. Columns are named by position (header names may
+    # repeat). A row with too few fields leaves its name (the last column) empty.
+    dtypes: dict[str, object] = {f"c{i}": "category" for i in range(n_fields)}
+    for position, _, kind, _ in columns.values():
+        if kind not in ("text", "device", "triple"):
+            dtypes[f"c{position}"] = np.float64
+    numeric = [label for label, dtype in dtypes.items() if dtype is np.float64]
+    try:
+        with open(source, "rb") as handle:
+            handle.seek(offsets[header_index])
+            table = pd.read_csv(
+                handle,
+                header=None,
+                names=list(dtypes),
+                skiprows=1,  # the header (counted in the line numbers of errors)
+                dtype=dtypes,  # type: ignore[arg-type]
+                keep_default_na=False,
+                na_values={label: [""] for label in numeric},
+                thousands=",",
+                skip_blank_lines=True,
+                encoding="utf-8",
+                engine="c",
+            )
+    except pd.errors.ParserError as exc:
+        # counted as the exact path counts them (from the header line, blank lines too)
+        _raise_parser_error(source, exc, header_index)
+    except (ValueError, TypeError, OverflowError, LookupError, UnicodeError, OSError):
+        return None  # e.g. a cell that is not a number: the exact path names it
+
+    # a row cut short at the end of the file (the exact path checks it before the rest)
+    last = _last_line(source, size)
+    if last is None:
+        return None
+    last_offset, last_text = last
+    if last_offset > offsets[header_index]:
+        try:
+            have = len(next(csv.reader([last_text.rstrip("\r\n")])))
+        except csv.Error:
+            have = 0
+        if have < n_fields:
+            raise HilsimError(
+                f"{source}: line {_line_number(source, last_offset)}: truncated row "
+                f"({have} of {n_fields} fields)"
+            )
+
+    names = table[f"c{columns['name'][0]}"].array
+    stripped = names.categories.astype(object).str.strip()
+    if (names.codes < 0).any() or (stripped == "").any():
+        return None  # a row without a name (or short): the exact path names its line
+    if any(np.isinf(table[label].to_numpy()).any() for label in numeric):
+        return None
+    for target in ("start_ns", "duration_ns"):
+        if table[f"c{columns[target][0]}"].isna().any():
+            return None
+
+    dropped = 0
+    kernel_rows = slice(None)
+    if report == GPU_TRACE:
+        grid = columns.get("grid_x")
+        if grid is not None:
+            is_kernel = table[f"c{grid[0]}"].notna().to_numpy()
+        else:
+            copies = np.asarray(stripped.str.startswith("[CUDA "), dtype=bool)
+            is_kernel = ~copies[names.codes]
+        dropped = int((~is_kernel).sum())
+        if dropped:
+            kernel_rows = is_kernel  # taken column by column (no copy of the whole table)
+    n_kernels = len(table) - dropped
+    if n_kernels == 0:
+        raise HilsimError(
+            f"{source}: {report} CSV has a header but no kernel rows"
+            + (f" ({dropped} memcpy/memset rows dropped)" if dropped else "")
+        )
+
+    out = pd.DataFrame(index=pd.RangeIndex(n_kernels))
+    for target, (position, column, kind, _unit) in columns.items():
+        values = table[f"c{position}"].array[kernel_rows]
+        if kind == "text":
+            out[target] = _stripped_categorical(values)
+        elif kind == "device":
+            devices = _device_numbers(pd.Series(values.categories, dtype=object))
+            out[target] = _recode(values, devices.to_numpy(dtype=float))
+        elif kind == "triple":
+            categories = pd.Series(values.categories, dtype=object)
+            try:
+                triple = _triples(source, categories, column, np.zeros(len(categories)))
+            except HilsimError:
+                return None
+            for axis in ("x", "y", "z"):
+                out[f"{target}_{axis}"] = _recode(values, triple[axis].to_numpy(float))
+        else:
+            numbers = np.asarray(values, dtype=np.float64)
+            if kind in ("time", "size"):
+                numbers = numbers * factors[target]
+            out[target] = np.round(numbers)
+    if (out["duration_ns"] < 0).any():
+        return None  # the exact path names the line
+    return out, report, dropped
+
+
+def _stripped_categorical(names: pd.Categorical) -> pd.Categorical:
+    """The names with surrounding blanks removed, as :func:`_read_exact` gives them."""
+    stripped = np.asarray(names.categories.astype(object).str.strip(), dtype=object)
+    categories, inverse = np.unique(stripped, return_inverse=True)
+    codes = names.codes
+    new_codes = np.where(codes >= 0, inverse[np.maximum(codes, 0)], -1)
+    out = pd.Categorical.from_codes(new_codes, categories=pd.Index(categories, dtype=object))
+    return out.remove_unused_categories()
+
+
+# ----------------------------------------------------------------------------- exact path
+
+
+def _raise_parser_error(source: Path, exc: Exception, header_index: int) -> None:
+    message = str(exc).strip().splitlines()[-1] if str(exc).strip() else "parse error"
+    match = re.search(r"line (\d+)", message)
+    if match:
+        line_no = header_index + int(match.group(1))
+        message = re.sub(r"\s*in line \d+", "", message)
+        raise HilsimError(f"{source}: line {line_no}: malformed CSV row ({message})") from exc
+    raise HilsimError(f"{source}: malformed CSV ({message})") from exc
+
+
+def _read_exact(source: Path) -> tuple[pd.DataFrame, str, int]:
+    """The whole file as text and every cell as a string: slow, exact error messages.
+
+    Returns the launch columns (before :func:`normalize_launches`), the report and the
+    number of memcpy/memset rows dropped.
+    """
     text = _read_text(source)
     lines = text.splitlines()
     found = _find_header(lines)
@@ -250,16 +534,18 @@ def read_nsys_stats_csv(path: str | Path) -> pd.DataFrame:
             engine="c",
         )
     except pd.errors.ParserError as exc:
-        message = str(exc).strip().splitlines()[-1] if str(exc).strip() else "parse error"
-        match = re.search(r"line (\d+)", message)
-        if match:
-            line_no = header_index + int(match.group(1))
-            message = re.sub(r"\s*in line \d+", "", message)
-            raise HilsimError(f"{source}: line {line_no}: malformed CSV row ({message})") from exc
-        raise HilsimError(f"{source}: malformed CSV ({message})") from exc
+        _raise_parser_error(source, exc, header_index)
     # 1-based file line number of each parsed row (one line per record)
     line_numbers = np.arange(len(table), dtype=np.int64) + header_index + 2
-    blank = table.isna().all(axis=1).to_numpy() | (table.fillna("") == "").all(axis=1).to_numpy()
+    # blank rows: every cell empty; a line of blanks counts too (the C parser of the fast
+    # path skips it as it skips an empty line)
+    empty = table.isna() | (table == "")
+    blank = np.array(empty.all(axis=1), dtype=bool)
+    first_only = empty.iloc[:, 1:].all(axis=1).to_numpy() & ~blank
+    if first_only.any():
+        first = table.iloc[:, 0].loc[first_only].astype(str).str.strip()
+        blank[first_only] = (first == "").to_numpy()
+    del empty
     if blank.any():
         table = table.loc[~blank].reset_index(drop=True)
         line_numbers = line_numbers[~blank]
@@ -276,7 +562,9 @@ def read_nsys_stats_csv(path: str | Path) -> pd.DataFrame:
         raise HilsimError(f"{source}: {report} CSV lacks column(s) {', '.join(missing)}")
 
     # a row cut short (truncated file) leaves its last fields missing
-    last_index = max((i for i, ln in enumerate(lines) if ln.strip()), default=header_index)
+    last_index = next(
+        (i for i in range(len(lines) - 1, header_index, -1) if lines[i].strip()), header_index
+    )
     if last_index > header_index:
         try:
             have = len(next(csv.reader([lines[last_index]])))
@@ -319,8 +607,8 @@ def read_nsys_stats_csv(path: str | Path) -> pd.DataFrame:
     out = pd.DataFrame(index=pd.RangeIndex(len(table)))
     for target, (column, kind, unit) in columns.items():
         values = table[column]
-        if kind == "text":
-            out[target] = values.astype(str).str.strip()
+        if kind == "text":  # interned like the fast path's names (same categories)
+            out[target] = _stripped_categorical(pd.Categorical(values.astype(str).astype(object)))
         elif kind == "device":
             out[target] = _device_numbers(values)
         elif kind == "triple":
@@ -340,7 +628,4 @@ def read_nsys_stats_csv(path: str | Path) -> pd.DataFrame:
             f"{source}: line {int(line_numbers[row])}: negative duration "
             f"{table[columns['duration_ns'][0]].iloc[row]!r}"
         )
-    launches = normalize_launches(out, str(source))
-    launches.attrs["nsys_report"] = report
-    launches.attrs["dropped_non_kernel_rows"] = dropped
-    return launches
+    return out, report, dropped
