@@ -12,8 +12,9 @@ look at the very durations they are scored on.
 (method, seed) runs are spread over worker processes ("spawn" start method:
 forking a parent that already runs BLAS/OpenMP threads can deadlock); each worker
 receives the bundle once through its initializer and keeps what the seeds share
-(totals, STEM's sort) in a :class:`~analyzer.tablecache.TableCache`. A rich progress
-bar counts finished runs.
+(totals, STEM's sort) in a :class:`~analyzer.tablecache.TableCache`, so a method's
+mean plan time is per plan when planning all its seeds (a worker's first STEM plan
+pays for the sort, the next ones reuse it). A rich progress bar counts finished runs.
 
 Memory: every worker holds its own copy of the bundle (and of the holdout), so
 memory grows with the number of workers (about 14 GB with 2 workers at 10M

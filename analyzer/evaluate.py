@@ -291,7 +291,8 @@ def evaluate_method(
 
     Deterministic methods run once whatever ``seeds`` says. Per-bundle facts the
     seeds share (totals, STEM's sort of the launches) are computed once, in a
-    :class:`~analyzer.tablecache.TableCache` around the loop.
+    :class:`~analyzer.tablecache.TableCache` around the loop: the first seed's plan
+    time is what one plan costs alone, later seeds' leave out the shared part.
     """
     seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
     if not method.stochastic:
