@@ -45,14 +45,29 @@ checked against real traces (see ``tests/data/kineto/README.md``):
 
 Every failure (unreadable or truncated gzip, not JSON, no ``traceEvents``, no kernels, file
 larger than ``max_bytes``) is one ``HilsimError`` line naming the file.
+
+**Streaming.** The trace is never held whole: the (decompressed) text is read in blocks and
+the events of ``traceEvents`` are decoded one at a time by the standard library's C JSON
+scanner (:class:`_JsonText`); the top-level keys around them are decoded as usual. Only the
+events the import needs are kept, and kernels and launch calls only as columns (converted
+per batch of events with numpy / pyarrow), so memory follows the number of kernels, not
+the file size (1M kernels: a 1.2 GB trace, well under 1 GB of memory). Numbers with a
+fraction are kept as their text (:class:`_Num`) and converted exactly (pyarrow decimals,
+round half even), never through float64. Invalid JSON is reported at its line and column of
+the whole text, as ``json.loads`` reports it. Not ``ijson``: its ``items`` follows one path,
+so the top-level keys written after ``traceEvents`` (``traceName``, ``displayTimeUnit``)
+would need a second pass over the file, and its errors carry no line and column.
 """
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import json
+import re
 import zlib
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from pathlib import Path
@@ -60,6 +75,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from analyzer.bundle import Bundle, default_manifest
 from analyzer.errors import HilsimError
@@ -67,8 +84,10 @@ from analyzer.schema import REGION_COLUMNS, normalize_launches
 
 FORMAT = "kineto-json"
 PROFILER_NAME = "pytorch-profiler (kineto)"
-MAX_TRACE_BYTES = 2 * 1024**3
-"""Default limit on the (decompressed) trace size; larger files are refused."""
+MAX_TRACE_BYTES = 64 * 1024**3
+"""Default limit on the (decompressed) trace size; larger files are refused. The trace is
+streamed, so this guards time, not memory: about 1.2 KB of trace and 0.3-0.5 KB of memory per
+kernel (with its launch call), i.e. ~50M kernels and ~20 GB of memory at the limit."""
 
 KERNEL_CATS = frozenset({"kernel", "Kernel"})
 COPY_CATS = {
@@ -129,51 +148,274 @@ class KinetoProfile:
 # ----------------------------------------------------------------------------- reading
 
 
-def _load_json(path: Path, max_bytes: int) -> dict[str, Any]:
+class _Num(str):
+    """A JSON number with a fraction or exponent, kept as its text (exact; see _ns_values)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:  # as the Decimal it stands for (error messages)
+        return f"Decimal('{self}')"
+
+
+# Events are decoded with fractions kept as text; top-level values (deviceProperties, ...)
+# with Decimal, as before.
+_EVENT_DECODER = json.JSONDecoder(parse_float=_Num)
+_VALUE_DECODER = json.JSONDecoder(parse_float=Decimal)
+_READ_BYTES = 1 << 22  # bytes read (decompressed) per block
+# A decode error this many characters before the end of the text read so far cannot be
+# caused by the end of the block (no JSON token of a trace is that long): it is real.
+_ERROR_MARGIN = 1 << 24
+_BLANK = " \t\n\r"
+_NONBLANK = re.compile(r"[^ \t\n\r]")
+_SEPARATOR = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
+
+
+def _text_blocks(path: Path, max_bytes: int) -> Iterator[str]:
+    """The trace's text (gunzipped if gzip'd, decoded as ``json.loads`` decodes bytes).
+
+    Raises :class:`HilsimError` for an unreadable or broken file, or one larger than
+    ``max_bytes`` once decompressed.
+    """
     try:
         with open(path, "rb") as handle:
             magic = handle.read(2)
             handle.seek(0)
-            if magic == _GZIP_MAGIC:
-                with gzip.GzipFile(fileobj=handle) as stream:
-                    raw = stream.read(max_bytes + 1)
-            else:
-                raw = handle.read(max_bytes + 1)
+            stream: Any = gzip.GzipFile(fileobj=handle) if magic == _GZIP_MAGIC else handle
+            with stream:
+                total = 0
+                decoder = None
+                while True:
+                    block = stream.read(_READ_BYTES)
+                    total += len(block)
+                    if total > max_bytes:
+                        raise HilsimError(
+                            f"{path}: trace larger than {max_bytes} bytes (decompressed); "
+                            "refusing to load it (raise max_bytes to read it anyway)"
+                        )
+                    if decoder is None:
+                        if not block:
+                            return
+                        encoding = json.detect_encoding(block[:4])
+                        decoder = codecs.getincrementaldecoder(encoding)()
+                        offset = 0
+                    try:
+                        text = decoder.decode(block, final=not block)
+                    except UnicodeDecodeError as exc:
+                        where = offset + exc.start  # as json.loads words it for the whole
+                        span = (
+                            f"byte 0x{exc.object[exc.start]:02x} in position {where}"
+                            if exc.end - exc.start == 1
+                            else f"bytes in position {where}-{offset + exc.end - 1}"
+                        )
+                        raise HilsimError(
+                            f"{path}: not a Kineto trace: not readable JSON ('{exc.encoding}' "
+                            f"codec can't decode {span}: {exc.reason})"
+                        ) from exc
+                    offset += len(block)
+                    if text:
+                        yield text
+                    if not block:
+                        return
     except EOFError as exc:
         raise HilsimError(f"{path}: truncated gzip file (stream ended early: {exc})") from exc
     except (gzip.BadGzipFile, zlib.error) as exc:
         raise HilsimError(f"{path}: corrupt gzip file ({exc})") from exc
     except OSError as exc:
         raise HilsimError(f"{path}: cannot read ({exc.strerror or exc})") from exc
-    if len(raw) > max_bytes:
-        raise HilsimError(
-            f"{path}: trace larger than {max_bytes} bytes (decompressed); refusing to load it "
-            "(raise max_bytes to read it anyway)"
+
+
+class _JsonText:
+    """JSON text read block by block; values decoded one at a time (stdlib C scanner).
+
+    Keeps only the text not consumed yet (plus the line and column where it starts, for
+    error messages that count from the start of the whole text, as ``json.loads`` does).
+    """
+
+    def __init__(self, path: Path, blocks: Iterator[str]) -> None:
+        self.path = path
+        self._blocks = blocks
+        self.buf = ""
+        self.pos = 0
+        self.eof = False
+        self._line = 0  # newlines before buf[0]
+        self._column = 0  # characters since the last newline before buf[0]
+
+    def more(self) -> bool:
+        """Append the next block of text (dropping what was consumed); False at the end."""
+        if self.eof:
+            return False
+        block = next(self._blocks, None)
+        if block is None:
+            self.eof = True
+            return False
+        if self.pos:
+            newlines = self.buf.count("\n", 0, self.pos)
+            if newlines:
+                self._line += newlines
+                self._column = self.pos - self.buf.rfind("\n", 0, self.pos) - 1
+            else:
+                self._column += self.pos
+            self.buf = self.buf[self.pos :] + block
+            self.pos = 0
+        else:
+            self.buf += block
+        return True
+
+    def peek(self) -> str:
+        """The next non-blank character ('' at the end), skipping the blanks before it."""
+        while True:
+            match = _NONBLANK.search(self.buf, self.pos)
+            if match:
+                self.pos = match.start()
+                return self.buf[self.pos]
+            self.pos = len(self.buf)
+            if not self.more():
+                return ""
+
+    def value(self, decoder: json.JSONDecoder) -> Any:
+        """Decode the value at the current position (which may span blocks)."""
+        while True:
+            try:
+                value, end = decoder.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError as exc:
+                if self.eof or len(self.buf) - exc.pos >= _ERROR_MARGIN or not self.more():
+                    raise self.error(exc.msg, exc.pos) from exc
+                continue
+            except (RecursionError, ValueError) as exc:
+                raise HilsimError(
+                    f"{self.path}: not a Kineto trace: not readable JSON ({exc})"
+                ) from exc
+            # a value ending where the text read so far ends may go on (a number)
+            if end < len(self.buf) or not self.more():
+                self.pos = end
+                return value
+
+    def expect(self, char: str) -> None:
+        """Consume ``char``, the next non-blank character (the caller checked it)."""
+        self.pos += 1
+
+    def rest(self) -> str:
+        """All the text not consumed yet (read to the end)."""
+        while self.more():
+            pass
+        return self.buf[self.pos :]
+
+    def error(self, message: str, pos: int) -> HilsimError:
+        """``message`` at ``pos`` of the buffer, located as ``json.loads`` locates it."""
+        newlines = self.buf.count("\n", 0, pos)
+        column = pos - self.buf.rfind("\n", 0, pos) if newlines else self._column + pos + 1
+        return HilsimError(
+            f"{self.path}: not a Kineto trace: invalid JSON at line {self._line + newlines + 1} "
+            f"column {column} ({message})"
         )
-    if not raw.strip():
+
+
+def _stream_trace(path: Path, max_bytes: int, scan: _Scan) -> dict[str, Any]:
+    """Feed the events of ``traceEvents`` to ``scan``; return the other top-level keys."""
+    text = _JsonText(path, _text_blocks(path, max_bytes))
+    char = text.peek()
+    if not char:
         raise HilsimError(f"{path}: empty file: not a Kineto trace")
-    try:
-        data = json.loads(raw, parse_float=Decimal)
-    except json.JSONDecodeError as exc:
-        raise HilsimError(
-            f"{path}: not a Kineto trace: invalid JSON at line {exc.lineno} column "
-            f"{exc.colno} ({exc.msg})"
-        ) from exc
-    except (UnicodeDecodeError, RecursionError, ValueError) as exc:
-        raise HilsimError(f"{path}: not a Kineto trace: not readable JSON ({exc})") from exc
+    if char != "{":  # not an object: parsed whole, to say what it is
+        try:
+            data = json.loads(text.rest(), parse_float=Decimal)
+        except json.JSONDecodeError as exc:
+            raise text.error(exc.msg, text.pos + exc.pos) from exc
+        except (RecursionError, ValueError) as exc:
+            raise HilsimError(f"{path}: not a Kineto trace: not readable JSON ({exc})") from exc
+        _check_top(path, data)
+    top: dict[str, Any] = {}
+    seen_events = False
+    text.expect("{")
+    char = text.peek()
+    if char == "}":
+        text.expect("}")
+    else:
+        while True:
+            if char != '"':
+                raise text.error("Expecting property name enclosed in double quotes", text.pos)
+            key = text.value(_VALUE_DECODER)
+            if text.peek() != ":":
+                raise text.error("Expecting ':' delimiter", text.pos)
+            text.expect(":")
+            if key == "traceEvents" and text.peek() == "[":
+                if seen_events:  # a repeated key: json.loads keeps the last value
+                    scan.reset()
+                text.expect("[")
+                _stream_events(text, scan)
+                top[key] = scan.events_marker
+                seen_events = True
+            else:
+                if not text.peek():
+                    raise text.error("Expecting value", text.pos)
+                top[key] = text.value(_VALUE_DECODER)
+            char = text.peek()
+            if char == "}":
+                text.expect("}")
+                break
+            if char != ",":
+                raise text.error("Expecting ',' delimiter", text.pos)
+            text.expect(",")
+            char = text.peek()
+    if text.peek():
+        raise text.error("Extra data", text.pos)
+    if seen_events and top.get("traceEvents") is not scan.events_marker:
+        scan.reset()  # a later 'traceEvents' key replaced the streamed list (json.loads)
+    _check_top(path, top)
+    return top
+
+
+def _check_top(path: Path, data: Any) -> None:
     if not isinstance(data, dict) or "traceEvents" not in data:
         what = "an object without" if isinstance(data, dict) else f"a JSON {type(data).__name__}"
         raise HilsimError(
             f"{path}: not a Kineto trace: {what} a 'traceEvents' key "
             "(expected the PyTorch profiler's Chrome trace JSON)"
         )
-    if not isinstance(data["traceEvents"], list):
+    if data["traceEvents"] is not _EVENTS and not isinstance(data["traceEvents"], list):
         raise HilsimError(f"{path}: 'traceEvents' is not a list of events")
-    return data
+
+
+def _stream_events(text: _JsonText, scan: _Scan) -> None:
+    """Decode the items of the array whose '[' was just consumed, feeding them to ``scan``."""
+    add = scan.add
+    decode = _EVENT_DECODER.raw_decode
+    separator = _SEPARATOR.match
+    char = text.peek()
+    if char == "]":
+        text.expect("]")
+        return
+    while True:
+        if not char:
+            raise text.error("Expecting value", text.pos)
+        add(text.value(_EVENT_DECODER))
+        # fast path: "," and the next event, both within the text read so far
+        while True:
+            match = separator(text.buf, text.pos)
+            if match is None or match.end() >= len(text.buf) - 1:
+                break
+            try:
+                event, end = decode(text.buf, match.end())
+            except json.JSONDecodeError:
+                break  # cut at the end of the block, or invalid: the careful path says
+            if end >= len(text.buf):
+                break
+            text.pos = end
+            add(event)
+        char = text.peek()
+        if char == "]":
+            text.expect("]")
+            return
+        if char != ",":
+            raise text.error("Expecting ',' delimiter", text.pos)
+        text.expect(",")
+        char = text.peek()
 
 
 def _ns(value: Any) -> int | None:
     """Microseconds (int, Decimal or float) -> int nanoseconds, exactly for int/Decimal."""
+    if isinstance(value, _Num):
+        value = Decimal(value)
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -189,6 +431,8 @@ def _ns(value: Any) -> int | None:
 
 
 def _int(value: Any) -> int | None:
+    if isinstance(value, _Num):
+        value = Decimal(value)
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -204,14 +448,14 @@ def _int(value: Any) -> int | None:
 def _float(value: Any) -> float:
     if isinstance(value, bool):
         return float(value)
-    if isinstance(value, int | float | Decimal):
+    if isinstance(value, int | float | Decimal | _Num):
         return float(value)
     return np.nan
 
 
 def _plain(value: Any) -> Any:
     """Decimals -> float, recursively (for meta / device dicts that end up in JSON)."""
-    if isinstance(value, Decimal):
+    if isinstance(value, Decimal | _Num):
         return float(value)
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
@@ -231,62 +475,178 @@ def _int_array(values: list[int | None]) -> pd.arrays.IntegerArray:
     return pd.array(values, dtype="Int64")
 
 
-@dataclass
-class _Events:
-    """The events of interest, sorted into per-category lists in one pass."""
-
-    kernels: list[dict[str, Any]] = field(default_factory=list)
-    ranges: list[dict[str, Any]] = field(default_factory=list)
-    gpu_annotations: list[dict[str, Any]] = field(default_factory=list)
-    cpu_annotations: list[dict[str, Any]] = field(default_factory=list)
-    launch_calls: list[dict[str, Any]] = field(default_factory=list)
-    counts: Counter = field(default_factory=Counter)
-    categories: Counter = field(default_factory=Counter)
+# ----------------------------------------------------------------------------- columns
 
 
-def _scan(events: list[Any]) -> _Events:
-    out = _Events()
-    for event in events:
-        if not isinstance(event, dict) or event.get("ph") != "X":
-            continue
-        cat = event.get("cat")
-        out.categories[cat] += 1
-        if cat in KERNEL_CATS:
-            out.kernels.append(event)
-        elif cat in COPY_CATS:
-            out.counts[COPY_CATS[cat]] += 1
-        elif cat == GPU_ANNOTATION_CAT:
-            out.gpu_annotations.append(event)
-        elif cat == CPU_ANNOTATION_CAT:
-            out.cpu_annotations.append(event)
-        elif cat in LAUNCH_API_CATS:
-            out.launch_calls.append(event)
-        elif cat == RANGE_CAT:
-            out.ranges.append(event)
+def _ns_values(values: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Microsecond JSON numbers -> (int64 nanoseconds, valid mask), exactly.
+
+    Numbers with a fraction (kept as text, :class:`_Num`) go through pyarrow decimals
+    (exact, round half even, as :func:`_ns`); integers are scaled; anything else (a batch
+    mixing kinds, more than 9 decimals, values that are not numbers) per value by
+    :func:`_ns`.
+    """
+    n = len(values)
+    try:
+        if all(type(v) is _Num for v in values):
+            micro = pa.array(values, pa.string()).cast(pa.decimal128(30, 9))
+            nano = pc.multiply(micro, pa.scalar(Decimal(1000), pa.decimal128(4, 0)))
+            rounded = pc.round(nano, ndigits=0, round_mode="half_to_even")
+            return rounded.cast(pa.int64()).to_numpy(), np.ones(n, dtype=bool)
+        if all(type(v) is int for v in values):
+            micro_int = np.array(values, dtype=np.int64)
+            if np.abs(micro_int).max(initial=0) < 2**63 // 1000:
+                return micro_int * 1000, np.ones(n, dtype=bool)
+    except (pa.ArrowException, OverflowError, ValueError, TypeError):
+        pass
+    out = np.zeros(n, dtype=np.int64)
+    ok = np.zeros(n, dtype=bool)
+    for i, value in enumerate(values):  # mixed or unusual values only
+        ns = _ns(value)
+        if ns is not None and -(2**63) <= ns < 2**63:
+            out[i], ok[i] = ns, True
+    return out, ok
+
+
+def _int_values(values: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """JSON values -> (int64 values, null mask) as :func:`_int` reads each (null: None)."""
+    try:
+        array = pa.array(values, pa.int64())  # ints and nulls only (bool, text: error)
+        mask = np.array(array.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        return np.array(array.fill_null(0).to_numpy(), dtype=np.int64), mask
+    except (pa.ArrowException, OverflowError, ValueError, TypeError):
+        read = [_int(v) for v in values]  # mixed or unusual values only
+        mask = np.array([v is None for v in read], dtype=bool)
+        return np.array([0 if v is None else v for v in read], dtype=np.int64), mask
+
+
+def _triple_values(values: list[Any]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``[x, y, z]`` JSON lists -> three (int64 values, null mask) pairs (as :func:`_triple`)."""
+    n = len(values)
+    try:
+        array = pa.array(values, pa.list_(pa.int64()))  # lists of ints (bool, text: error)
+        lengths = pc.list_value_length(array)
+        if array.null_count == 0 and pc.all(pc.equal(lengths, 3)).as_py():
+            flat = array.flatten()
+            if flat.null_count == 0:
+                xyz = np.array(flat.to_numpy(), dtype=np.int64).reshape(n, 3)
+                return [(xyz[:, k].copy(), np.zeros(n, dtype=bool)) for k in range(3)]
+    except (pa.ArrowException, OverflowError, ValueError, TypeError):
+        pass
+    triples = [_triple(v) for v in values]  # mixed or unusual values only
+    out = []
+    for k in range(3):
+        mask = np.array([t[k] is None for t in triples], dtype=bool)
+        out.append((np.array([t[k] or 0 for t in triples], dtype=np.int64), mask))
     return out
 
 
-def _span(path: Path, event: dict[str, Any], what: str) -> tuple[int, int]:
-    start, dur = _ns(event.get("ts")), _ns(event.get("dur"))
-    if start is None or dur is None:
-        raise HilsimError(
-            f"{path}: {what} {str(event.get('name', '?'))[:80]!r} has no numeric ts/dur "
-            f"(ts={event.get('ts')!r}, dur={event.get('dur')!r})"
+class _Columns:
+    """Columns built batch by batch: int64 / bool numpy parts, nullable ones with a mask."""
+
+    def __init__(self) -> None:
+        self.parts: dict[str, list[np.ndarray]] = {}
+
+    def add(self, name: str, values: np.ndarray) -> None:
+        self.parts.setdefault(name, []).append(values)
+
+    def add_int(self, name: str, values: tuple[np.ndarray, np.ndarray]) -> None:
+        self.add(name, values[0])
+        self.add(f"{name}\x00mask", values[1])
+
+    def get(self, name: str, dtype: Any = np.int64) -> np.ndarray:
+        parts = self.parts.get(name, [])
+        return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
+
+    def get_int(self, name: str) -> pd.arrays.IntegerArray:
+        return pd.arrays.IntegerArray(self.get(name), self.get(f"{name}\x00mask", bool))
+
+
+def _or_else(first: tuple[np.ndarray, np.ndarray], other: tuple[np.ndarray, np.ndarray]):
+    """``first`` where not null, else ``other`` (values, mask pairs)."""
+    (values, mask), (other_values, other_mask) = first, other
+    return np.where(mask, other_values, values), mask & other_mask
+
+
+_BATCH = 1 << 15  # events per conversion batch
+_NO_ARGS: dict[str, Any] = {}
+
+
+class _Kernels:
+    """Kernel events as columns: name, start/duration (ns), device (``args.device``, else
+    ``pid``), stream (``args.stream``, else ``tid``), correlation, registers, shared memory,
+    grid and block, pid and tid. Converted per batch; the first kernel without numeric
+    ``ts``/``dur`` (input order) is raised by :meth:`frame`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.batch: list[dict[str, Any]] = []
+        self.columns = _Columns()
+        self.names: dict[str, int] = {}
+        self.count = 0
+        self.error: HilsimError | None = None
+
+    def add(self, event: dict[str, Any]) -> None:
+        self.batch.append(event)
+        if len(self.batch) >= _BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        events, self.batch = self.batch, []
+        if not events:
+            return
+        self.count += len(events)
+        names = self.names
+        codes = [names.setdefault(str(e.get("name", "")), len(names)) for e in events]
+        self.columns.add("name", np.array(codes, dtype=np.int64))
+        start, start_ok = _ns_values([e.get("ts") for e in events])
+        dur, dur_ok = _ns_values([e.get("dur") for e in events])
+        bad = ~(start_ok & dur_ok)
+        if bad.any() and self.error is None:
+            event = events[int(np.flatnonzero(bad)[0])]
+            self.error = HilsimError(
+                f"{self.path}: kernel {str(event.get('name', '?'))[:80]!r} has no numeric "
+                f"ts/dur (ts={event.get('ts')!r}, dur={event.get('dur')!r})"
+            )
+        self.columns.add("start_ns", start)
+        self.columns.add("duration_ns", dur)
+        args = [a if isinstance(a := e.get("args"), dict) else _NO_ARGS for e in events]
+        pid = _int_values([e.get("pid") for e in events])
+        tid = _int_values([e.get("tid") for e in events])
+        self.columns.add_int("device", _or_else(_int_values([a.get("device") for a in args]), pid))
+        self.columns.add_int("stream", _or_else(_int_values([a.get("stream") for a in args]), tid))
+        for column, key in (
+            ("correlation_id", "correlation"),
+            ("regs", "registers per thread"),
+            ("smem_static", "shared memory"),
+        ):
+            self.columns.add_int(column, _int_values([a.get(key) for a in args]))
+        for prefix in ("grid", "block"):
+            xyz = _triple_values([a.get(prefix) for a in args])
+            for axis, values in zip("xyz", xyz, strict=True):
+                self.columns.add_int(f"{prefix}_{axis}", values)
+        self.columns.add_int("pid", pid)
+        self.columns.add_int("tid", tid)
+
+    def frame(self) -> pd.DataFrame:
+        """The kernels in input order (``name`` categorical, sorted categories)."""
+        self.flush()
+        if self.error is not None:
+            raise self.error
+        categories = np.array(list(self.names), dtype=object)
+        order = np.argsort(categories, kind="stable")
+        recode = np.empty(len(order), dtype=np.int64)
+        recode[order] = np.arange(len(order))
+        frame = pd.DataFrame(
+            {
+                "name": pd.Categorical.from_codes(
+                    recode[self.columns.get("name")], categories=categories[order]
+                ),
+                "start_ns": self.columns.get("start_ns"),
+                "duration_ns": self.columns.get("duration_ns"),
+            }
         )
-    return start, dur
-
-
-# ----------------------------------------------------------------------------- tables
-
-
-def _kernel_frame(path: Path, kernels: list[dict[str, Any]]) -> pd.DataFrame:
-    n = len(kernels)
-    names: list[str] = []
-    start = np.empty(n, dtype=np.int64)
-    dur = np.empty(n, dtype=np.int64)
-    ints: dict[str, list[int | None]] = {
-        c: []
-        for c in (
+        for column in (
             "device",
             "stream",
             "correlation_id",
@@ -300,30 +660,124 @@ def _kernel_frame(path: Path, kernels: list[dict[str, Any]]) -> pd.DataFrame:
             "block_z",
             "pid",
             "tid",
+        ):
+            frame[column] = self.columns.get_int(column)
+        return frame
+
+
+class _LaunchCalls:
+    """``cuda_runtime`` / ``cuda_driver`` events as columns: correlation, thread lane, span,
+    and whether the call launches a kernel (name has ``Launch`` and ``Kernel``)."""
+
+    def __init__(self) -> None:
+        self.batch: list[dict[str, Any]] = []
+        self.columns = _Columns()
+        self.lanes: dict[Any, int] = {}  # (pid, tid) -> lane code
+        self.lane_keys: dict[str, int] = {}  # "pid\\0tid" -> lane code
+        self.count = 0
+
+    def add(self, event: dict[str, Any]) -> None:
+        self.batch.append(event)
+        if len(self.batch) >= _BATCH:
+            self.flush()
+
+    def _lane(self, pid: Any, tid: Any) -> int:
+        try:
+            return self.lanes[(type(pid), pid, type(tid), tid)]
+        except KeyError:
+            code = self.lane_keys.setdefault(f"{pid!s}\x00{tid!s}", len(self.lane_keys))
+            self.lanes[(type(pid), pid, type(tid), tid)] = code
+            return code
+        except TypeError:  # unhashable pid/tid
+            return self.lane_keys.setdefault(f"{pid!s}\x00{tid!s}", len(self.lane_keys))
+
+    def flush(self) -> None:
+        events, self.batch = self.batch, []
+        if not events:
+            return
+        self.count += len(events)
+        args = [a if isinstance(a := e.get("args"), dict) else _NO_ARGS for e in events]
+        self.columns.add_int("correlation", _int_values([a.get("correlation") for a in args]))
+        start, start_ok = _ns_values([e.get("ts") for e in events])
+        dur, dur_ok = _ns_values([e.get("dur") for e in events])
+        self.columns.add("start", start)
+        self.columns.add("start_ok", start_ok)
+        self.columns.add("end", start + dur)
+        self.columns.add("span_ok", start_ok & dur_ok)
+        lane = self._lane
+        self.columns.add(
+            "lane", np.array([lane(e.get("pid"), e.get("tid")) for e in events], np.int64)
         )
-    }
-    for i, event in enumerate(kernels):
-        args = event.get("args") if isinstance(event.get("args"), dict) else {}
-        names.append(str(event.get("name", "")))
-        start[i], dur[i] = _span(path, event, "kernel")
-        device = _int(args.get("device"))
-        ints["device"].append(device if device is not None else _int(event.get("pid")))
-        stream = _int(args.get("stream"))
-        ints["stream"].append(stream if stream is not None else _int(event.get("tid")))
-        ints["correlation_id"].append(_int(args.get("correlation")))
-        ints["regs"].append(_int(args.get("registers per thread")))
-        ints["smem_static"].append(_int(args.get("shared memory")))
-        for prefix, key in (("grid", "grid"), ("block", "block")):
-            x, y, z = _triple(args.get(key))
-            ints[f"{prefix}_x"].append(x)
-            ints[f"{prefix}_y"].append(y)
-            ints[f"{prefix}_z"].append(z)
-        ints["pid"].append(_int(event.get("pid")))
-        ints["tid"].append(_int(event.get("tid")))
-    frame = pd.DataFrame({"name": names, "start_ns": start, "duration_ns": dur})
-    for column, values in ints.items():
-        frame[column] = _int_array(values)
-    return frame
+        launches = [
+            "Launch" in (name := str(e.get("name", ""))) and "Kernel" in name for e in events
+        ]
+        self.columns.add("launches_kernel", np.array(launches, dtype=bool))
+
+    def get(self, name: str, dtype: Any = np.int64) -> np.ndarray:
+        self.flush()
+        return self.columns.get(name, dtype)
+
+    def get_int(self, name: str) -> pd.arrays.IntegerArray:
+        self.flush()
+        return self.columns.get_int(name)
+
+    def lane_names(self) -> list[str]:
+        """The "pid\\0tid" key of every lane code."""
+        return list(self.lane_keys)
+
+
+_EVENTS = object()  # stands for the streamed traceEvents list in the top-level dict
+
+
+class _Scan:
+    """The events of interest, sorted by category as they stream by."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.events_marker = _EVENTS
+        self.reset()
+
+    def reset(self) -> None:
+        self.kernels = _Kernels(self.path)
+        self.launch_calls = _LaunchCalls()
+        self.ranges: list[dict[str, Any]] = []
+        self.gpu_annotations: list[dict[str, Any]] = []
+        self.cpu_annotations: list[dict[str, Any]] = []
+        self.counts: Counter = Counter()
+        self.categories: Counter = Counter()
+        self.n_events = 0
+
+    def add(self, event: Any) -> None:
+        self.n_events += 1
+        if type(event) is not dict or event.get("ph") != "X":  # json gives plain dicts
+            return
+        cat = event.get("cat")
+        self.categories[cat] += 1
+        if cat in KERNEL_CATS:
+            self.kernels.add(event)
+        elif cat in LAUNCH_API_CATS:
+            self.launch_calls.add(event)
+        elif cat in COPY_CATS:
+            self.counts[COPY_CATS[cat]] += 1
+        elif cat == GPU_ANNOTATION_CAT:
+            self.gpu_annotations.append(event)
+        elif cat == CPU_ANNOTATION_CAT:
+            self.cpu_annotations.append(event)
+        elif cat == RANGE_CAT:
+            self.ranges.append(event)
+
+
+def _span(path: Path, event: dict[str, Any], what: str) -> tuple[int, int]:
+    start, dur = _ns(event.get("ts")), _ns(event.get("dur"))
+    if start is None or dur is None:
+        raise HilsimError(
+            f"{path}: {what} {str(event.get('name', '?'))[:80]!r} has no numeric ts/dur "
+            f"(ts={event.get('ts')!r}, dur={event.get('dur')!r})"
+        )
+    return start, dur
+
+
+# ----------------------------------------------------------------------------- tables
 
 
 def _range_frame(path: Path, ranges: list[dict[str, Any]]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -349,6 +803,14 @@ def _range_frame(path: Path, ranges: list[dict[str, Any]]) -> tuple[pd.DataFrame
     frame = pd.DataFrame({"name": names, "start_ns": start, "duration_ns": dur})
     frame["device"] = _int_array(device)
     return frame, pd.DataFrame(counters, index=pd.RangeIndex(n))
+
+
+def _kernel_lane_codes(region_keys: list[str], values: pd.Series) -> list[np.ndarray]:
+    """:func:`_lane_codes` of the regions' keys and ``str`` of each kernel's value (-1 for
+    null), worked out once per distinct value."""
+    codes, uniques = pd.factorize(values.fillna(-1).to_numpy(dtype=np.int64))
+    reg_lane, unique_lane = _lane_codes(region_keys, [str(int(u)) for u in uniques])
+    return [reg_lane, unique_lane[codes] if len(codes) else codes.astype(np.int64)]
 
 
 def _lane_codes(*keys: list[Any]) -> list[np.ndarray]:
@@ -444,10 +906,8 @@ def _gpu_regions(
     regions = _nest(path, annotations, GPU_ANNOTATION_CAT)
     reg_device = [str(_int(p)) for p in regions["pid"]]
     reg_stream = [str(_int(t)) for t in regions["tid"]]
-    k_device = [str(v) for v in frame["device"].astype(object).fillna(-1)]
-    k_stream = [str(v) for v in frame["stream"].astype(object).fillna(-1)]
-    reg_lane, k_lane = _lane_codes(reg_device, k_device)
-    reg_pref, k_pref = _lane_codes(reg_stream, k_stream)
+    reg_lane, k_lane = _kernel_lane_codes(reg_device, frame["device"])
+    reg_pref, k_pref = _kernel_lane_codes(reg_stream, frame["stream"])
     start = frame["start_ns"].to_numpy(dtype=np.int64)
     end = start + frame["duration_ns"].to_numpy(dtype=np.int64)
     index = _innermost(k_lane, start, end, k_pref, reg_lane, reg_pref, regions)
@@ -458,47 +918,48 @@ def _cpu_regions(
     path: Path,
     frame: pd.DataFrame,
     annotations: list[dict[str, Any]],
-    launch_calls: list[dict[str, Any]],
+    calls: _LaunchCalls,
 ) -> tuple[pd.DataFrame, np.ndarray] | None:
-    """Regions from CPU ``user_annotation`` via kernel correlation -> launching API call."""
-    calls: dict[int, tuple[str, int, int]] = {}
-    for event in launch_calls:
-        args = event.get("args") if isinstance(event.get("args"), dict) else {}
-        corr = _int(args.get("correlation"))
-        start, dur = _ns(event.get("ts")), _ns(event.get("dur"))
-        if corr is None or start is None or dur is None:
-            continue
-        calls[corr] = (f"{event.get('pid')!s}\x00{event.get('tid')!s}", start, start + dur)
-    if not calls:
+    """Regions from CPU ``user_annotation`` via kernel correlation -> launching API call.
+
+    Each correlation id names its last launch call with numeric ts/dur (as a dict keyed
+    by it would); a kernel takes that call's thread and span.
+    """
+    correlation = calls.get_int("correlation")
+    valid = ~correlation.isna() & calls.get("span_ok", bool)
+    if not valid.any():
         return None
+    ids = correlation.to_numpy(dtype=np.int64, na_value=0)[valid]
+    rows = np.flatnonzero(valid)
+    last = ~pd.Index(ids[::-1]).duplicated()[::-1]  # the last call of every correlation id
+    ids, rows = ids[last], rows[last]
     regions = _nest(path, annotations, CPU_ANNOTATION_CAT)
-    reg_keys = list(regions["lane_key"])
-    found = [calls.get(c) if c is not None else None for c in frame["correlation_id"].tolist()]
-    call_keys = [f[0] if f else "\x01none" for f in found]
-    reg_lane, k_lane = _lane_codes(reg_keys, call_keys)
-    k_start = np.fromiter((f[1] if f else -1 for f in found), dtype=np.int64, count=len(found))
-    k_end = np.fromiter((f[2] if f else -1 for f in found), dtype=np.int64, count=len(found))
-    zeros_k = np.zeros(len(found), dtype=np.int64)
+    reg_lane, call_lane = _lane_codes(list(regions["lane_key"]), calls.lane_names())
+    kernel_corr = frame["correlation_id"]
+    position = pd.Index(ids).get_indexer(kernel_corr.to_numpy(dtype=np.int64, na_value=-1))
+    position[kernel_corr.isna().to_numpy()] = -1
+    found = position >= 0
+    call = rows[np.maximum(position, 0)]
+    k_lane = np.where(found, call_lane[calls.get("lane")[call]] if len(call) else 0, -1)
+    k_start = np.where(found, calls.get("start")[call] if len(call) else 0, -1)
+    k_end = np.where(found, calls.get("end")[call] if len(call) else 0, -1)
+    zeros_k = np.zeros(len(frame), dtype=np.int64)
     zeros_r = np.zeros(len(regions), dtype=np.int64)
     index = _innermost(k_lane, k_start, k_end, zeros_k, reg_lane, zeros_r, regions)
-    index[np.asarray([f is None for f in found], dtype=bool)] = -1
+    index[~found] = -1
     return regions, index
 
 
-def _pair_ranges_with_launch_calls(frame: pd.DataFrame, launch_calls: list[dict[str, Any]]) -> bool:
+def _pair_ranges_with_launch_calls(frame: pd.DataFrame, calls: _LaunchCalls) -> bool:
     """Give range-built launches the correlation of the n-th kernel-launch API call."""
-    launches = []
-    for event in launch_calls:
-        name = str(event.get("name", ""))
-        if "Launch" not in name or "Kernel" not in name:
-            continue
-        args = event.get("args") if isinstance(event.get("args"), dict) else {}
-        start = _ns(event.get("ts"))
-        launches.append((start if start is not None else 0, _int(args.get("correlation"))))
-    if len(launches) != len(frame) or not launches:
+    launches = calls.get("launches_kernel", bool)
+    count = int(launches.sum())
+    if count != len(frame) or not count:
         return False
-    launches.sort(key=lambda item: item[0])
-    frame["correlation_id"] = _int_array([c for _, c in launches])
+    start = np.where(calls.get("start_ok", bool), calls.get("start"), 0)[launches]
+    order = np.argsort(start, kind="stable")
+    correlation = calls.get_int("correlation")[launches]
+    frame["correlation_id"] = correlation[order]
     return True
 
 
@@ -546,8 +1007,8 @@ def read_kineto_trace(
     source = Path(path)
     if regions not in REGION_MODES:
         raise HilsimError(f"regions must be one of {', '.join(REGION_MODES)}, got {regions!r}")
-    data = _load_json(source, max_bytes)
-    scan = _scan(data["traceEvents"])
+    scan = _Scan(source)
+    data = _stream_trace(source, max_bytes, scan)
     meta = {k: _plain(v) for k, v in data.items() if k not in ("traceEvents", "deviceProperties")}
     attrs: dict[str, Any] = {
         "n_gpu_memcpy": int(scan.counts["n_gpu_memcpy"]),
@@ -557,8 +1018,9 @@ def read_kineto_trace(
     attrs["dropped_non_kernel_rows"] = attrs["n_gpu_memcpy"] + attrs["n_gpu_memset"]
 
     metrics_frame: pd.DataFrame | None = None
-    if scan.kernels:
-        frame = _kernel_frame(source, scan.kernels)
+    scan.kernels.flush()
+    if scan.kernels.count:
+        frame = scan.kernels.frame()
         frame = frame.iloc[np.argsort(frame["start_ns"].to_numpy(), kind="stable")]
         frame = frame.reset_index(drop=True)
         attrs["launch_source"] = "kernel"
@@ -589,7 +1051,7 @@ def read_kineto_trace(
         seen = ", ".join(f"{c}" for c, _ in scan.categories.most_common(6)) or "none"
         raise HilsimError(
             f"{source}: no GPU kernel events (cat 'kernel') in the Kineto trace "
-            f"({len(data['traceEvents'])} events; categories seen: {seen}); "
+            f"({scan.n_events} events; categories seen: {seen}); "
             "was it recorded with ProfilerActivity.CUDA?"
         )
 
