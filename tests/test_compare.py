@@ -85,3 +85,18 @@ def test_compare_lowers_workers_to_what_memory_holds(monkeypatch) -> None:
         for key in ("method", "runs", "mean_error", "max_error", "hmean_speedup"):
             assert got[key] == want[key]
     assert compare._STATE == {}  # the in-process run keeps no reference to the bundle
+
+
+def test_a_worker_keeps_one_methods_shared_values_at_a_time() -> None:
+    bundle = mixture_bundle([("k", 1000, 300, 3000)], seed=3)
+    compare._init_worker(bundle, bundle, {})
+    try:
+        compare._run("stem", 0)
+        cache = compare._STATE["cache"]
+        assert len(cache) >= 2  # STEM's sort and the duration total
+        compare._run("stem", 1)
+        assert compare._STATE["cache"] is cache
+        compare._run("random", 0)
+        assert compare._STATE["cache"] is not cache
+    finally:
+        compare._STATE.clear()
