@@ -149,7 +149,8 @@ class _MetricTotals:
 
 
 def _metric_totals(metrics: pd.DataFrame) -> _MetricTotals:
-    """Column totals and launch-id order of ``metrics``: no copy of the table.
+    """Column totals and launch-id order of ``metrics``, column by column (no copy of
+    the whole table).
 
     Each column is summed on its own (a plain sum where it has no NaN, ``nansum``
     where it has), in launch-id order, as summing the sorted table did.

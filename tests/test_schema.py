@@ -62,3 +62,10 @@ def test_config_key_separates_launch_configurations() -> None:
     keys = launch_config_key(out, by_config=True)
     assert keys[0] == keys[2] != keys[1] and keys[3] not in (keys[0], keys[1])
     assert len(set(launch_config_key(out, by_config=False))) == 2
+
+
+def test_missing_region_is_an_all_null_categorical_without_categories() -> None:
+    frame = pd.DataFrame({"name": ["a", "b", "a"], "duration_ns": [5, 6, 7]})
+    region = normalize_launches(frame, "f.csv")["region"]
+    expected = pd.Series(pd.Categorical([None] * 3, categories=[]), name="region")
+    pd.testing.assert_series_equal(region, expected)
