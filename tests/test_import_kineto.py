@@ -374,3 +374,140 @@ def test_too_large_and_empty(tmp_path):
         read_kineto_trace(empty)
     with pytest.raises(HilsimError, match="regions must be one of"):
         read_kineto_trace(CUPTI, regions="nvtx")
+
+
+# ------------------------------------------------------------------ streaming reader
+# The trace is read in blocks; runs of whole events are decoded by msgspec, anything else
+# (a block cut inside an event, items that are not objects, NaN, invalid JSON) event by
+# event by the stdlib scanner. Tiny blocks and runs exercise every boundary.
+
+
+def _tiny_blocks(monkeypatch: pytest.MonkeyPatch, read: int = 65_521, chunk: int = 40_009) -> None:
+    import analyzer.importers.kineto as kineto
+
+    monkeypatch.setattr(kineto, "_READ_BYTES", read)
+    monkeypatch.setattr(kineto, "_CHUNK_CHARS", chunk)
+
+
+def _same_profile(a, b) -> None:
+    pd.testing.assert_frame_equal(a.launches, b.launches)
+    assert a.launches.attrs == b.launches.attrs
+    for x, y in ((a.regions, b.regions), (a.metrics, b.metrics)):
+        assert (x is None) == (y is None)
+        if x is not None:
+            pd.testing.assert_frame_equal(x, y)
+    assert a.device == b.device and a.meta == b.meta
+
+
+@pytest.mark.parametrize("regions", ["auto", "cpu"])
+def test_block_and_run_boundaries_do_not_change_the_tables(v100, monkeypatch, regions):
+    whole = v100 if regions == "auto" else read_kineto_trace(V100, regions=regions)
+    cupti = read_kineto_trace(CUPTI, regions=regions)
+    _tiny_blocks(monkeypatch)
+    _same_profile(read_kineto_trace(V100, regions=regions), whole)
+    _same_profile(read_kineto_trace(CUPTI, regions=regions), cupti)
+
+
+def _json_loads_error(text: str) -> str:
+    with pytest.raises(json.JSONDecodeError) as info:
+        json.loads(text, parse_float=Decimal)
+    e = info.value
+    return f"invalid JSON at line {e.lineno} column {e.colno} ({e.msg})"
+
+
+@pytest.mark.parametrize("tiny", [False, True], ids=["default", "tiny-blocks"])
+def test_invalid_json_is_located_as_json_loads_locates_it(tmp_path, monkeypatch, tiny):
+    with gzip.open(V100, "rt", encoding="utf-8") as handle:
+        text = handle.read()
+    start = text.index('"traceEvents"')
+    bad = {
+        # a real trace cut short (profiler killed): inside a number, a string, between events
+        "cut_number": text[: text.index('"ts": 1712195495506', start) + 14],
+        "cut_string": text[: text.index('"name": "', start) + 12],
+        "cut_between": text[: text.index("},", start + 200000) + 2],
+        "missing_comma": text.replace("},\n  {", "}\n  {", 700),
+        "trailing_comma": text.replace("}\n  ],", "},\n  ],", 1),
+        "bad_literal": text.replace('"ph": "X"', '"ph": X', 1500),
+        "extra_data": text + "x",
+    }
+    if tiny:
+        _tiny_blocks(monkeypatch)
+    for name, body in bad.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(body, encoding="utf-8")
+        with pytest.raises(HilsimError) as exc:
+            read_kineto_trace(path)
+        assert _one_line(exc, path) == f"{path}: not a Kineto trace: {_json_loads_error(body)}"
+
+
+def test_events_msgspec_refuses_are_read_as_json_loads_reads_them(tmp_path, monkeypatch):
+    # items that are not objects are counted and skipped; NaN (accepted by json.loads) is
+    # no number; args that are not objects read as no args; a repeated traceEvents key
+    # keeps its last value, as in json.loads
+    events = [
+        _kernel("a", 10, 1, 1),
+        5,
+        "text",
+        _kernel("b\u00e9", 20, 1, 2),
+        {**_kernel("c", 30, 1, 3), "args": None},
+        _kernel("d", 40, 2, 4, grid=[2, 2.5, True], device=1.5, stream="s"),
+    ]
+    path = _write(tmp_path / "odd.json", _trace(*events))
+    for tiny in (False, True):
+        if tiny:
+            _tiny_blocks(monkeypatch, read=64, chunk=100)
+        launches = read_kineto_trace(path).launches
+        assert launches["name"].astype(str).tolist() == ["a", "b\u00e9", "c", "d"]
+        assert launches["correlation_id"].tolist()[:2] == [1, 2]
+        assert pd.isna(launches["correlation_id"].iloc[2]) and pd.isna(launches["grid_x"].iloc[2])
+        assert launches["device"].iloc[2] == 0  # no args: the event's pid
+        d = launches.iloc[3]
+        assert (d["grid_x"], d["grid_y"], pd.isna(d["grid_z"])) == (2, 2, True)  # 2.5: even
+        assert d["device"] == 2 and d["stream"] == 7  # 1.5 rounds to 2; text: the tid
+    nan = tmp_path / "nan.json"
+    nan.write_text(json.dumps(_trace(_kernel("k", 1, 1, 1))).replace('"ts": 1', '"ts": NaN'))
+    with pytest.raises(HilsimError, match=r"kernel 'k' has no numeric ts/dur \(ts=nan, dur=1\)"):
+        read_kineto_trace(nan)
+    twice = tmp_path / "twice.json"
+    body = json.dumps(_trace(_kernel("first", 1, 1, 1)))
+    twice.write_text(body[:-1] + ', "traceEvents": ' + json.dumps([_kernel("last", 2, 1, 2)]) + "}")
+    assert read_kineto_trace(twice).launches["name"].astype(str).tolist() == ["last"]
+
+
+def test_times_are_exact_ns_whatever_their_digits(tmp_path, monkeypatch):
+    # microseconds with 0-12 decimals, exponents, integers and their mix in one batch:
+    # nanoseconds exactly as Decimal gives them (round half even)
+    texts = ["1.0005", "1.0015", "1712195495505582.988", "2.000000000100", "1e-05", "1.5E+3",
+             "7", "0.0025", "123.4565", "1.99999999999"]
+    body = '{"traceEvents": [' + ", ".join(
+        f'{{"ph": "X", "cat": "kernel", "name": "k{i}", "ts": {t}, "dur": {t}}}'
+        for i, t in enumerate(texts)
+    ) + "]}"
+    path = tmp_path / "digits.json"
+    path.write_text(body)
+    expected = {
+        f"k{i}": int((Decimal(t) * 1000).to_integral_value(rounding="ROUND_HALF_EVEN"))
+        for i, t in enumerate(texts)
+    }
+    for tiny in (False, True):
+        if tiny:
+            _tiny_blocks(monkeypatch, read=50, chunk=60)
+        launches = read_kineto_trace(path).launches
+        got = dict(zip(launches["name"].astype(str), launches["duration_ns"], strict=True))
+        assert got == expected
+        starts = dict(zip(launches["name"].astype(str), launches["start_ns"], strict=True))
+        assert starts == expected
+
+
+def test_not_utf8_names_the_byte_as_json_loads_does(tmp_path):
+    with gzip.open(CUPTI, "rb") as handle:
+        raw = handle.read()
+    at = raw.index(b'"traceEvents"') + 5000
+    path = tmp_path / "latin1.json"
+    path.write_bytes(raw[:at] + b"\xe9" + raw[at + 1 :])
+    with pytest.raises(HilsimError) as exc:
+        read_kineto_trace(path)
+    assert _one_line(exc, path).endswith(
+        f"not readable JSON ('utf-8' codec can't decode byte 0xe9 in position {at}: "
+        "invalid continuation byte)"
+    )
