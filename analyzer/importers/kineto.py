@@ -75,6 +75,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -441,8 +442,7 @@ def _stream_events(text: _JsonText, scan: _Scan) -> None:
             except (msgspec.DecodeError, msgspec.ValidationError):
                 events = None
         if events is not None:
-            for event in events:
-                scan.add(event)
+            scan.add_many(events)
             text.pos = cut + 2
             if not text.peek():
                 raise text.error("Expecting value", text.pos)
@@ -564,7 +564,7 @@ def _args(
     every event (None where absent, or where ``args`` is not an object)."""
     try:
         structs = decoder.decode(b"[" + b",".join(raws) + b"]")
-        return {key: [getattr(a, attr) for a in structs] for key, attr in keys.items()}
+        return {key: list(map(attrgetter(attr), structs)) for key, attr in keys.items()}
     except (msgspec.DecodeError, msgspec.ValidationError):
         pass
     dicts = []
@@ -643,6 +643,8 @@ def _or_else(first: tuple[np.ndarray, np.ndarray], other: tuple[np.ndarray, np.n
 
 
 _BATCH = 1 << 15  # events per conversion batch
+_CAT, _TS, _DUR, _ARGS = (attrgetter(f) for f in ("cat", "ts", "dur", "args"))
+_PID, _TID = attrgetter("pid"), attrgetter("tid")
 _KERNEL_ARG_KEYS = {
     "device": "device",
     "stream": "stream",
@@ -675,11 +677,6 @@ class _Kernels:
         self.count = 0
         self.error: HilsimError | None = None
 
-    def add(self, event: _Event) -> None:
-        self.batch.append(event)
-        if len(self.batch) >= _BATCH:
-            self.flush()
-
     def flush(self) -> None:
         events, self.batch = self.batch, []
         if not events:
@@ -688,8 +685,8 @@ class _Kernels:
         names = self.names
         codes = [names.setdefault(_name(e.name, ""), len(names)) for e in events]
         self.columns.add("name", np.array(codes, dtype=np.int64))
-        start, start_ok = _ns_raw([e.ts for e in events])
-        dur, dur_ok = _ns_raw([e.dur for e in events])
+        start, start_ok = _ns_raw(list(map(_TS, events)))
+        dur, dur_ok = _ns_raw(list(map(_DUR, events)))
         bad = ~(start_ok & dur_ok)
         if bad.any() and self.error is None:
             event = events[int(np.flatnonzero(bad)[0])]
@@ -699,9 +696,9 @@ class _Kernels:
             )
         self.columns.add("start_ns", start)
         self.columns.add("duration_ns", dur)
-        args = _args([e.args for e in events], _KERNEL_ARGS_DECODER, _KERNEL_ARG_KEYS)
-        pid = _int_values([e.pid for e in events])
-        tid = _int_values([e.tid for e in events])
+        args = _args(list(map(_ARGS, events)), _KERNEL_ARGS_DECODER, _KERNEL_ARG_KEYS)
+        pid = _int_values(list(map(_PID, events)))
+        tid = _int_values(list(map(_TID, events)))
         self.columns.add_int("device", _or_else(_int_values(args["device"]), pid))
         self.columns.add_int("stream", _or_else(_int_values(args["stream"]), tid))
         for column, key in (
@@ -766,11 +763,6 @@ class _LaunchCalls:
         self.lane_keys: dict[str, int] = {}  # "pid\0tid" -> lane code
         self.count = 0
 
-    def add(self, event: _Event) -> None:
-        self.batch.append(event)
-        if len(self.batch) >= _BATCH:
-            self.flush()
-
     def _lane(self, pid: Any, tid: Any) -> int:
         key = (type(pid), pid, type(tid), tid)
         try:
@@ -787,10 +779,10 @@ class _LaunchCalls:
         if not events:
             return
         self.count += len(events)
-        args = _args([e.args for e in events], _CALL_ARGS_DECODER, {"correlation": "correlation"})
+        args = _args(list(map(_ARGS, events)), _CALL_ARGS_DECODER, {"correlation": "correlation"})
         self.columns.add_int("correlation", _int_values(args["correlation"]))
-        start, start_ok = _ns_raw([e.ts for e in events])
-        dur, dur_ok = _ns_raw([e.dur for e in events])
+        start, start_ok = _ns_raw(list(map(_TS, events)))
+        dur, dur_ok = _ns_raw(list(map(_DUR, events)))
         self.columns.add("start", start)
         self.columns.add("start_ok", start_ok)
         self.columns.add("end", start + dur)
@@ -835,17 +827,27 @@ class _Scan:
         self.categories: Counter = Counter()
         self.n_events = 0
 
-    def add(self, event: _Event) -> None:
-        self.n_events += 1
-        if event.ph != "X":
-            return
-        cat = event.cat
-        self.categories[cat] += 1
-        if cat in KERNEL_CATS:
-            self.kernels.add(event)
-        elif cat in LAUNCH_API_CATS:
-            self.launch_calls.add(event)
-        elif cat in COPY_CATS:
+    def add_many(self, events: list[_Event]) -> None:
+        """Events in trace order (kernels and launch calls are batched, the rest sorted)."""
+        self.n_events += len(events)
+        timed = [e for e in events if e.ph == "X"]
+        cats = list(map(_CAT, timed))
+        self.categories.update(cats)
+        kernels, calls = self.kernels.batch, self.launch_calls.batch
+        for event, cat in zip(timed, cats, strict=True):
+            if cat in KERNEL_CATS:
+                kernels.append(event)
+            elif cat in LAUNCH_API_CATS:
+                calls.append(event)
+            else:
+                self._other(event, cat)
+        if len(kernels) >= _BATCH:
+            self.kernels.flush()
+        if len(calls) >= _BATCH:
+            self.launch_calls.flush()
+
+    def _other(self, event: _Event, cat: Any) -> None:
+        if cat in COPY_CATS:
             self.counts[COPY_CATS[cat]] += 1
         elif cat == GPU_ANNOTATION_CAT:
             self.gpu_annotations.append(_event_dict(event))
@@ -857,7 +859,7 @@ class _Scan:
     def add_value(self, value: Any) -> None:
         """An item the stdlib decoded (one that is not an object counts, and is skipped)."""
         if isinstance(value, dict):
-            self.add(_as_event(value))
+            self.add_many([_as_event(value)])
         else:
             self.n_events += 1
 
