@@ -69,6 +69,7 @@ from __future__ import annotations
 import codecs
 import gzip
 import json
+import os
 import re
 import zlib
 from collections import Counter
@@ -196,7 +197,6 @@ class _CallArgs(msgspec.Struct):
 _EVENTS_DECODER = msgspec.json.Decoder(list[_Event], float_hook=Decimal)
 _KERNEL_ARGS_DECODER = msgspec.json.Decoder(list[_KernelArgs], float_hook=Decimal)
 _CALL_ARGS_DECODER = msgspec.json.Decoder(list[_CallArgs], float_hook=Decimal)
-_ANY_DECODER = msgspec.json.Decoder(float_hook=Decimal)
 _RAW_ENCODER = msgspec.json.Encoder(decimal_format="number")
 # The stdlib scanner: top-level values, and events where msgspec cannot be used (errors
 # are then located and worded exactly as json.loads words them)
@@ -215,10 +215,16 @@ def _text_blocks(path: Path, max_bytes: int) -> Iterator[str]:
     Raises :class:`HilsimError` for an unreadable or broken file, or one larger than
     ``max_bytes`` once decompressed.
     """
+    too_large = HilsimError(
+        f"{path}: trace larger than {max_bytes} bytes (decompressed); "
+        "refusing to load it (raise max_bytes to read it anyway)"
+    )
     try:
         with open(path, "rb") as handle:
             magic = handle.read(2)
             handle.seek(0)
+            if magic != _GZIP_MAGIC and os.fstat(handle.fileno()).st_size > max_bytes:
+                raise too_large  # (known before reading; a gzip'd trace, once read)
             stream: Any = gzip.GzipFile(fileobj=handle) if magic == _GZIP_MAGIC else handle
             with stream:
                 total = 0
@@ -227,10 +233,7 @@ def _text_blocks(path: Path, max_bytes: int) -> Iterator[str]:
                     block = stream.read(_READ_BYTES)
                     total += len(block)
                     if total > max_bytes:
-                        raise HilsimError(
-                            f"{path}: trace larger than {max_bytes} bytes (decompressed); "
-                            "refusing to load it (raise max_bytes to read it anyway)"
-                        )
+                        raise too_large
                     if decoder is None:
                         if not block:
                             return
