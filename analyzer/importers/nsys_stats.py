@@ -253,8 +253,7 @@ def read_nsys_stats_csv(path: str | Path) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- fast path
 
 # Bytes read from the start of the file for the header (and preamble): many times what
-# _MAX_PREAMBLE_LINES of nsys output take; a file whose header lies further in is read
-# by the exact path.
+# a preamble takes; a file whose header lies further in is read by the exact path.
 _HEAD_BYTES = 1 << 20
 # Bytes read from the end of the file for its last line (doubled while that is not enough).
 _TAIL_BYTES = 1 << 16
@@ -354,11 +353,9 @@ def _read_fast(source: Path) -> tuple[pd.DataFrame, str, int] | None:
     if head is None:
         return None
     lines, offsets, size = head
-    if len(lines) < _MAX_PREAMBLE_LINES and offsets[-1] < size:
-        return None  # fewer lines than the exact path searches: let it search them
-    found = _find_header(lines)
+    found = _find_header(lines)  # the same line the exact path finds, if among these
     if found is None:
-        return None
+        return None  # (or further in than the first bytes: the exact path searches)
     header_index, report = found
     try:
         fields = next(csv.reader([lines[header_index]]))
