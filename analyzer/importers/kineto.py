@@ -158,11 +158,12 @@ class KinetoProfile:
 # ----------------------------------------------------------------------------- reading
 
 
-class _Event(msgspec.Struct):
+class _Event(msgspec.Struct, gc=False):
     """The fields of a trace event the import reads (the decoder skips the others).
 
     ``ts``, ``dur`` and ``args`` stay raw JSON text, converted only for the events kept
-    (times exactly, from their digits). ``name`` is ``UNSET`` when absent.
+    (times exactly, from their digits). ``name`` is ``UNSET`` when absent. Not tracked by
+    the garbage collector (``gc=False``): decoded JSON values cannot form cycles.
     """
 
     ph: Any = None
@@ -175,7 +176,7 @@ class _Event(msgspec.Struct):
     args: msgspec.Raw = _NULL
 
 
-class _KernelArgs(msgspec.Struct):
+class _KernelArgs(msgspec.Struct, gc=False):
     """The ``args`` of a kernel event the import reads."""
 
     device: Any = None
@@ -187,7 +188,7 @@ class _KernelArgs(msgspec.Struct):
     block: Any = None
 
 
-class _CallArgs(msgspec.Struct):
+class _CallArgs(msgspec.Struct, gc=False):
     """The ``args`` of a launch API call the import reads."""
 
     correlation: Any = None
