@@ -339,6 +339,18 @@ class _JsonText:
         """Consume ``char``, the next non-blank character (the caller checked it)."""
         self.pos += 1
 
+    def after_item(self, closer: str) -> bool:
+        """After an object member or array item: consume ``closer`` (True) or the ','
+        before the next item (False); anything else is the error json.loads reports."""
+        char = self.peek()
+        if char == closer:
+            self.expect(closer)
+            return True
+        if char != ",":
+            raise self.error("Expecting ',' delimiter", self.pos)
+        self.expect(",")
+        return False
+
     def rest(self) -> str:
         """All the text not consumed yet (read to the end)."""
         while self.more():
@@ -394,13 +406,8 @@ def _stream_trace(path: Path, max_bytes: int, scan: _Scan) -> dict[str, Any]:
                 if not text.peek():
                     raise text.error("Expecting value", text.pos)
                 top[key] = text.value(_VALUE_DECODER)
-            char = text.peek()
-            if char == "}":
-                text.expect("}")
+            if text.after_item("}"):
                 break
-            if char != ",":
-                raise text.error("Expecting ',' delimiter", text.pos)
-            text.expect(",")
             char = text.peek()
     if text.peek():
         raise text.error("Extra data", text.pos)
@@ -455,13 +462,8 @@ def _stream_events(text: _JsonText, scan: _Scan) -> None:
         stop = text.base + max(cut + 2, text.pos + 1)
         while True:
             scan.add_value(text.value(_VALUE_DECODER))
-            char = text.peek()
-            if char == "]":
-                text.expect("]")
+            if text.after_item("]"):
                 return
-            if char != ",":
-                raise text.error("Expecting ',' delimiter", text.pos)
-            text.expect(",")
             if not text.peek():
                 raise text.error("Expecting value", text.pos)
             if text.base + text.pos >= stop:
