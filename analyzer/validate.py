@@ -770,7 +770,7 @@ def validate(
     silicon, _ = silicon_cycles(bundle, clock_mhz)
     first_sim: SimResults | None = None
     for label, plan in plans:
-        check_compatible(plan, bundle)
+        check_compatible(plan, bundle)  # before re-running the method for its members
         members, members_note = cluster_members(plan, bundle)
         sim = sim_for(plan)
         first_sim = first_sim or sim
