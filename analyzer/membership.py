@@ -6,7 +6,7 @@ clusters (STEM+ROOT, Chung et al., MICRO'25, Fig. 1 and Fig. 10: launches that P
 Sieve or Photon put in one cluster still differ widely in duration) need them.
 
 :func:`cluster_members` takes them from the plan when the method that made it is
-still in memory (:attr:`analyzer.plan.Plan.members`); for a plan read from JSON it
+still in memory (:meth:`analyzer.plan.Plan.cluster_of_launches`); for a plan read from JSON it
 re-runs the method with the plan's own parameters (seed included, so the run is
 deterministic) on the plan's source bundle, and accepts the result only if that run
 chose exactly the plan's samples and weights. Anything else (a hand-made or edited
@@ -45,8 +45,9 @@ def cluster_members(plan: Plan, bundle: Bundle) -> tuple[np.ndarray | None, str]
     on ``bundle`` (the caller checks the sequence digest).
     """
     n = bundle.n_launches
-    if plan.members is not None and len(plan.members) == n:
-        return plan.members, "cluster members as the method assigned them"
+    members = plan.cluster_of_launches()
+    if members is not None and len(members) == n:
+        return members, "cluster members as the method assigned them"
     from analyzer import methods
 
     try:
@@ -56,13 +57,14 @@ def cluster_members(plan: Plan, bundle: Bundle) -> tuple[np.ndarray | None, str]
             f"cluster members unknown: re-running method {plan.method!r} with the plan's "
             f"parameters failed ({exc})"
         )
-    if rerun.members is None or len(rerun.members) != n or not _same_samples(plan, rerun):
+    members = rerun.cluster_of_launches()
+    if members is None or len(members) != n or not _same_samples(plan, rerun):
         return None, (
             f"cluster members unknown: re-running method {plan.method!r} with the plan's "
             "parameters chose other samples (an edited plan, or one made by another "
             "hilsim version)"
         )
-    return rerun.members, (
+    return members, (
         f"cluster members recomputed: method {plan.method!r} re-run with the plan's "
         "parameters reproduced its samples and weights"
     )

@@ -10,6 +10,7 @@ an interval even where only one launch per cluster was drawn.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,10 +46,11 @@ class Plan:
         diagnostics: method-specific numbers (e.g. PKA error per K, classifier
             accuracy).
         members: the cluster of every launch (int64, indexed by ``launch_id``; -1 for
-            a launch no cluster stands for), set by the method that made the plan.
-            Kept in memory only: it is as long as the bundle, so the JSON does not
-            carry it; :func:`analyzer.membership.cluster_members` recovers it for a
-            loaded plan.
+            a launch no cluster stands for), set by the method that made the plan,
+            or a function that builds it (a method whose plans are made once per seed
+            defers the work until someone asks: :meth:`cluster_of_launches`). Kept in
+            memory only: it is as long as the bundle, so the JSON does not carry it;
+            :func:`analyzer.membership.cluster_members` recovers it for a loaded plan.
     """
 
     method: str
@@ -60,7 +62,15 @@ class Plan:
     sampling: str = "deterministic"
     notes: list[str] = field(default_factory=list)
     diagnostics: dict[str, Any] = field(default_factory=dict)
-    members: np.ndarray | None = field(default=None, repr=False, compare=False)
+    members: np.ndarray | Callable[[], np.ndarray] | None = field(
+        default=None, repr=False, compare=False
+    )
+
+    def cluster_of_launches(self) -> np.ndarray | None:
+        """:attr:`members` as an array (built once if the method deferred it), or None."""
+        if callable(self.members):
+            self.members = self.members()
+        return self.members
 
     @property
     def n_samples(self) -> int:

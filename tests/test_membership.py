@@ -56,7 +56,7 @@ CASES = [
 def test_members_agree_with_the_plan(name, params, which, request, tmp_path):
     bundle = request.getfixturevalue(which)
     plan = methods.create(name, **params).plan(bundle)
-    members = plan.members
+    members = plan.cluster_of_launches()
     assert members is not None and members.dtype == np.int64
     assert len(members) == bundle.n_launches
     ids = plan.samples["launch_id"].to_numpy()
@@ -119,6 +119,6 @@ def test_cluster_truths_add_up_to_silicon_on_real_profile(nerf):
     report, _ = validate(nerf, [("stem", plan)], lambda p: SimResults(silicon), clock)
     clusters = report["plans"][0]["clusters"]
     assert sum(c["silicon_truth_cycles"] for c in clusters) == pytest.approx(silicon.sum())
-    by_pandas = pd.Series(silicon).groupby(plan.members).sum()
+    by_pandas = pd.Series(silicon).groupby(plan.cluster_of_launches()).sum()
     for c in clusters:
         assert c["silicon_truth_cycles"] == pytest.approx(by_pandas[c["cluster"]])

@@ -73,7 +73,7 @@ class RandomUniform(Method):
             clusters=[cluster],
             samples=samples_frame(keep, weights, np.zeros(len(keep))),
             sampling="random",
-            members=np.zeros(n, dtype=np.int64),
+            members=lambda: np.zeros(n, dtype=np.int64),  # built only if asked
         )
 
 

@@ -321,9 +321,14 @@ class STEM(Method):
             launches, order, start, end, group, sizes, means, stds, draws, census, self.by_config
         )
         predicted = _predicted_bound(sizes, means, stds, np.where(census, sizes, draws), census, z)
-        cluster_of_position, _, positions = _expand(start, end)
-        members = np.full(len(launches), -1, dtype=np.int64)
-        members[launches["launch_id"].to_numpy()[order[positions]]] = cluster_of_position
+        launch_ids = launches["launch_id"].to_numpy()
+
+        def members() -> np.ndarray:  # built only if asked (not once per seed)
+            cluster_of_position, _, positions = _expand(start, end)
+            out = np.full(len(launch_ids), -1, dtype=np.int64)
+            out[launch_ids[order[positions]]] = cluster_of_position
+            return out
+
         return Plan(
             method=self.name,
             params=self.params(),
