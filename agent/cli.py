@@ -10,8 +10,7 @@ import json
 from pathlib import Path
 
 import click
-
-from analyzer.errors import HilsimError
+from hilsim.analyzer.errors import HilsimError
 
 
 class IncompleteRun(HilsimError):
@@ -41,8 +40,8 @@ def probe(device_index: int, output: Path, as_json: bool) -> None:
     NVML (nvidia-ml-py) for what the driver knows, CUDA device properties (CuPy) for
     SM count, L2 size and the CUDA runtime.
     """
-    from agent.probe import probe_device
-    from analyzer.atomic import write_text_atomic
+    from hilsim.agent.probe import probe_device
+    from hilsim.analyzer.atomic import write_text_atomic
 
     facts = probe_device(device_index)
     text = json.dumps(facts, indent=2, default=str)
@@ -50,9 +49,8 @@ def probe(device_index: int, output: Path, as_json: bool) -> None:
     if as_json:
         click.echo(text)
         return
+    from hilsim.analyzer.console import out
     from rich.table import Table
-
-    from analyzer.console import out
 
     table = Table(title=f"GPU {device_index}")
     table.add_column("fact")
@@ -126,8 +124,8 @@ def profile(
     interrupted or timed out (launches captured so far kept, manifest complete=false);
     2: nothing written (one-line error).
     """
-    from agent import ncu as ncu_mod
-    from agent.profile import ProfileOptions, profile_workload
+    from hilsim.agent import ncu as ncu_mod
+    from hilsim.agent.profile import ProfileOptions, profile_workload
 
     sel = ncu_mod.selection(detailed_first, detailed_launches, detailed_all)
     metric_list = (

@@ -1,13 +1,13 @@
 """In-process CUPTI light profiler.
 
-``python -m agent.cupti_launch --out R.jsonl [--nvtx MODULE:FUNCTION]... -- script.py ARGS``
+``python -m hilsim.agent.cupti_launch --out R.jsonl [--nvtx MODULE:FUNCTION]... -- script.py ARGS``
 
 Enables CUPTI activity tracing (``CONCURRENT_KERNEL``, which does not serialise kernels,
 plus ``RUNTIME`` and ``DRIVER`` for the launching call of each kernel: CuPy launches
 through the driver API, PyTorch through the runtime API) through cupti-python, then runs
-the workload unmodified (:func:`agent.launch.run_target`). Records are copied out of the
+the workload unmodified (:func:`hilsim.agent.launch.run_target`). Records are copied out of the
 CUPTI buffers in the completion callback and written with
-:func:`analyzer.importers.cupti_records.write_cupti_records` (atomic JSON Lines):
+:func:`hilsim.analyzer.importers.cupti_records.write_cupti_records` (atomic JSON Lines):
 
 * at normal exit and at ``SystemExit`` (``atexit`` as a last resort);
 * from SIGINT / SIGTERM handlers, flushing CUPTI first, so Ctrl-C or a timeout still
@@ -45,7 +45,7 @@ import sys
 import threading
 from typing import Any
 
-from agent.launch import install_stop_handlers, run_recorded, split_argv
+from hilsim.agent.launch import install_stop_handlers, run_recorded, split_argv
 
 BUFFER_BYTES = 8 * 1024 * 1024
 _KERNEL_FIELDS = (
@@ -220,13 +220,13 @@ class CuptiRecorder:
         """Route the workload's NVTX calls to libcupti and record them (best effort)."""
         path = os.environ.get("NVTX_INJECTION64_PATH") or loaded_library("libcupti.so")
         if path is None:
-            print("agent.cupti_launch: libcupti not found among the loaded libraries; "
+            print("hilsim.agent.cupti_launch: libcupti not found among the loaded libraries; "
                   "the workload's own NVTX ranges are not recorded", file=sys.stderr)
             return
         try:
             self._cupti.activity_enable(marker)
         except Exception as exc:  # noqa: BLE001 - kernels matter more than ranges
-            print(f"agent.cupti_launch: NVTX marker records unavailable ({exc}); the "
+            print(f"hilsim.agent.cupti_launch: NVTX marker records unavailable ({exc}); the "
                   "workload's own NVTX ranges are not recorded", file=sys.stderr)
             return
         os.environ.setdefault("NVTX_INJECTION64_PATH", path)
@@ -262,9 +262,9 @@ class CuptiRecorder:
             try:
                 self._cupti.activity_flush_all(1)
             except Exception as exc:  # noqa: BLE001 - never lose the records over a flush
-                print(f"agent.cupti_launch: CUPTI flush failed: {exc}", file=sys.stderr)
+                print(f"hilsim.agent.cupti_launch: CUPTI flush failed: {exc}", file=sys.stderr)
 
-    # -- ranges (agent.nvtx hook) ---------------------------------------------------
+    # -- ranges (hilsim.agent.nvtx hook) ---------------------------------------------------
     def _now(self) -> int:
         return int(self._cupti.get_timestamp()) if self._cupti is not None else 0
 
@@ -294,7 +294,7 @@ class CuptiRecorder:
     # -- output ---------------------------------------------------------------------
     def finish(self, complete: bool, reason: str | None = None) -> None:
         """Flush CUPTI and (re)write the records file; later calls only downgrade."""
-        from analyzer.importers.cupti_records import write_cupti_records
+        from hilsim.analyzer.importers.cupti_records import write_cupti_records
 
         if complete and self._cupti is not None:
             _synchronize_context()  # never from a signal handler: a hung kernel would block
@@ -327,13 +327,13 @@ class CuptiRecorder:
 
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
-    options, target = split_argv(args, "agent.cupti_launch", out_required=True)
+    options, target = split_argv(args, "hilsim.agent.cupti_launch", out_required=True)
     recorder = CuptiRecorder(options.out, target)
     try:
         recorder.start()
     except ImportError as exc:
         print(
-            "agent.cupti_launch: error: cupti-python is not installed "
+            "hilsim.agent.cupti_launch: error: cupti-python is not installed "
             f"(pip install cupti-python): {exc}",
             file=sys.stderr,
         )
@@ -341,13 +341,13 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # cuptiError, a libcupti that does not load or match
         line = (str(exc).strip() or type(exc).__name__).splitlines()[0]
         print(
-            f"agent.cupti_launch: error: CUPTI activity tracing could not start "
+            f"hilsim.agent.cupti_launch: error: CUPTI activity tracing could not start "
             f"({type(exc).__name__}: {line}); cupti-python needs a matching libcupti "
             "(nvidia-cuda-cupti) and a CUDA driver",
             file=sys.stderr,
         )
         raise SystemExit(2) from exc
-    from agent.nvtx import add_range_hook
+    from hilsim.agent.nvtx import add_range_hook
 
     add_range_hook(recorder)
     atexit.register(
@@ -358,7 +358,7 @@ def main(argv: list[str] | None = None) -> None:
         )
     )
     install_stop_handlers(recorder.finish)
-    run_recorded(target, options.nvtx, "agent.cupti_launch", recorder.finish)
+    run_recorded(target, options.nvtx, "hilsim.agent.cupti_launch", recorder.finish)
 
 
 if __name__ == "__main__":

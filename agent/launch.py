@@ -1,9 +1,9 @@
-"""``python -m agent.launch [--nvtx MODULE:FUNCTION]... -- script.py ARGS | -m module ARGS``.
+"""``python -m hilsim.agent.launch [--nvtx MODULE:FUNCTION]... -- script.py ARGS | -m module ARGS``.
 
-Installs the ``--nvtx`` wrappers (:func:`agent.nvtx.wrap_function`) and then runs the
+Installs the ``--nvtx`` wrappers (:func:`hilsim.agent.nvtx.wrap_function`) and then runs the
 workload in this interpreter exactly as ``python script.py ARGS`` / ``python -m module
 ARGS`` would (``runpy``, ``__name__ == "__main__"``, ``sys.argv`` rewritten). The other
-launchers (:mod:`agent.cupti_launch`, :mod:`agent.torch_launch`) reuse
+launchers (:mod:`hilsim.agent.cupti_launch`, :mod:`hilsim.agent.torch_launch`) reuse
 :func:`split_argv` and :func:`run_target`.
 """
 
@@ -138,7 +138,7 @@ def prepare_sys_path(target: list[str]) -> None:
 
 
 def install_wrappers(specs: list[str], prog: str) -> None:
-    from agent.nvtx import install
+    from hilsim.agent.nvtx import install
 
     try:
         install(specs)
@@ -148,9 +148,10 @@ def install_wrappers(specs: list[str], prog: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    options, target = split_argv(list(sys.argv[1:] if argv is None else argv), "agent.launch")
+    args = list(sys.argv[1:] if argv is None else argv)
+    options, target = split_argv(args, "hilsim.agent.launch")
     prepare_sys_path(target)
-    install_wrappers(options.nvtx, "agent.launch")
+    install_wrappers(options.nvtx, "hilsim.agent.launch")
     run_target(target)
 
 

@@ -7,7 +7,7 @@
   once and does nothing else.
 * :func:`wrap_function` patches ``module:qualname`` (e.g. ``mypkg.train:step`` or
   ``mypkg.model:Net.forward``) so every call runs inside ``annotate(name)``; the launcher
-  ``python -m agent.launch --nvtx mypkg.train:step -- script.py ARGS`` installs the
+  ``python -m hilsim.agent.launch --nvtx mypkg.train:step -- script.py ARGS`` installs the
   wrappers and then runs the script with :mod:`runpy`. Code that already holds a
   reference to the original function (``from mypkg.train import step`` executed before
   the patch) keeps the unwrapped one; the launcher patches before the script runs.

@@ -5,17 +5,18 @@ order and says why):
 
 * ``nsys``:  ``nsys profile --trace=cuda,nvtx --sample=none --cpuctxsw=none -o REP -f true
   CMD...``, then ``nsys export --type sqlite ...`` and
-  :func:`analyzer.importers.nsys_sqlite.bundle_from_nsys_sqlite` (any workload; NVTX ranges
+  :func:`hilsim.analyzer.importers.nsys_sqlite.bundle_from_nsys_sqlite` (any workload; NVTX ranges
   the workload emits become regions). Chosen by ``auto`` only when ``nsys export --help``
   works; when the export fails after the run, ``auto`` falls back to the next backend
   (one more run) and the report is kept as ``OUT.nsys-rep``.
-* ``cupti``: ``python -m agent.cupti_launch --out R.jsonl -- script.py ARGS`` (Python
-  workloads), imported with :func:`analyzer.importers.cupti_records.bundle_from_cupti_records`.
-* ``torch``: ``python -m agent.torch_launch --out T.json -- script.py ARGS`` (Python
-  workloads), imported with :func:`analyzer.importers.kineto.bundle_from_kineto`.
+* ``cupti``: ``python -m hilsim.agent.cupti_launch --out R.jsonl -- script.py ARGS`` (Python
+  workloads), imported with
+  :func:`hilsim.analyzer.importers.cupti_records.bundle_from_cupti_records`.
+* ``torch``: ``python -m hilsim.agent.torch_launch --out T.json -- script.py ARGS`` (Python
+  workloads), imported with :func:`hilsim.analyzer.importers.kineto.bundle_from_kineto`.
 
 Detailed level (optional): Nsight Compute as a second run on a subset
-(:mod:`agent.ncu`), matched to the light launches by order and kernel name; mismatches
+(:mod:`hilsim.agent.ncu`), matched to the light launches by order and kernel name; mismatches
 are reported in the manifest (``detailed``), never joined silently.
 
 A workload that exits non-zero, is interrupted or times out still yields a bundle with
@@ -31,17 +32,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent import ncu as ncu_mod
-from agent.runner import GRACE_S, RunResult, run_workload
-from agent.tools import (
+from hilsim.agent import ncu as ncu_mod
+from hilsim.agent.runner import GRACE_S, RunResult, run_workload
+from hilsim.agent.tools import (
     Tool,
     all_tools,
     hilsim_pythonpath,
     python_target,
     require_python_target,
 )
-from analyzer.bundle import Bundle, write_bundle
-from analyzer.errors import HilsimError
+from hilsim.analyzer.bundle import Bundle, write_bundle
+from hilsim.analyzer.errors import HilsimError
 
 BACKENDS: tuple[str, ...] = ("auto", "nsys", "cupti", "torch")
 NSYS_PROFILE_ARGS: tuple[str, ...] = (
@@ -125,11 +126,11 @@ def _nvtx_options(modules: list[str]) -> list[str]:
 
 
 def workload_argv(command: list[str], nvtx_modules: list[str]) -> list[str]:
-    """The command itself, or run through ``agent.launch`` when ``--nvtx-module`` is given."""
+    """The command itself, or run through ``hilsim.agent.launch`` with ``--nvtx-module``."""
     if not nvtx_modules:
         return list(command)
     target = require_python_target(command, "--nvtx-module")
-    return target.launcher_argv("agent.launch", _nvtx_options(nvtx_modules))
+    return target.launcher_argv("hilsim.agent.launch", _nvtx_options(nvtx_modules))
 
 
 @dataclass
@@ -145,8 +146,8 @@ class ExportFailed(HilsimError):
 
 
 def _light_nsys(opts: ProfileOptions, tool: Tool, raw: Path, env: dict[str, str]) -> LightResult:
-    from analyzer.importers.nsys_rep import REPORT_SUFFIXES, export_nsys_rep
-    from analyzer.importers.nsys_sqlite import bundle_from_nsys_sqlite
+    from hilsim.analyzer.importers.nsys_rep import REPORT_SUFFIXES, export_nsys_rep
+    from hilsim.analyzer.importers.nsys_sqlite import bundle_from_nsys_sqlite
 
     assert tool.path is not None
     rep = raw / "light"
@@ -207,10 +208,10 @@ def _run_launcher(
 
 
 def _light_cupti(opts: ProfileOptions, tool: Tool, raw: Path, env: dict[str, str]) -> LightResult:
-    from analyzer.importers.cupti_records import bundle_from_cupti_records
+    from hilsim.analyzer.importers.cupti_records import bundle_from_cupti_records
 
     records = raw / "light.cupti.jsonl"
-    argv, run = _run_launcher(opts, env, "cupti", "agent.cupti_launch", records, "CUPTI")
+    argv, run = _run_launcher(opts, env, "cupti", "hilsim.agent.cupti_launch", records, "CUPTI")
     bundle = bundle_from_cupti_records(records)
     profiler = dict(bundle.manifest["profilers"][0])
     profiler.update(
@@ -224,10 +225,11 @@ def _light_cupti(opts: ProfileOptions, tool: Tool, raw: Path, env: dict[str, str
 def _light_torch(opts: ProfileOptions, tool: Tool, raw: Path, env: dict[str, str]) -> LightResult:
     import json
 
-    from analyzer.importers.kineto import bundle_from_kineto
+    from hilsim.analyzer.importers.kineto import bundle_from_kineto
 
     trace = raw / "light.pt.trace.json"
-    argv, run = _run_launcher(opts, env, "torch", "agent.torch_launch", trace, "PyTorch-profiler")
+    argv, run = _run_launcher(
+        opts, env, "torch", "hilsim.agent.torch_launch", trace, "PyTorch-profiler")
     complete = True
     status = Path(f"{trace}.status.json")
     if status.is_file():
@@ -244,7 +246,7 @@ _LIGHT = {"nsys": _light_nsys, "cupti": _light_cupti, "torch": _light_torch}
 def _device_facts(opts: ProfileOptions) -> dict[str, Any]:
     if not opts.probe:
         return {}
-    from agent.probe import probe_device
+    from hilsim.agent.probe import probe_device
 
     try:
         return probe_device(opts.device_index, tools=False)
@@ -258,7 +260,7 @@ def _device_facts(opts: ProfileOptions) -> dict[str, Any]:
 def _detailed(
     opts: ProfileOptions, tool: Tool, raw: Path, env: dict[str, str], bundle: Bundle
 ) -> tuple[dict[str, Any], Any]:
-    from analyzer.importers.ncu_csv import read_ncu_csv
+    from hilsim.analyzer.importers.ncu_csv import read_ncu_csv
 
     sel = opts.detailed
     assert sel is not None and tool.path is not None

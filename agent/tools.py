@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analyzer.errors import HilsimError
+from hilsim.analyzer.errors import HilsimError
 
 VERSION_TIMEOUT_S = 60
 _PYTHON_NAME = re.compile(r"^python(\d+(\.\d+)*)?$")
@@ -194,7 +194,7 @@ def python_target(command: list[str]) -> PythonTarget | None:
 def hilsim_pythonpath(env: dict[str, str] | None = None) -> dict[str, str]:
     """Environment with this hilsim's package root prepended to ``PYTHONPATH``.
 
-    The launchers (``python -m agent.launch`` ...) then import even when the workload's
+    The launchers (``python -m hilsim.agent.launch`` ...) then import even when the workload's
     interpreter is another environment's python.
     """
     out = dict(os.environ if env is None else env)

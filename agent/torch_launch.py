@@ -1,8 +1,10 @@
-"""PyTorch-profiler light backend: ``python -m agent.torch_launch --out T.json -- script.py ARGS``.
+"""PyTorch-profiler light backend.
+
+``python -m hilsim.agent.torch_launch --out T.json -- script.py ARGS``.
 
 Starts ``torch.profiler.profile(activities=[CPU, CUDA])`` before the workload runs
-(unmodified, :func:`agent.launch.run_target`) and exports the Chrome (Kineto) trace when
-it ends, read back with :func:`analyzer.importers.kineto.bundle_from_kineto`.
+(unmodified, :func:`hilsim.agent.launch.run_target`) and exports the Chrome (Kineto) trace when
+it ends, read back with :func:`hilsim.analyzer.importers.kineto.bundle_from_kineto`.
 ``agent.annotate`` / ``--nvtx`` ranges become ``record_function`` ranges (Kineto
 ``user_annotation`` events, which the importer turns into regions).
 
@@ -21,7 +23,12 @@ import sys
 import threading
 from typing import Any
 
-from agent.launch import deferred_stop_signals, install_stop_handlers, run_recorded, split_argv
+from hilsim.agent.launch import (
+    deferred_stop_signals,
+    install_stop_handlers,
+    run_recorded,
+    split_argv,
+)
 
 
 class TorchRecorder:
@@ -82,19 +89,19 @@ class TorchRecorder:
 
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
-    options, target = split_argv(args, "agent.torch_launch", out_required=True)
+    options, target = split_argv(args, "hilsim.agent.torch_launch", out_required=True)
     recorder = TorchRecorder(options.out)
     try:
         recorder.start()
     except ImportError as exc:
-        print(f"agent.torch_launch: error: torch is not installed: {exc}", file=sys.stderr)
+        print(f"hilsim.agent.torch_launch: error: torch is not installed: {exc}", file=sys.stderr)
         raise SystemExit(2) from exc
-    from agent.nvtx import add_range_hook
+    from hilsim.agent.nvtx import add_range_hook
 
     add_range_hook(recorder)
 
     install_stop_handlers(recorder.finish)
-    run_recorded(target, options.nvtx, "agent.torch_launch", recorder.finish)
+    run_recorded(target, options.nvtx, "hilsim.agent.torch_launch", recorder.finish)
 
 
 if __name__ == "__main__":

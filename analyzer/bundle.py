@@ -5,7 +5,7 @@ with ``manifest.json`` (schema ``hilsim.bundle/1``, sha256 of every other file),
 ``launches.parquet``, and optionally ``metrics.parquet``, ``regions.parquet`` and
 ``microbench.json``. Readers report a wrong schema, a missing column, a negative
 duration, a duplicate ``launch_id`` or a file whose digest disagrees with the
-manifest as one :class:`~analyzer.errors.HilsimError` line naming file and row.
+manifest as one :class:`~hilsim.analyzer.errors.HilsimError` line naming file and row.
 """
 
 from __future__ import annotations
@@ -23,10 +23,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-
-from analyzer.atomic import atomic_directory
-from analyzer.errors import HilsimError
-from analyzer.schema import LAUNCH_COLUMNS, REGION_COLUMNS
+from hilsim.analyzer.atomic import atomic_directory
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.schema import LAUNCH_COLUMNS, REGION_COLUMNS
 
 BUNDLE_SCHEMA = "hilsim.bundle/1"
 MANIFEST = "manifest.json"
@@ -51,7 +50,7 @@ class Bundle:
     """A profile in memory: the bundle-v1 tables plus the manifest.
 
     Attributes:
-        launches: one row per kernel launch (see :mod:`analyzer.schema`).
+        launches: one row per kernel launch (see :mod:`hilsim.analyzer.schema`).
         metrics: detailed counters for a subset, ``launch_id`` + one float column
             per Nsight Compute metric; ``None`` when not profiled.
         regions: NVTX ranges; ``None`` when none were recorded.

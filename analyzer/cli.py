@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import click
-
-from analyzer.errors import HilsimError
-from analyzer.importers.profile import FORMATS
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.importers.profile import FORMATS
 
 
 def _parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -97,9 +96,9 @@ def import_cmd(
     OUTPUT/manifest.json, launches.parquet and, when present, metrics.parquet and
     regions.parquet.
     """
-    from analyzer.bundle import write_bundle
-    from analyzer.console import out, status
-    from analyzer.importers.profile import import_profile
+    from hilsim.analyzer.bundle import write_bundle
+    from hilsim.analyzer.console import out, status
+    from hilsim.analyzer.importers.profile import import_profile
 
     if output.exists() and not force:
         raise HilsimError(f"{output}: already exists (use --force to replace it)")
@@ -118,10 +117,9 @@ def import_cmd(
 @cli.command("methods")
 def methods_cmd() -> None:
     """List the sampling methods and their parameters."""
+    from hilsim.analyzer import methods
+    from hilsim.analyzer.console import out
     from rich.table import Table
-
-    from analyzer import methods
-    from analyzer.console import out
 
     table = Table("method", "needs", "parameters (defaults)")
     for name in methods.available():
@@ -157,9 +155,9 @@ def plan_cmd(profile: Path, method_name: str, params: tuple[str, ...], output: P
     The plan lists the launches to simulate with their weights; the estimate of
     any per-launch quantity is sum(weight * value).
     """
-    from analyzer import methods
-    from analyzer.console import out, status
-    from analyzer.importers.profile import load_profile
+    from hilsim.analyzer import methods
+    from hilsim.analyzer.console import out, status
+    from hilsim.analyzer.importers.profile import load_profile
 
     method = methods.create(method_name, **_parse_params(params))
     with status(f"reading {profile}"):
@@ -217,12 +215,12 @@ def evaluate_cmd(
     sampled launches; 95% interval from the stratified sampling variance; per-metric
     errors for every counter when metrics cover all launches.
     """
-    from analyzer import methods
-    from analyzer.console import progress_bar, status
-    from analyzer.evaluate import evaluate_method, score_plan
-    from analyzer.importers.profile import load_profile
-    from analyzer.plan import load_plan
-    from analyzer.report import print_summary, write_result
+    from hilsim.analyzer import methods
+    from hilsim.analyzer.console import progress_bar, status
+    from hilsim.analyzer.evaluate import evaluate_method, score_plan
+    from hilsim.analyzer.importers.profile import load_profile
+    from hilsim.analyzer.plan import load_plan
+    from hilsim.analyzer.report import print_summary, write_result
 
     if (plan_path is None) == (method_name is None):
         raise HilsimError("evaluate: give either --plan PLAN.json or --method NAME")
@@ -263,7 +261,7 @@ def quickstart_cmd(output: Path, seeds: int) -> None:
     writes OUTPUT/<example>/{bundle/, plan-*.json} and OUTPUT/result.json
     (files of an earlier quickstart run there are replaced).
     """
-    from analyzer.quickstart import run_quickstart
+    from hilsim.analyzer.quickstart import run_quickstart
 
     run_quickstart(output, seeds=seeds)
 
@@ -313,10 +311,10 @@ def compare_cmd(
     Methods whose inputs are missing (e.g. Nsight Compute metrics, NVTX regions)
     are listed as skipped with the reason.
     """
-    from analyzer.compare import compare_methods, pareto_plot
-    from analyzer.console import progress_bar, status
-    from analyzer.importers.profile import load_profile
-    from analyzer.report import print_comparison, write_comparison
+    from hilsim.analyzer.compare import compare_methods, pareto_plot
+    from hilsim.analyzer.console import progress_bar, status
+    from hilsim.analyzer.importers.profile import load_profile
+    from hilsim.analyzer.report import print_comparison, write_comparison
 
     per_method: dict[str, dict[str, Any]] = {}
     for key, value in _parse_params(params).items():
@@ -343,14 +341,14 @@ def compare_cmd(
 
 def _register_commands() -> None:
     """Commands that live in their own modules (GPU imports inside them stay lazy)."""
-    from agent.cli import agent
-    from analyzer.dse_cli import dse_cmd
-    from analyzer.export_cli import export_cmd
-    from analyzer.pkp_cli import pkp_cmd
-    from analyzer.portability_cli import portability_cmd
-    from analyzer.tune_cli import tune_cmd
-    from analyzer.validate_cli import validate_cmd
-    from microbench.cli import microbench_cmd
+    from hilsim.agent.cli import agent
+    from hilsim.analyzer.dse_cli import dse_cmd
+    from hilsim.analyzer.export_cli import export_cmd
+    from hilsim.analyzer.pkp_cli import pkp_cmd
+    from hilsim.analyzer.portability_cli import portability_cmd
+    from hilsim.analyzer.tune_cli import tune_cmd
+    from hilsim.analyzer.validate_cli import validate_cmd
+    from hilsim.microbench.cli import microbench_cmd
 
     agent.add_command(microbench_cmd)
     cli.add_command(agent)

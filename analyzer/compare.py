@@ -12,7 +12,7 @@ look at the very durations they are scored on.
 (method, seed) runs are spread over worker processes ("spawn" start method:
 forking a parent that already runs BLAS/OpenMP threads can deadlock); each worker
 receives the bundle once through its initializer and keeps what one method's seeds
-share (totals, STEM's sort) in a :class:`~analyzer.tablecache.TableCache`, so a method's
+share (totals, STEM's sort) in a :class:`~hilsim.analyzer.tablecache.TableCache`, so a method's
 mean plan time is per plan when planning all its seeds (a worker's first STEM plan
 pays for the sort, the next ones reuse it). A rich progress bar counts finished runs.
 
@@ -37,12 +37,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from analyzer import methods
-from analyzer.bundle import Bundle
-from analyzer.errors import HilsimError
-from analyzer.evaluate import score_plan
-from analyzer.tablecache import TableCache
+from hilsim.analyzer import methods
+from hilsim.analyzer.bundle import Bundle
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.evaluate import score_plan
+from hilsim.analyzer.tablecache import TableCache
 
 #: what each kind of input costs to collect (STEM Table 5 discussion)
 PROFILING_LEVEL = {
@@ -275,8 +274,7 @@ def pareto_plot(
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from analyzer.atomic import write_bytes_atomic
+    from hilsim.analyzer.atomic import write_bytes_atomic
 
     points = [(s["hmean_speedup"], max(s["mean_error"], 1e-6)) for s in summaries]
     front = set(pareto_front(points))

@@ -1,7 +1,7 @@
 """``hilsim dse``: sampled vs full design-space exploration with the analytical model.
 
 ``hilsim dse BUNDLE --plan PLAN --config timing.json|PRESET --vary l2_size=x2 ...``
-runs :func:`simmodel.dse.dse` (STEM Table 4, PKA Fig. 10) on the bundle's per-launch
+runs :func:`hilsim.simmodel.dse.dse` (STEM Table 4, PKA Fig. 10) on the bundle's per-launch
 counters (``metrics.parquet``, Nsight Compute names) and launch configurations, prints a
 table and writes ``hilsim.dse/1`` JSON.
 """
@@ -15,12 +15,11 @@ from typing import TYPE_CHECKING
 import click
 import numpy as np
 import pandas as pd
-
-from analyzer.bundle import Bundle
-from analyzer.errors import HilsimError
+from hilsim.analyzer.bundle import Bundle
+from hilsim.analyzer.errors import HilsimError
 
 if TYPE_CHECKING:
-    from simmodel.config import TimingConfig
+    from hilsim.simmodel.config import TimingConfig
 
 
 def counters_from_bundle(bundle: Bundle) -> pd.DataFrame:
@@ -29,7 +28,7 @@ def counters_from_bundle(bundle: Bundle) -> pd.DataFrame:
     Raises a one-line error naming how many launches lack metrics or a launch
     configuration (the model needs both for every launch).
     """
-    from simmodel.model import COUNTER_COLUMNS
+    from hilsim.simmodel.model import COUNTER_COLUMNS
 
     where = str(bundle.path) if bundle.path else "bundle"
     n = bundle.n_launches
@@ -59,8 +58,8 @@ def counters_from_bundle(bundle: Bundle) -> pd.DataFrame:
 
 def load_timing_config(spec: str) -> TimingConfig:
     """A timing.json path or a preset name."""
-    from simmodel.config import read_timing
-    from simmodel.presets import PRESET_NAMES, load_preset
+    from hilsim.simmodel.config import read_timing
+    from hilsim.simmodel.presets import PRESET_NAMES, load_preset
 
     path = Path(spec)
     if path.suffix == ".json" or path.exists():
@@ -86,14 +85,13 @@ def load_timing_config(spec: str) -> TimingConfig:
 def dse_cmd(bundle_path: Path, plan_path: Path, config_spec: str,
             variations: tuple[str, ...], output: Path | None) -> None:
     """Speedup of each hardware variation: full (all launches) vs sampled (the plan)."""
+    from hilsim.analyzer.atomic import write_text_atomic
+    from hilsim.analyzer.bundle import read_bundle
+    from hilsim.analyzer.console import out
+    from hilsim.analyzer.evaluate import check_compatible
+    from hilsim.analyzer.plan import load_plan
+    from hilsim.simmodel.dse import dse
     from rich.table import Table
-
-    from analyzer.atomic import write_text_atomic
-    from analyzer.bundle import read_bundle
-    from analyzer.console import out
-    from analyzer.evaluate import check_compatible
-    from analyzer.plan import load_plan
-    from simmodel.dse import dse
 
     config = load_timing_config(config_spec)
     bundle = read_bundle(bundle_path)

@@ -28,12 +28,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from analyzer.bundle import Bundle
-from analyzer.errors import HilsimError
-from analyzer.methods.base import Method
-from analyzer.plan import Plan
-from analyzer.tablecache import TableCache, derived
+from hilsim.analyzer.bundle import Bundle
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.methods.base import Method
+from hilsim.analyzer.plan import Plan
+from hilsim.analyzer.tablecache import TableCache, derived
 
 
 @dataclass
@@ -174,7 +173,7 @@ def metric_errors(plan: Plan, bundle: Bundle) -> tuple[dict[str, float | None], 
     """Error of the weighted sum for every metric column (STEM Fig. 14).
 
     The column totals are computed once per metrics table inside a
-    :class:`~analyzer.tablecache.TableCache` (scoring over seeds); each plan then
+    :class:`~hilsim.analyzer.tablecache.TableCache` (scoring over seeds); each plan then
     reads only its sampled rows.
     """
     if bundle.metrics is None:
@@ -292,7 +291,7 @@ def evaluate_method(
 
     Deterministic methods run once whatever ``seeds`` says. Per-bundle facts the
     seeds share (totals, STEM's sort of the launches) are computed once, in a
-    :class:`~analyzer.tablecache.TableCache` around the loop: the first seed's plan
+    :class:`~hilsim.analyzer.tablecache.TableCache` around the loop: the first seed's plan
     time is what one plan costs alone, later seeds' leave out the shared part.
     """
     seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)

@@ -1,6 +1,6 @@
 """``hilsim export``: a plan's sampled launches as an Accel-Sim trace list plus weights.
 
-See :mod:`simmodel.export` for the mapping of launch ids to NVBit trace files and the
+See :mod:`hilsim.simmodel.export` for the mapping of launch ids to NVBit trace files and the
 checks made against a traces folder.
 """
 
@@ -9,8 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-
-from analyzer.errors import HilsimError
+from hilsim.analyzer.errors import HilsimError
 
 
 @click.command("export")
@@ -35,8 +34,8 @@ def export_cmd(plan_path: Path, traces: Path | None, full_list: Path | None,
     Simulate it with `accel-sim.out -trace LIST ...` and read the log back with
     `hilsim validate --sim LOG`.
     """
-    from analyzer.plan import load_plan
-    from simmodel.export import write_kernelslist
+    from hilsim.analyzer.plan import load_plan
+    from hilsim.simmodel.export import write_kernelslist
 
     if first_trace_id < 0:
         raise HilsimError(f"--first-trace-id must be >= 0, got {first_trace_id}")

@@ -6,8 +6,8 @@ clusters (STEM+ROOT, Chung et al., MICRO'25, Fig. 1 and Fig. 10: launches that P
 Sieve or Photon put in one cluster still differ widely in duration) need them.
 
 :func:`cluster_members` takes them from the plan when the method that made it is
-still in memory (:meth:`analyzer.plan.Plan.cluster_of_launches`); for a plan read from JSON it
-re-runs the method with the plan's own parameters (seed included, so the run is
+still in memory (:meth:`hilsim.analyzer.plan.Plan.cluster_of_launches`); for a plan read
+from JSON it re-runs the method with the plan's own parameters (seed included, so the run is
 deterministic) on the plan's source bundle, and accepts the result only if that run
 chose exactly the plan's samples and weights. Anything else (a hand-made or edited
 plan, a method that is not registered, another hilsim version that chooses
@@ -18,10 +18,9 @@ grouping by kernel name.
 from __future__ import annotations
 
 import numpy as np
-
-from analyzer.bundle import Bundle
-from analyzer.errors import HilsimError
-from analyzer.plan import Plan
+from hilsim.analyzer.bundle import Bundle
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.plan import Plan
 
 
 def _same_samples(a: Plan, b: Plan) -> bool:
@@ -48,7 +47,7 @@ def cluster_members(plan: Plan, bundle: Bundle) -> tuple[np.ndarray | None, str]
     members = plan.cluster_of_launches()
     if members is not None and len(members) == n:
         return members, "cluster members as the method assigned them"
-    from analyzer import methods
+    from hilsim.analyzer import methods
 
     try:
         rerun = methods.create(plan.method, **plan.params).plan(bundle)

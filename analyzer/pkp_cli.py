@@ -13,8 +13,7 @@ from pathlib import Path
 
 import click
 import numpy as np
-
-from analyzer.errors import HilsimError
+from hilsim.analyzer.errors import HilsimError
 
 
 @click.command("pkp")
@@ -68,14 +67,13 @@ def pkp_cmd(
     Prints the fraction of each sampled launch that needed simulating and the
     projected total (sum of weight x projected cycles).
     """
+    from hilsim.analyzer.console import out, status
+    from hilsim.analyzer.evaluate import check_compatible
+    from hilsim.analyzer.importers.profile import load_profile
+    from hilsim.analyzer.methods.pkp import project_plan, read_cta_trace
+    from hilsim.analyzer.plan import load_plan
+    from hilsim.analyzer.report import write_result
     from rich.table import Table
-
-    from analyzer.console import out, status
-    from analyzer.evaluate import check_compatible
-    from analyzer.importers.profile import load_profile
-    from analyzer.methods.pkp import project_plan, read_cta_trace
-    from analyzer.plan import load_plan
-    from analyzer.report import write_result
 
     if (model_config is None) == (cta_trace is None):
         raise HilsimError("pkp: give either --model CONFIG or --cta-trace CSV")
@@ -88,9 +86,9 @@ def pkp_cmd(
         timelines = read_cta_trace(cta_trace)
         source = f"CTA trace {cta_trace}"
     else:
-        from analyzer.dse_cli import load_timing_config
-        from analyzer.validate import model_input
-        from simmodel.model import ipc_timeline, require_counters
+        from hilsim.analyzer.dse_cli import load_timing_config
+        from hilsim.analyzer.validate import model_input
+        from hilsim.simmodel.model import ipc_timeline, require_counters
 
         config = load_timing_config(str(model_config))
         inputs = model_input(bundle).iloc[ids]

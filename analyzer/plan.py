@@ -17,9 +17,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from analyzer.atomic import write_text_atomic
-from analyzer.errors import HilsimError
+from hilsim.analyzer.atomic import write_text_atomic
+from hilsim.analyzer.errors import HilsimError
 
 PLAN_SCHEMA = "hilsim.plan/1"
 
@@ -50,7 +49,7 @@ class Plan:
             or a function that builds it (a method whose plans are made once per seed
             defers the work until someone asks: :meth:`cluster_of_launches`). Kept in
             memory only: it is as long as the bundle, so the JSON does not carry it;
-            :func:`analyzer.membership.cluster_members` recovers it for a loaded plan.
+            :func:`hilsim.analyzer.membership.cluster_members` recovers it for a loaded plan.
     """
 
     method: str
@@ -180,7 +179,7 @@ def members_by_launch(launch_ids: np.ndarray, labels: np.ndarray) -> np.ndarray:
 
 def load_plan(path: str | Path) -> Plan:
     """Read a plan JSON; one-line :class:`HilsimError` on any problem."""
-    from analyzer.jsonfile import read_json
+    from hilsim.analyzer.jsonfile import read_json
 
     source = Path(path)
     data = read_json(source, PLAN_SCHEMA)

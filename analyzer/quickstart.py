@@ -10,14 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from analyzer import methods
-from analyzer.bundle import write_bundle
-from analyzer.console import out, progress_bar
-from analyzer.errors import HilsimError
-from analyzer.evaluate import evaluate_method
-from analyzer.examples import EXAMPLES, Example
-from analyzer.importers.profile import import_profile
-from analyzer.report import print_summary, write_result
+from hilsim.analyzer import methods
+from hilsim.analyzer.bundle import write_bundle
+from hilsim.analyzer.console import out, progress_bar
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.evaluate import evaluate_method
+from hilsim.analyzer.examples import EXAMPLES, Example
+from hilsim.analyzer.importers.profile import import_profile
+from hilsim.analyzer.report import print_summary, write_result
 
 QUICKSTART_METHODS: tuple[str, ...] = ("stem", "pka", "random", "first-n")
 

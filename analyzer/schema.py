@@ -18,8 +18,7 @@ from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
-
-from analyzer.errors import HilsimError
+from hilsim.analyzer.errors import HilsimError
 
 REQUIRED_LAUNCH_COLUMNS: tuple[str, ...] = ("launch_id", "name", "kernel", "duration_ns")
 OPTIONAL_INT_COLUMNS: tuple[str, ...] = (

@@ -11,9 +11,8 @@ import json
 from pathlib import Path
 
 import click
-
-from analyzer.atomic import atomic_directory
-from analyzer.errors import HilsimError
+from hilsim.analyzer.atomic import atomic_directory
+from hilsim.analyzer.errors import HilsimError
 
 
 @click.command("tune")
@@ -38,8 +37,8 @@ def tune_cmd(microbench: Path | None, accelsim_output: Path | None, device_facts
     Input: MICROBENCH.json (hilsim.microbench/1) and/or --accelsim-output FILE, plus
     optional --device-facts. Every emitted option carries its source and convention.
     """
-    from simmodel.accelsim import read_ubench_output
-    from simmodel.tuner import read_device_facts, read_microbench, tune
+    from hilsim.simmodel.accelsim import read_ubench_output
+    from hilsim.simmodel.tuner import read_device_facts, read_microbench, tune
 
     if microbench is None and accelsim_output is None and preset_name is None:
         raise HilsimError("tune: give MICROBENCH.json, --accelsim-output FILE or --preset NAME")

@@ -2,8 +2,8 @@
 
 Inputs: a silicon bundle, one or more plans made on it, and simulated cycles per
 launch from either Accel-Sim logs of the plan's exported ``kernelslist.g``
-(:mod:`simmodel.simlog`, :mod:`simmodel.export`) or the analytical model
-(``simmodel.model.predict``) run on every launch.
+(:mod:`hilsim.simmodel.simlog`, :mod:`hilsim.simmodel.export`) or the analytical model
+(``hilsim.simmodel.model.predict``) run on every launch.
 
 **Silicon cycles.** ``gpu__cycles_elapsed.max`` from ``metrics.parquet`` where it is
 present for a launch; otherwise ``duration_ns * f / 1000`` with ``f`` the SM clock in
@@ -24,7 +24,7 @@ sampled-simulation projection ``sum(weight * sim_cycles)`` over the plan's sampl
 When ``F`` is unknown (logs for the sampled launches only) only the total error is
 given; the silicon-side sampling error of the same plan (``score_plan`` on
 durations) is reported beside it. Speedup and the 95% interval follow
-:mod:`analyzer.evaluate` (STEM section 4.1); the interval of ``P`` uses the simulated
+:mod:`hilsim.analyzer.evaluate` (STEM section 4.1); the interval of ``P`` uses the simulated
 cycles of the samples.
 
 **Counter correlation** (Accel-Sim, Khairy et al., ISCA 2020, section V): for each
@@ -32,10 +32,10 @@ pair of a simulator counter and its Nsight Compute counterpart, over the launche
 that have both: cycles and instructions by mean absolute error ``MAE = mean(|sim -
 hw| / hw)``, other counters by ``NRMSE = sqrt(mean((sim - hw)^2)) / mean(hw)``, and
 Pearson's ``r``. Per-metric errors of the weighted sums for every silicon counter
-follow STEM Fig. 14 (:func:`analyzer.evaluate.metric_errors`).
+follow STEM Fig. 14 (:func:`hilsim.analyzer.evaluate.metric_errors`).
 
 **Per cluster.** Each cluster's samples give its silicon estimate and simulated
-projection. Where the cluster members are known (:mod:`analyzer.membership`: from
+projection. Where the cluster members are known (:mod:`hilsim.analyzer.membership`: from
 the method, or by re-running it with the plan's parameters) the table adds the
 cluster's silicon truth, the error of its estimate and the coefficient of variation
 of its launches' durations, and the histograms show each cluster's own launches
@@ -60,13 +60,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from analyzer.atomic import write_text_atomic
-from analyzer.bundle import Bundle
-from analyzer.errors import HilsimError
-from analyzer.evaluate import _interval, check_compatible, metric_errors, score_plan
-from analyzer.membership import cluster_members
-from analyzer.plan import Plan, _jsonable
+from hilsim.analyzer.atomic import write_text_atomic
+from hilsim.analyzer.bundle import Bundle
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.evaluate import _interval, check_compatible, metric_errors, score_plan
+from hilsim.analyzer.membership import cluster_members
+from hilsim.analyzer.plan import Plan, _jsonable
 
 SILICON_CYCLES_METRIC = "gpu__cycles_elapsed.max"
 MAX_SCATTER = 5000
@@ -99,7 +98,7 @@ class SimResults:
     Attributes:
         cycles: float array of length ``n_launches``.
         counters: other simulated counters per launch (columns as in
-            :mod:`simmodel.simlog`), same length; may be empty.
+            :mod:`hilsim.simmodel.simlog`), same length; may be empty.
         source: ``"accel-sim logs"`` or ``"analytical model"`` (shown in the report).
         detail: free text (files, config name).
     """
@@ -159,7 +158,7 @@ def results_from_simlog(plan: Plan, bundle: Bundle, simlog: pd.DataFrame) -> Sim
     A log that covers *every* launch of the bundle (a full simulation) is placed by
     launch order instead, which gives the full-simulation total.
     """
-    from simmodel.export import check_simulated_names, match_sim_results
+    from hilsim.simmodel.export import check_simulated_names, match_sim_results
 
     n = bundle.n_launches
     cycles = np.full(n, np.nan)
@@ -198,11 +197,11 @@ def results_from_model(
     config: Any,
     predictor: Callable[[Any, pd.DataFrame], pd.DataFrame] | None = None,
 ) -> SimResults:
-    """Run the analytical model on every launch (``simmodel.model.predict``)."""
+    """Run the analytical model on every launch (``hilsim.simmodel.model.predict``)."""
     inputs = model_input(bundle)
     if predictor is None:
-        from simmodel.model import predict as predictor  # type: ignore[no-redef]
-        from simmodel.model import require_counters
+        from hilsim.simmodel.model import predict as predictor  # type: ignore[no-redef]
+        from hilsim.simmodel.model import require_counters
 
         require_counters(inputs, f"{bundle.path or 'bundle'}: --model")
     out = predictor(config, inputs)
@@ -335,7 +334,7 @@ def validate_plan(
 ) -> dict[str, Any]:
     """All numbers of the report for one plan (JSON-ready).
 
-    ``members`` (:func:`analyzer.membership.cluster_members`) adds each cluster's
+    ``members`` (:func:`hilsim.analyzer.membership.cluster_members`) adds each cluster's
     silicon truth, its sampling error and the spread of its launches' durations.
     """
     score = score_plan(plan, bundle)  # checks the plan belongs to this bundle
@@ -539,7 +538,7 @@ def pareto_png(results: list[dict[str, Any]]) -> str:
     """Speedup vs total error of several plans (STEM Fig. 9), via compare.pareto_plot."""
     import tempfile
 
-    from analyzer.compare import pareto_plot
+    from hilsim.analyzer.compare import pareto_plot
 
     summaries = [
         {

@@ -1,6 +1,6 @@
 """``hilsim validate``: sampled simulation vs silicon, as one HTML report and a JSON.
 
-See :mod:`analyzer.validate` for the definitions (simulator, sampling and total
+See :mod:`hilsim.analyzer.validate` for the definitions (simulator, sampling and total
 error; counter correlation; silicon cycles).
 """
 
@@ -9,8 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-
-from analyzer.errors import HilsimError
+from hilsim.analyzer.errors import HilsimError
 
 
 @click.command("validate")
@@ -35,9 +34,9 @@ def validate_cmd(silicon: Path, plans: tuple[Path, ...], sim_logs: tuple[Path, .
                  model_config: Path | None, counters: str, clock_mhz: float | None,
                  output: Path) -> None:
     """Compare sampled simulation with silicon: one self-contained HTML + JSON."""
-    from analyzer import validate as v
-    from analyzer.importers.profile import load_profile
-    from analyzer.plan import load_plan
+    from hilsim.analyzer import validate as v
+    from hilsim.analyzer.importers.profile import load_profile
+    from hilsim.analyzer.plan import load_plan
 
     if bool(sim_logs) == bool(model_config):
         raise HilsimError("validate: give exactly one of --sim LOGS or --model CONFIG")
@@ -45,7 +44,7 @@ def validate_cmd(silicon: Path, plans: tuple[Path, ...], sim_logs: tuple[Path, .
     loaded = [(p.stem, load_plan(p)) for p in plans]
     timing = None
     if model_config is not None:
-        from simmodel.config import read_timing
+        from hilsim.simmodel.config import read_timing
 
         timing = read_timing(model_config)
         shared = v.results_from_model(bundle, timing)
@@ -53,7 +52,7 @@ def validate_cmd(silicon: Path, plans: tuple[Path, ...], sim_logs: tuple[Path, .
         def sim_for(plan):  # noqa: ARG001 - the model covers every launch
             return shared
     else:
-        from simmodel.simlog import read_simlogs
+        from hilsim.simmodel.simlog import read_simlogs
 
         simlog = read_simlogs(list(sim_logs), counters)
         if len(loaded) > 1 and len(simlog) != bundle.n_launches:

@@ -1,4 +1,4 @@
-"""Benchmark: ``simmodel.model.predict`` on 1M launches (seeded synthetic counters).
+"""Benchmark: ``hilsim.simmodel.model.predict`` on 1M launches (seeded synthetic counters).
 
 Usage::
 
@@ -14,9 +14,8 @@ import time
 
 import numpy as np
 import pandas as pd
-
-from simmodel import model
-from simmodel.presets import load_preset
+from hilsim.simmodel import model
+from hilsim.simmodel.presets import load_preset
 
 
 def synthetic_counters(n: int, seed: int = 0) -> pd.DataFrame:

@@ -29,10 +29,9 @@ import tracemalloc
 
 import numpy as np
 import pandas as pd
-
-from analyzer.bundle import Bundle
-from analyzer.methods.pka import PKA, TABLE2_METRICS
-from analyzer.schema import normalize_launches
+from hilsim.analyzer.bundle import Bundle
+from hilsim.analyzer.methods.pka import PKA, TABLE2_METRICS
+from hilsim.analyzer.schema import normalize_launches
 
 
 def synthetic_bundle(n: int, groups: int, seed: int) -> Bundle:

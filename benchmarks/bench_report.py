@@ -24,14 +24,15 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from analyzer import methods  # noqa: E402
-from analyzer.plan import load_plan  # noqa: E402
-from analyzer.validate import (  # noqa: E402
+from hilsim.analyzer import methods  # noqa: E402
+from hilsim.analyzer.plan import load_plan  # noqa: E402
+from hilsim.analyzer.validate import (  # noqa: E402
     SimResults,
     silicon_cycles,
     validate,
     write_report,
 )
+
 from benchmarks.casio_scaled import scaled_bundle  # noqa: E402
 
 

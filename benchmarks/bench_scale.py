@@ -5,7 +5,7 @@ Usage: python benchmarks/bench_scale.py [--launches 1000000] [--only NAME] [--ed
 
 Paths (``--only`` takes one of these names):
 
-* ``portability``: :func:`analyzer.portability.evaluate_portability` of a STEM plan
+* ``portability``: :func:`hilsim.analyzer.portability.evaluate_portability` of a STEM plan
   made on bundle A (the CASIO pattern of ``casio_scaled.py``, 50 ns jitter) scored on
   bundle B, a perturbed copy: per-kernel duration scale in [0.6, 1.4] x 5 % log-normal
   noise, plus 300 launches deleted and 300 inserted (``--edits``) at seeded random
@@ -15,21 +15,21 @@ Paths (``--only`` takes one of these names):
   duration jitter: a realistic sequence, where the CASIO pattern above has long runs
   of one kernel in which names cannot say which launch an edit removed.
 * ``dse``: what ``hilsim dse`` runs after reading the bundle:
-  :func:`analyzer.dse_cli.counters_from_bundle` and :func:`simmodel.dse.dse` with a
+  :func:`hilsim.analyzer.dse_cli.counters_from_bundle` and :func:`hilsim.simmodel.dse.dse` with a
   STEM plan, preset QV100 and three ``--vary`` variations (``l2_size=x2``,
   ``sm_count=x0.5``, ``l1_size=x0.5``). Launch configurations per kernel class and
   the model's counters for every launch are synthesised (seeded, scaled with the
   durations) as ``bench_report.py`` does.
 * ``evaluate``: ``hilsim evaluate BUNDLE -m stem --seeds 20`` and the same for
-  ``random`` (:func:`analyzer.evaluate.evaluate_method`) on the bundle of
+  ``random`` (:func:`hilsim.analyzer.evaluate.evaluate_method`) on the bundle of
   ``bench_methods.py`` (CASIO pattern, 16 metrics for every launch, NVTX steps).
-* ``compare``: ``hilsim compare BUNDLE --seeds 10`` (:func:`analyzer.compare.
+* ``compare``: ``hilsim compare BUNDLE --seeds 10`` (:func:`hilsim.analyzer.compare.
   compare_methods`, default methods and workers) on the same bundle; the peak counts
   the worker processes too.
-* ``bundle-write`` / ``bundle-read``: :func:`analyzer.bundle.write_bundle` and
-  :func:`analyzer.bundle.read_bundle` (sha256 manifest verification included) of
+* ``bundle-write`` / ``bundle-read``: :func:`hilsim.analyzer.bundle.write_bundle` and
+  :func:`hilsim.analyzer.bundle.read_bundle` (sha256 manifest verification included) of
   that bundle.
-* ``import-nsys``: :func:`analyzer.importers.profile.load_profile` of an ``nsys stats
+* ``import-nsys``: :func:`hilsim.analyzer.importers.profile.load_profile` of an ``nsys stats
   --report cuda_gpu_trace`` CSV with the exact header and row format of
   ``tests/data/nsys/*.csv``: N kernel rows (CASIO names and durations in the fixture's
   kernel-row layout) plus one fixture memcpy row per 8 kernels.
@@ -81,10 +81,9 @@ sys.path.insert(0, str(ROOT))
 
 from bench_methods import full_bundle  # noqa: E402
 from casio_scaled import casio_launch_pattern, scaled_bundle  # noqa: E402
-
-from analyzer import methods  # noqa: E402
-from analyzer.bundle import Bundle  # noqa: E402
-from analyzer.schema import LAUNCH_COLUMNS, missing_int_column  # noqa: E402
+from hilsim.analyzer import methods  # noqa: E402
+from hilsim.analyzer.bundle import Bundle  # noqa: E402
+from hilsim.analyzer.schema import LAUNCH_COLUMNS, missing_int_column  # noqa: E402
 
 NSYS_FIXTURE = ROOT / "tests/data/nsys/vernier-nsys2025.3.2-thor_cuda_gpu_trace.csv"
 KINETO_FIXTURE = ROOT / "tests/data/kineto/hta-v100-ns-resolution.trace.json.gz"
@@ -233,7 +232,7 @@ _CONFIGS = np.array(
 
 def model_bundle(n: int, seed: int = 0) -> Bundle:
     """CASIO launches with launch configurations and the model's counters everywhere."""
-    from simmodel import model
+    from hilsim.simmodel import model
 
     bundle = scaled_bundle(n, jitter_ns=50, seed=seed)
     launches = bundle.launches
@@ -473,8 +472,8 @@ def setup_portability(n: int, workdir: Path) -> Any:
 def nerf_tiled_bundle(n: int, seed: int = 0) -> Bundle:
     """The real launch order of the shipped CASIO NeRF A100 profile (1,106 launches, 116
     kernels), repeated to ``n`` launches, every duration times 5 % log-normal jitter."""
-    from analyzer.examples import EXAMPLES
-    from analyzer.importers.profile import load_profile
+    from hilsim.analyzer.examples import EXAMPLES
+    from hilsim.analyzer.importers.profile import load_profile
 
     example = EXAMPLES[1]
     real = load_profile(example.path(example.profile)).launches
@@ -503,7 +502,7 @@ def setup_portability_nerf(n: int, workdir: Path) -> Any:
 
 
 def run_portability(state: Any) -> list[str]:
-    from analyzer.portability import evaluate_portability
+    from hilsim.analyzer.portability import evaluate_portability
 
     plan, a, b, truth = state
     r = evaluate_portability(plan, a, b)
@@ -522,15 +521,15 @@ def run_portability(state: Any) -> list[str]:
 
 
 def setup_dse(n: int, workdir: Path) -> Any:
-    from simmodel.presets import load_preset
+    from hilsim.simmodel.presets import load_preset
 
     bundle = model_bundle(n)
     return bundle, _stem_plan(bundle), load_preset("QV100").timing
 
 
 def run_dse(state: Any) -> list[str]:
-    from analyzer.dse_cli import counters_from_bundle
-    from simmodel.dse import dse
+    from hilsim.analyzer.dse_cli import counters_from_bundle
+    from hilsim.simmodel.dse import dse
 
     bundle, plan, config = state
     t0 = time.perf_counter()
@@ -553,7 +552,7 @@ def setup_full(n: int, workdir: Path) -> Bundle:
 
 
 def run_evaluate(bundle: Bundle) -> list[str]:
-    from analyzer.evaluate import evaluate_method
+    from hilsim.analyzer.evaluate import evaluate_method
 
     out = []
     for name in ("stem", "random"):
@@ -569,7 +568,7 @@ def run_evaluate(bundle: Bundle) -> list[str]:
 
 
 def run_compare(bundle: Bundle) -> list[str]:
-    from analyzer.compare import compare_methods
+    from hilsim.analyzer.compare import compare_methods
 
     result = compare_methods(bundle, None, 10)
     out = [
@@ -585,7 +584,7 @@ def setup_write(n: int, workdir: Path) -> Any:
 
 
 def run_write(state: Any) -> list[str]:
-    from analyzer.bundle import _sha256, write_bundle
+    from hilsim.analyzer.bundle import _sha256, write_bundle
 
     bundle, path = state
     write_bundle(bundle, path, overwrite=True)
@@ -603,7 +602,7 @@ def _bundle_path(n: int, workdir: Path) -> Path:
 
 
 def prepare_read(n: int, workdir: Path) -> str:
-    from analyzer.bundle import write_bundle
+    from hilsim.analyzer.bundle import write_bundle
 
     path = _bundle_path(n, workdir)
     if not path.exists():
@@ -612,7 +611,7 @@ def prepare_read(n: int, workdir: Path) -> str:
 
 
 def run_read(path: Path) -> list[str]:
-    from analyzer.bundle import _read_manifest, _verify_files, read_bundle
+    from hilsim.analyzer.bundle import _read_manifest, _verify_files, read_bundle
 
     bundle = read_bundle(path)
     launches = bundle.n_launches
@@ -643,7 +642,7 @@ def prepare_kineto(n: int, workdir: Path) -> str:
 
 
 def skip_kineto(n: int) -> str | None:
-    from analyzer.importers.kineto import MAX_TRACE_BYTES
+    from hilsim.analyzer.importers.kineto import MAX_TRACE_BYTES
 
     size = kineto_bytes_estimate(n)
     if size > MAX_TRACE_BYTES:
@@ -655,7 +654,7 @@ def skip_kineto(n: int) -> str | None:
 
 
 def run_import(path: Path) -> list[str]:
-    from analyzer.importers.profile import load_profile
+    from hilsim.analyzer.importers.profile import load_profile
 
     bundle = load_profile(path)
     attrs = bundle.launches.attrs

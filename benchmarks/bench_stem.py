@@ -27,8 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 def run_one(n: int, jitter: int) -> dict[str, float]:
     from casio_scaled import scaled_bundle
-
-    from analyzer.methods.stem import STEM
+    from hilsim.analyzer.methods.stem import STEM
 
     t0 = time.perf_counter()
     bundle = scaled_bundle(n, jitter_ns=jitter)

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-
-from analyzer.bundle import Bundle
-from analyzer.examples import EXAMPLES
-from analyzer.schema import LAUNCH_COLUMNS, missing_int_column
+from hilsim.analyzer.bundle import Bundle
+from hilsim.analyzer.examples import EXAMPLES
+from hilsim.analyzer.schema import LAUNCH_COLUMNS, missing_int_column
 
 
 def casio_launch_pattern() -> tuple[np.ndarray, np.ndarray]:

@@ -16,9 +16,8 @@ import argparse
 from pathlib import Path
 
 import pandas as pd
-
-from simmodel.accelwattch import validate
-from simmodel.presets import load_preset
+from hilsim.simmodel.accelwattch import validate
+from hilsim.simmodel.presets import load_preset
 
 CSV = Path(__file__).resolve().parent.parent / "tests" / "data" / "accelwattch" / "hw_perf.csv"
 

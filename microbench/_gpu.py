@@ -2,7 +2,7 @@
 
 Nothing here imports CuPy or pynvml at module import time (``import microbench`` works
 on a machine without a CUDA driver); :func:`require_cupy` does, and turns any failure
-into one :class:`~analyzer.errors.HilsimError` line.
+into one :class:`~hilsim.analyzer.errors.HilsimError` line.
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
-from analyzer.errors import HilsimError
+from hilsim.analyzer.errors import HilsimError
 
 
 def _first_line(exc: BaseException) -> str:
@@ -233,7 +232,7 @@ class Context:
     def module(self, name: str) -> Any:
         """The compiled CuPy ``RawModule`` for source ``name`` (see ``sources.py``)."""
         if name not in self._modules:
-            from microbench.sources import all_sources  # noqa: PLC0415
+            from hilsim.microbench.sources import all_sources  # noqa: PLC0415
 
             code = all_sources()[name]
             self._modules[name] = self.cp.RawModule(code=code, options=("--std=c++14",))

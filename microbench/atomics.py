@@ -21,8 +21,11 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-
-from microbench.measurement import Measurement, measurement_from_stability, repeat_until_stable
+from hilsim.microbench.measurement import (
+    Measurement,
+    measurement_from_stability,
+    repeat_until_stable,
+)
 
 SOURCE = r"""
 extern "C" __global__ void atomic_lat(unsigned int* __restrict__ data, unsigned int zero,

@@ -14,7 +14,7 @@ be optimised away and a wrong address would show).
   grid-stride loops timed with CUDA events (GB/s), converted to bytes per SM clock.
   Copy counts read + write bytes.
 
-DRAM peak = memory clock x bus width x 2 (:func:`microbench._gpu.theoretical_dram_gbs`).
+DRAM peak = memory clock x bus width x 2 (:func:`hilsim.microbench._gpu.theoretical_dram_gbs`).
 """
 
 from __future__ import annotations
@@ -24,9 +24,12 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-
-from microbench._gpu import per_sm_rate
-from microbench.measurement import Measurement, measurement_from_stability, repeat_until_stable
+from hilsim.microbench._gpu import per_sm_rate
+from hilsim.microbench.measurement import (
+    Measurement,
+    measurement_from_stability,
+    repeat_until_stable,
+)
 
 _COMMON = r"""
 __device__ __forceinline__ unsigned int smid_() {

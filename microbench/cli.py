@@ -6,8 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-
-from microbench.runner import FAMILIES, device_facts, parse_only, run_suite
+from hilsim.microbench.runner import FAMILIES, device_facts, parse_only, run_suite
 
 
 @click.command("microbench")
@@ -30,8 +29,8 @@ from microbench.runner import FAMILIES, device_facts, parse_only, run_suite
 def microbench_cmd(output: Path, only: str | None, device: int) -> None:
     """Measure latencies, bandwidths, unit throughputs, atomics, launch overhead and the
     SM clock of one GPU with CuPy microbenchmarks (needs a CUDA GPU)."""
-    from analyzer.console import out  # noqa: PLC0415
-    from microbench.measurement import write_microbench_json  # noqa: PLC0415
+    from hilsim.analyzer.console import out  # noqa: PLC0415
+    from hilsim.microbench.measurement import write_microbench_json  # noqa: PLC0415
 
     families = parse_only(only)
     facts = device_facts(device)

@@ -19,9 +19,12 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-
-from microbench._gpu import nvml_sm_clock_mhz
-from microbench.measurement import Measurement, measurement_from_stability, repeat_until_stable
+from hilsim.microbench._gpu import nvml_sm_clock_mhz
+from hilsim.microbench.measurement import (
+    Measurement,
+    measurement_from_stability,
+    repeat_until_stable,
+)
 
 SOURCE = r"""
 extern "C" __global__ void clock_probe(int n, float a, float b, float magic,

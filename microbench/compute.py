@@ -24,9 +24,12 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-
-from microbench._gpu import per_sm_rate
-from microbench.measurement import Measurement, measurement_from_stability, repeat_until_stable
+from hilsim.microbench._gpu import per_sm_rate
+from hilsim.microbench.measurement import (
+    Measurement,
+    measurement_from_stability,
+    repeat_until_stable,
+)
 
 # (kernel suffix, C type, asm constraint, PTX instruction, ops per instruction)
 TYPES: dict[str, tuple[str, str, str, int]] = {
@@ -192,7 +195,7 @@ SOURCES: dict[str, str] = {"arith": _arith_source(), "mma": MMA_SOURCE}
 
 
 def _short(key: str) -> str:
-    """Measurement-name prefix (``simmodel.measurement_names``): fp16x2 -> fp16."""
+    """Measurement-name prefix (``hilsim.simmodel.measurement_names``): fp16x2 -> fp16."""
     return "fp16" if key == "fp16x2" else key
 
 

@@ -33,9 +33,12 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-
-from microbench.analysis import cache_levels, line_size_from_stride_sweep
-from microbench.measurement import Measurement, measurement_from_stability, repeat_until_stable
+from hilsim.microbench.analysis import cache_levels, line_size_from_stride_sweep
+from hilsim.microbench.measurement import (
+    Measurement,
+    measurement_from_stability,
+    repeat_until_stable,
+)
 
 _CHASE_TEMPLATE = r"""
 extern "C" __global__ void chase_{op}(const unsigned long long* __restrict__ start,
@@ -248,7 +251,7 @@ def footprint_sweep(
     still fit L2 (beyond 1.5 x L2 the cold lap is the steady state). Returns the
     curve as one measurement (``latency.footprint_sweep``, arrays in params) plus
     ``cache.l1_capacity`` / ``cache.l2_capacity`` read off it by
-    :func:`microbench.analysis.cache_levels`.
+    :func:`hilsim.microbench.analysis.cache_levels`.
     """
     l2 = int(ctx.facts.get("l2_cache_bytes") or (4 << 20))
     sizes = footprints or sweep_footprints(l2)
@@ -319,7 +322,7 @@ def footprint_sweep(
                     ]
                     if levels
                     else [],
-                    "method": "footprint sweep, plateau detection (microbench.analysis)",
+                    "method": "footprint sweep, plateau detection (hilsim.microbench.analysis)",
                 },
                 valid=bool(ok and value is not None),
                 note=""
@@ -380,7 +383,8 @@ def stride_sweep(
             name="l1_sector_bytes",
             value=granularity,
             unit="bytes",
-            params={"method": "stride sweep (microbench.analysis.line_size_from_stride_sweep)"},
+            params={"method": "stride sweep "
+                    "(hilsim.microbench.analysis.line_size_from_stride_sweep)"},
             valid=bool(ok and granularity is not None),
             note="" if granularity is not None else "flat stride curve",
         ),

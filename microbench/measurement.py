@@ -25,9 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from analyzer.atomic import write_text_atomic
-from analyzer.errors import HilsimError
+from hilsim.analyzer.atomic import write_text_atomic
+from hilsim.analyzer.errors import HilsimError
 
 SCHEMA = "hilsim.microbench/1"
 
@@ -194,7 +193,7 @@ def write_microbench_json(
 
 def read_microbench_json(path: str | os.PathLike[str]) -> tuple[list[Measurement], dict]:
     """Read and validate a ``hilsim.microbench/1`` file: (measurements, device facts)."""
-    from analyzer.jsonfile import read_json
+    from hilsim.analyzer.jsonfile import read_json
 
     source = Path(path)
     document = read_json(source, SCHEMA)

@@ -3,7 +3,7 @@ the configuration tuner; Section IV: the same suite run per GPU generation).
 
 ``run_suite(only=["latency", "bandwidth"])`` runs the chosen families in a fixed order
 (``clock`` first so the others convert with the measured SM clock) behind one rich
-progress bar and returns every :class:`~microbench.measurement.Measurement`. A
+progress bar and returns every :class:`~hilsim.microbench.measurement.Measurement`. A
 benchmark that raises is recorded as an invalid measurement with the error's first
 line, and the suite goes on. Aimed at < 2 minutes on an H100.
 """
@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from analyzer.errors import HilsimError
-from microbench._gpu import Context, device_facts, require_cupy
-from microbench.measurement import Measurement
+from hilsim.analyzer.errors import HilsimError
+from hilsim.microbench._gpu import Context, device_facts, require_cupy
+from hilsim.microbench.measurement import Measurement
 
 __all__ = ["FAMILIES", "device_facts", "parse_only", "run_suite"]
 
@@ -42,7 +42,7 @@ def parse_only(only: str | Sequence[str] | None) -> list[str]:
 
 
 def _benchmarks(families: list[str]) -> list[tuple[str, Callable[[Any], list[Measurement]]]]:
-    from microbench.sources import FAMILY_MODULES  # noqa: PLC0415
+    from hilsim.microbench.sources import FAMILY_MODULES  # noqa: PLC0415
 
     return [b for family in families for b in FAMILY_MODULES[family].benchmarks()]
 
@@ -65,7 +65,7 @@ def run_suite(
     cp = require_cupy()
     benches = _benchmarks(families)
     results: list[Measurement] = []
-    from analyzer.console import progress_bar  # noqa: PLC0415
+    from hilsim.analyzer.console import progress_bar  # noqa: PLC0415
 
     with cp.cuda.Device(device):
         ctx = Context(cp=cp, device=device, facts=facts, seed=seed)

@@ -1,14 +1,14 @@
 """Every CUDA C source of the suite, by name (``family.source``).
 
 Tests compile all of them with NVRTC for sm_70/75/86/90 without a GPU
-(``tests/test_microbench_nvrtc.py``); :class:`microbench._gpu.Context` compiles them on
+(``tests/test_microbench_nvrtc.py``); :class:`hilsim.microbench._gpu.Context` compiles them on
 the device with CuPy ``RawModule``. The sources include no headers (PTX inline
 assembly and NVRTC built-ins only), so they compile the same under NVRTC 12 and 13.
 """
 
 from __future__ import annotations
 
-from microbench import atomics, bandwidth, clock, compute, latency, launch
+from hilsim.microbench import atomics, bandwidth, clock, compute, latency, launch
 
 FAMILY_MODULES = {
     "latency": latency,

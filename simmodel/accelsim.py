@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analyzer.errors import HilsimError
+from hilsim.analyzer.errors import HilsimError
 
 
 @dataclass(frozen=True)
@@ -188,8 +188,8 @@ class UbenchOutput:
 
 
 # (benchmark, label regex, key, unit scale) - the first match in a block wins.
-# Keys are hilsim measurement names (simmodel.measurement_names) or, for values with
-# no measurement name, internal keys used by simmodel.tuner.
+# Keys are hilsim measurement names (hilsim.simmodel.measurement_names) or, for values with
+# no measurement name, internal keys used by hilsim.simmodel.tuner.
 _PATTERNS: list[tuple[str, str, str]] = [
     ("l1_lat", r"L1 Latency", "l1_hit_latency"),
     ("l2_lat", r"L2 Hit Latency", "l2_hit_latency"),

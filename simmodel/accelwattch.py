@@ -24,10 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-
-from analyzer.errors import HilsimError
-from simmodel import model
-from simmodel.config import TimingConfig
+from hilsim.analyzer.errors import HilsimError
+from hilsim.simmodel import model
+from hilsim.simmodel.config import TimingConfig
 
 AW_COLUMNS: tuple[str, ...] = (
     "Benchmark", "Kernel", "L1_RH", "L1_RM", "L1_WH", "L1_WM", "SHRD_ACC", "DRAM_Rd",

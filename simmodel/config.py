@@ -5,7 +5,7 @@ paper, Section II-C and Table IV): SM count and clocks, warps and registers per 
 shared memory, L1/L2 geometry and latencies, DRAM latency/bandwidth/channels, and
 per-unit latency and throughput. Values are *hardware* quantities (what a
 microbenchmark or the device query reports); the simulator options derived from them
-live in ``simmodel.tuner`` and are emitted by ``simmodel.accelsim``.
+live in ``hilsim.simmodel.tuner`` and are emitted by ``hilsim.simmodel.accelsim``.
 
 Every value is a :class:`Sourced`: the value, its unit and a :class:`Source`
 (``kind`` = measured | device-query | preset | derived, plus a free-text ``detail``
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from analyzer.errors import HilsimError
+from hilsim.analyzer.errors import HilsimError
 
 TIMING_SCHEMA = "hilsim.timing/1"
 SOURCE_KINDS = ("measured", "device-query", "preset", "derived")
@@ -291,7 +291,7 @@ def vtype_for(dotted: str) -> type:
 
 def read_timing(path: str | os.PathLike[str]) -> TimingConfig:
     """Read a ``timing.json`` file; one-line errors name the file."""
-    from analyzer.jsonfile import read_json
+    from hilsim.analyzer.jsonfile import read_json
 
     return TimingConfig.from_json(read_json(path), str(Path(path)))
 

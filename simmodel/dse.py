@@ -8,7 +8,7 @@ errors — the experiment of STEM Table 4 (cache size x2 / x1/2, #SM x2 / x1/2) 
 Fig. 10 (80 vs 40 SMs), with the model standing in for the simulator.
 
 Variation syntax: ``NAME=xF`` scales the value by F; ``NAME=V`` sets it. Names
-(:data:`VARIABLES`) map to :class:`~simmodel.config.TimingConfig` fields.
+(:data:`VARIABLES`) map to :class:`~hilsim.simmodel.config.TimingConfig` fields.
 """
 
 from __future__ import annotations
@@ -18,11 +18,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from analyzer.errors import HilsimError
-from analyzer.plan import Plan
-from simmodel import model
-from simmodel.config import Source, Sourced, TimingConfig, unit_for, vtype_for
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.plan import Plan
+from hilsim.simmodel import model
+from hilsim.simmodel.config import Source, Sourced, TimingConfig, unit_for, vtype_for
 
 #: variation name -> (dotted config field, model parameter used when the field is unset)
 VARIABLES: dict[str, tuple[str, str | None]] = {
@@ -51,7 +50,7 @@ def vary(config: TimingConfig, spec: str) -> TimingConfig:
     """A copy of ``config`` with one variation applied (``"l2_size=x2"``, ``"sm_count=40"``).
 
     A scaled value whose field is unset in ``config`` starts from the value the model
-    uses (:func:`simmodel.model.model_params`). Integer fields are rounded (at least 1).
+    uses (:func:`hilsim.simmodel.model.model_params`). Integer fields are rounded (at least 1).
     The new value's source is ``derived`` and names the variation.
     """
     name, sep, raw = spec.partition("=")

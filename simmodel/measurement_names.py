@@ -1,7 +1,7 @@
 """Names and units of the microbenchmark measurements the tuner understands.
 
 This module is the contract between ``microbench/`` (which writes ``microbench.json``,
-schema ``hilsim.microbench/1``) and ``simmodel.tuner`` (which reads it). A measurement
+schema ``hilsim.microbench/1``) and ``hilsim.simmodel.tuner`` (which reads it). A measurement
 row is ``{name, value, unit, params, samples, spread}``; ``name`` is one of the
 constants below and ``unit`` must equal its declared unit exactly.
 

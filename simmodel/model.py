@@ -24,7 +24,7 @@ Cache capacities do not enter the bounds directly (hit counts are inputs). When
 ``reference`` names the config the counters were measured on and a cache capacity
 differs, misses are rescaled by the square-root rule (miss rate proportional to
 ``capacity ** -0.5``; Hartstein et al., CF 2006), capped at the accesses, so that
-``l2_size=x2`` in :mod:`simmodel.dse` changes DRAM traffic.
+``l2_size=x2`` in :mod:`hilsim.simmodel.dse` changes DRAM traffic.
 """
 
 from __future__ import annotations
@@ -34,10 +34,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from analyzer.errors import HilsimError
-from analyzer.schema import LAUNCH_RESOURCE_COLUMNS
-from simmodel.config import TimingConfig
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.schema import LAUNCH_RESOURCE_COLUMNS
+from hilsim.simmodel.config import TimingConfig
 
 SECTOR_BYTES = 32
 #: Component names, in tie-break order (first wins when two are equal).
@@ -584,7 +583,7 @@ def ipc_timeline(
     windows: int = 4,
     include_launch: bool = True,
 ) -> Any:
-    """Per-wave IPC timeline(s) for PKP (:class:`analyzer.methods.pkp.IpcTimeline`).
+    """Per-wave IPC timeline(s) for PKP (:class:`hilsim.analyzer.methods.pkp.IpcTimeline`).
 
     Each wave of ``ctas_per_sm x SMs`` CTAs (the last one partial) is cut into
     ``windows`` equal windows. A wave's length is ``max(latency per wave, throughput
@@ -596,7 +595,7 @@ def ipc_timeline(
 
     Returns one ``IpcTimeline`` for a Series (one launch), else a list in row order.
     """
-    from analyzer.methods.pkp import IpcTimeline
+    from hilsim.analyzer.methods.pkp import IpcTimeline
 
     if windows < 1:
         raise HilsimError(f"ipc_timeline: windows must be >= 1, got {windows}")

@@ -1,4 +1,4 @@
-"""Shipped GPU presets: a :class:`~simmodel.config.TimingConfig` plus Accel-Sim options.
+"""Shipped GPU presets: a :class:`~hilsim.simmodel.config.TimingConfig` plus Accel-Sim options.
 
 Each ``presets/NAME.json`` (schema ``hilsim.preset/1``) holds the timing values of one
 card, each with its source (a shipped Accel-Sim config file and option, the Accel-Sim
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from analyzer.errors import HilsimError
-from simmodel.config import TimingConfig
+from hilsim.analyzer.errors import HilsimError
+from hilsim.simmodel.config import TimingConfig
 
 PRESET_SCHEMA = "hilsim.preset/1"
 PRESET_NAMES = ("QV100", "RTX2060", "RTX3070", "H100-SXM")

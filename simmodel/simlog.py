@@ -46,8 +46,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-from analyzer.errors import HilsimError
+from hilsim.analyzer.errors import HilsimError
 
 #: log key -> clear column name (counters); the per-kernel facts are handled apart
 COUNTER_COLUMNS: dict[str, str] = {

@@ -24,12 +24,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from analyzer.errors import HilsimError
-from analyzer.jsonfile import read_json
-from simmodel import measurement_names as mn
-from simmodel.accelsim import EmitOption, UbenchOutput, emit_options
-from simmodel.config import Source, Sourced, TimingConfig, unit_for, vtype_for
-from simmodel.presets import Preset, load_preset, nearest_preset
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.jsonfile import read_json
+from hilsim.simmodel import measurement_names as mn
+from hilsim.simmodel.accelsim import EmitOption, UbenchOutput, emit_options
+from hilsim.simmodel.config import Source, Sourced, TimingConfig, unit_for, vtype_for
+from hilsim.simmodel.presets import Preset, load_preset, nearest_preset
 
 CONVENTIONS = ("accelsim-tuner", "simulator-corrected")
 
@@ -142,7 +142,7 @@ def l2_geometry(capacity: int, banks: int, line: int = 128) -> tuple[int, int, s
 
 @dataclass(frozen=True)
 class Measurement:
-    """One measured value, named per :mod:`simmodel.measurement_names`."""
+    """One measured value, named per :mod:`hilsim.simmodel.measurement_names`."""
 
     name: str
     value: float

@@ -7,10 +7,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
-from analyzer.bundle import Bundle
-from analyzer.examples import EXAMPLES
-from analyzer.schema import normalize_launches
+from hilsim.analyzer.bundle import Bundle
+from hilsim.analyzer.examples import EXAMPLES
+from hilsim.analyzer.schema import normalize_launches
 
 DATA = Path(__file__).parent / "data"
 

@@ -14,9 +14,8 @@ import types
 from enum import IntEnum
 
 import pytest
-
-from agent.cupti_launch import CuptiRecorder, drop_duplicate_ranges, loaded_library
-from analyzer.importers.cupti_records import bundle_from_cupti_records, read_cupti_records
+from hilsim.agent.cupti_launch import CuptiRecorder, drop_duplicate_ranges, loaded_library
+from hilsim.analyzer.importers.cupti_records import bundle_from_cupti_records, read_cupti_records
 
 
 class _Kind(IntEnum):
@@ -66,7 +65,7 @@ def _call(corr: int, start: int, end: int, tid: int = 11):
 def injection_env(monkeypatch, tmp_path):
     lib = tmp_path / "libcupti.so.2025.3.1"
     monkeypatch.delenv("NVTX_INJECTION64_PATH", raising=False)
-    monkeypatch.setattr("agent.cupti_launch.loaded_library", lambda fragment: str(lib))
+    monkeypatch.setattr("hilsim.agent.cupti_launch.loaded_library", lambda fragment: str(lib))
     yield str(lib)
     os.environ.pop("NVTX_INJECTION64_PATH", None)
 
@@ -111,7 +110,7 @@ def test_user_injection_path_is_kept(monkeypatch, tmp_path, injection_env):
 
 def test_no_libcupti_mapped_means_no_markers(monkeypatch, tmp_path, capsys):
     monkeypatch.delenv("NVTX_INJECTION64_PATH", raising=False)
-    monkeypatch.setattr("agent.cupti_launch.loaded_library", lambda fragment: None)
+    monkeypatch.setattr("hilsim.agent.cupti_launch.loaded_library", lambda fragment: None)
     fake, state = _fake([])
     monkeypatch.setitem(sys.modules, "cupti", fake)
     CuptiRecorder(str(tmp_path / "r.jsonl"), ["w.py"]).start()

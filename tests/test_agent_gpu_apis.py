@@ -19,8 +19,7 @@ import types
 from enum import IntEnum
 
 import pytest
-
-from analyzer.importers.cupti_records import bundle_from_cupti_records, read_cupti_records
+from hilsim.analyzer.importers.cupti_records import bundle_from_cupti_records, read_cupti_records
 
 # ------------------------------------------------------------------ fake cupti-python
 
@@ -79,7 +78,7 @@ def _call(corr: int, start: int, end: int, kind: _Kind = _Kind.DRIVER) -> object
 
 def test_cupti_forced_flush_drops_incomplete_records(monkeypatch, tmp_path):
     """Records of work in flight (CUPTI_TIMESTAMP_UNKNOWN = 0) never reach the file."""
-    from agent.cupti_launch import CuptiRecorder
+    from hilsim.agent.cupti_launch import CuptiRecorder
 
     batches = [[
         _call(1, 100, 110), _kernel(1, 200, 300),
@@ -102,7 +101,7 @@ def test_cupti_forced_flush_drops_incomplete_records(monkeypatch, tmp_path):
 
 def test_cupti_finish_from_a_handler_inside_a_locked_section(monkeypatch, tmp_path):
     """A stop handler's finish() on the thread that holds the lock must not deadlock."""
-    from agent.cupti_launch import CuptiRecorder
+    from hilsim.agent.cupti_launch import CuptiRecorder
 
     fake, _state = _fake_cupti([[_call(1, 1, 2), _kernel(1, 3, 4)]])
     monkeypatch.setitem(sys.modules, "cupti", fake)
@@ -121,7 +120,7 @@ def test_cupti_finish_from_a_handler_inside_a_locked_section(monkeypatch, tmp_pa
 
 
 def test_cupti_start_failure_is_one_line(monkeypatch, capsys, tmp_path):
-    from agent import cupti_launch
+    from hilsim.agent import cupti_launch
 
     fake, _state = _fake_cupti([], fail=RuntimeError("CUPTI_ERROR_NOT_INITIALIZED\ndetail"))
     monkeypatch.setitem(sys.modules, "cupti", fake)
@@ -138,7 +137,7 @@ def test_cupti_start_failure_is_one_line(monkeypatch, capsys, tmp_path):
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
                     reason="signal handlers need the main thread")
 def test_deferred_stop_signals_delivers_after_the_block():
-    from agent.launch import deferred_stop_signals
+    from hilsim.agent.launch import deferred_stop_signals
 
     seen: list[str] = []
     old = signal.signal(signal.SIGTERM, lambda s, f: seen.append("handler"))
@@ -154,7 +153,7 @@ def test_deferred_stop_signals_delivers_after_the_block():
 
 def test_torch_recorder_signal_during_export(monkeypatch, tmp_path):
     """SIGTERM while the trace is exported: the export completes, then the handler runs."""
-    from agent.torch_launch import TorchRecorder
+    from hilsim.agent.torch_launch import TorchRecorder
 
     out = tmp_path / "t.json"
     recorder = TorchRecorder(str(out))
@@ -233,7 +232,7 @@ def _fake_cupy():
 
 
 def test_probe_cuda_facts_without_clock_properties(monkeypatch):
-    from agent import probe
+    from hilsim.agent import probe
 
     monkeypatch.setitem(sys.modules, "cupy", _fake_cupy())
     facts = probe.cuda_facts(0)
@@ -242,7 +241,7 @@ def test_probe_cuda_facts_without_clock_properties(monkeypatch):
 
 
 def test_microbench_device_facts_without_clock_properties(monkeypatch):
-    from microbench import _gpu
+    from hilsim.microbench import _gpu
 
     monkeypatch.setitem(sys.modules, "cupy", _fake_cupy())
     monkeypatch.setitem(sys.modules, "pynvml", None)  # NVML absent: CUDA attributes only

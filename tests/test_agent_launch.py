@@ -1,10 +1,9 @@
-"""agent.launch.run_recorded: the recorder is finished however the workload ends."""
+"""hilsim.agent.launch.run_recorded: the recorder is finished however the workload ends."""
 
 import contextlib
 
 import pytest
-
-from agent.launch import run_recorded
+from hilsim.agent.launch import run_recorded
 
 
 @pytest.mark.parametrize(

@@ -10,16 +10,15 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-from analyzer.cli import main
-from analyzer.errors import HilsimError
-from analyzer.importers.cupti_records import (
+from hilsim.analyzer.cli import main
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.importers.cupti_records import (
     bundle_from_cupti_records,
     is_cupti_records,
     read_cupti_records,
     write_cupti_records,
 )
-from analyzer.importers.nsys_rep import export_nsys_rep
+from hilsim.analyzer.importers.nsys_rep import export_nsys_rep
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -35,7 +34,7 @@ def test_probe_without_pynvml_and_cupy_is_one_line(monkeypatch, capsys, tmp_path
 
 
 def test_probe_merges_nvml_and_cuda(monkeypatch, tmp_path, capsys):
-    from agent import probe
+    from hilsim.agent import probe
 
     monkeypatch.setattr(probe, "nvml_facts", lambda i: {"name": "NVIDIA H100", "uuid": "GPU-1",
                                                         "max_sm_clock_mhz": 1980})
@@ -48,7 +47,7 @@ def test_probe_merges_nvml_and_cuda(monkeypatch, tmp_path, capsys):
 
 
 def test_probe_no_gpu(monkeypatch):
-    from agent import probe
+    from hilsim.agent import probe
 
     def fail(i):
         raise RuntimeError("NVML could not start (Driver Not Loaded): no NVIDIA driver or GPU")
@@ -90,7 +89,7 @@ def test_nvtx_launcher_wraps_without_nvtx_package(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     probe = subprocess.run([sys.executable, "-c", "import nvtx"], capture_output=True, env=env)
     done = subprocess.run(
-        [sys.executable, "-m", "agent.launch", "--nvtx", "mypkg.train:step",
+        [sys.executable, "-m", "hilsim.agent.launch", "--nvtx", "mypkg.train:step",
          "--nvtx", "mypkg.train:Net.forward", "--", str(script), "a", "b"],
         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60,
     )
@@ -103,7 +102,8 @@ def test_nvtx_launcher_wraps_without_nvtx_package(tmp_path):
 def test_nvtx_launcher_bad_spec_is_one_line(tmp_path):
     script = _module(tmp_path)
     done = subprocess.run(
-        [sys.executable, "-m", "agent.launch", "--nvtx", "mypkg.train:nope", "--", str(script)],
+        [sys.executable, "-m", "hilsim.agent.launch", "--nvtx", "mypkg.train:nope", "--",
+         str(script)],
         capture_output=True, text=True, cwd=tmp_path, timeout=60,
         env=dict(os.environ, PYTHONPATH=str(ROOT)),
     )
@@ -111,7 +111,7 @@ def test_nvtx_launcher_bad_spec_is_one_line(tmp_path):
 
 
 def test_annotate_hooks_and_decorator(monkeypatch):
-    import agent.nvtx as nv
+    import hilsim.agent.nvtx as nv
 
     monkeypatch.setitem(sys.modules, "nvtx", None)
     events: list[str] = []
@@ -230,7 +230,7 @@ def test_export_nsys_rep_without_nsys(tmp_path, monkeypatch):
 
 def test_cupti_recorder_finish_writes_importable_records(tmp_path):
     """The backend's own writer path (CuptiRecorder.finish) without CUPTI: synthetic records."""
-    from agent.cupti_launch import CuptiRecorder
+    from hilsim.agent.cupti_launch import CuptiRecorder
 
     out = tmp_path / "rec.jsonl"
     recorder = CuptiRecorder(str(out), ["train.py", "--x"])

@@ -13,13 +13,12 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from agent import ncu as ncu_mod
-from agent.profile import choose_backend
-from agent.tools import Tool, python_target
-from analyzer.bundle import read_bundle
-from analyzer.cli import main
-from analyzer.importers.nsys_sqlite import bundle_from_nsys_sqlite
+from hilsim.agent import ncu as ncu_mod
+from hilsim.agent.profile import choose_backend
+from hilsim.agent.tools import Tool, python_target
+from hilsim.analyzer.bundle import read_bundle
+from hilsim.analyzer.cli import main
+from hilsim.analyzer.importers.nsys_sqlite import bundle_from_nsys_sqlite
 
 DATA = Path(__file__).parent / "data"
 SQLITE = DATA / "nsys-sqlite" / "casio-nerf-a100.nsys.sqlite"
@@ -192,12 +191,12 @@ def test_missing_ncu_is_clear(fake_tools, tmp_path, capsys):
 
 
 def test_no_gpu_is_clear_error(fake_tools, tmp_path, capsys, monkeypatch):
-    from analyzer.errors import HilsimError
+    from hilsim.analyzer.errors import HilsimError
 
     def no_gpu(index: int = 0, tools: bool = True):
         raise HilsimError("agent probe: no usable NVIDIA GPU: nvml: NVML could not start")
 
-    monkeypatch.setattr("agent.probe.probe_device", no_gpu)
+    monkeypatch.setattr("hilsim.agent.probe.probe_device", no_gpu)
     code = main(["agent", "profile", "-o", str(tmp_path / "b"), "--", sys.executable,
                  str(WORKLOAD)])
     err = capsys.readouterr().err
@@ -233,7 +232,7 @@ def test_auto_prefers_nsys_then_cupti_then_torch():
 
 
 def test_auto_with_real_stand_ins_on_path(fake_tools, monkeypatch):
-    from agent.tools import all_tools
+    from hilsim.agent.tools import all_tools
 
     tools = all_tools()
     assert tools["nsys"].usable and tools["nsys"].version == "2024.6.2.225-246235244400v0"
@@ -256,7 +255,7 @@ def test_python_target_forms():
     assert python_target(["train.py"]).interpreter == sys.executable
     assert python_target(["./a.out"]) is None and python_target(["python", "-c", "x"]) is None
     argv = python_target(["python", "-m", "pkg.main", "a"]).launcher_argv(
-        "agent.cupti_launch", ["--out", "r"])
+        "hilsim.agent.cupti_launch", ["--out", "r"])
     assert argv[-6:] == ["--out", "r", "--", "-m", "pkg.main", "a"]
 
 

@@ -1,6 +1,5 @@
 import pytest
-
-from analyzer.atomic import open_atomic, write_text_atomic
+from hilsim.analyzer.atomic import open_atomic, write_text_atomic
 
 
 def test_failed_streamed_write_keeps_the_old_file(tmp_path) -> None:

@@ -6,10 +6,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
-from analyzer.bundle import Bundle, read_bundle, write_bundle
-from analyzer.errors import HilsimError
-from analyzer.schema import normalize_launches
+from hilsim.analyzer.bundle import Bundle, read_bundle, write_bundle
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.schema import normalize_launches
 
 
 def small_bundle() -> Bundle:
@@ -61,7 +60,7 @@ def test_existing_bundle_is_not_overwritten(tmp_path) -> None:
 
 
 def test_failed_write_leaves_nothing(tmp_path, monkeypatch) -> None:
-    import analyzer.bundle as module
+    import hilsim.analyzer.bundle as module
 
     def boom(frame, path):
         raise OSError("disk full")
@@ -175,7 +174,7 @@ def test_read_gives_the_tables_pyarrow_gives(tmp_path) -> None:
 
 
 def test_verify_reads_each_file_once(tmp_path, monkeypatch) -> None:
-    import analyzer.bundle as module
+    import hilsim.analyzer.bundle as module
 
     path = write_bundle(small_bundle(), tmp_path / "b")
     opened: list[str] = []

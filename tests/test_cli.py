@@ -5,9 +5,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from analyzer.cli import main
-from analyzer.examples import EXAMPLES
+from hilsim.analyzer.cli import main
+from hilsim.analyzer.examples import EXAMPLES
 
 DATA = Path(__file__).parent / "data"
 
@@ -160,7 +159,7 @@ def test_tampered_bundle_is_refused_and_kept(tmp_path, capsys) -> None:
 def test_debug_shows_traceback(tmp_path) -> None:
     empty = tmp_path / "empty.csv"
     empty.write_text("")
-    from analyzer.errors import HilsimError
+    from hilsim.analyzer.errors import HilsimError
 
     with pytest.raises(HilsimError):
         main(["--debug", "import", str(empty), "-o", str(tmp_path / "b")])

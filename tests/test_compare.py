@@ -2,9 +2,9 @@
 
 import json
 
-from analyzer import compare
-from analyzer.cli import main
-from analyzer.compare import (
+from hilsim.analyzer import compare
+from hilsim.analyzer.cli import main
+from hilsim.analyzer.compare import (
     WORKER_BUNDLE_FACTOR,
     available_bytes,
     bundle_bytes,
@@ -12,6 +12,7 @@ from analyzer.compare import (
     memory_capped_workers,
     pareto_front,
 )
+
 from tests.conftest import DATA, mixture_bundle
 
 

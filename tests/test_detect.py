@@ -14,9 +14,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-
-from analyzer.errors import HilsimError
-from analyzer.importers.detect import sniff_format
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.importers.detect import sniff_format
 
 DATA = Path(__file__).parent / "data"
 

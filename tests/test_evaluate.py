@@ -5,20 +5,20 @@ import contextlib
 import numpy as np
 import pandas as pd
 import pytest
+from hilsim.analyzer.bundle import Bundle
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.evaluate import evaluate_method, score_plan
+from hilsim.analyzer.methods.baselines import FirstN, RandomUniform
+from hilsim.analyzer.methods.stem import STEM
+from hilsim.analyzer.plan import Plan, load_plan, samples_frame
+from hilsim.analyzer.schema import normalize_launches
+from hilsim.analyzer.tablecache import TableCache
 
-from analyzer.bundle import Bundle
-from analyzer.errors import HilsimError
-from analyzer.evaluate import evaluate_method, score_plan
-from analyzer.methods.baselines import FirstN, RandomUniform
-from analyzer.methods.stem import STEM
-from analyzer.plan import Plan, load_plan, samples_frame
-from analyzer.schema import normalize_launches
-from analyzer.tablecache import TableCache
 from tests.conftest import mixture_bundle
 
 
 def hand_plan(bundle: Bundle, ids, weights) -> Plan:
-    from analyzer.methods.base import source_facts
+    from hilsim.analyzer.methods.base import source_facts
 
     return Plan(
         method="hand",

@@ -1,4 +1,4 @@
-"""simmodel.export: sampled kernelslist + weights, trace checks, mapping results back.
+"""hilsim.simmodel.export: sampled kernelslist + weights, trace checks, mapping results back.
 
 The traces folders here are built in the layout Accel-Sim's tracer and post-processor
 write (``kernelslist.g`` of ``MemcpyHtoD`` and ``kernel-N.traceg`` lines; each trace
@@ -15,11 +15,10 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-
-from analyzer.cli import cli
-from analyzer.errors import HilsimError
-from analyzer.plan import Plan, samples_frame
-from simmodel.export import match_sim_results, trace_header, weights_path, write_kernelslist
+from hilsim.analyzer.cli import cli
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.plan import Plan, samples_frame
+from hilsim.simmodel.export import match_sim_results, trace_header, weights_path, write_kernelslist
 
 NAMES = {i: f"void vecAdd<{i}>(float*)" if i % 2 else "gemm_kernel" for i in range(10)}
 MANGLED = {i: f"_Z6vecAddILi{i}EEvPf" if i % 2 else "gemm_kernel" for i in range(10)}

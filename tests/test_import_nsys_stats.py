@@ -12,11 +12,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
-from analyzer.errors import HilsimError
-from analyzer.importers import nsys_stats
-from analyzer.importers.nsys_stats import read_nsys_stats_csv
-from analyzer.schema import normalize_launches
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.importers import nsys_stats
+from hilsim.analyzer.importers.nsys_stats import read_nsys_stats_csv
+from hilsim.analyzer.schema import normalize_launches
 
 DATA = Path(__file__).parent / "data"
 NSYS = DATA / "nsys"

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from analyzer.errors import HilsimError
-from analyzer.importers.wide_durations import read_wide_durations
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.importers.wide_durations import read_wide_durations
 
 CASIO = Path(__file__).parent / "data" / "casio" / "casio-kernel-durations.csv"
 

@@ -14,13 +14,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
-from analyzer import methods
-from analyzer.bundle import Bundle
-from analyzer.errors import HilsimError
-from analyzer.evaluate import score_plan
-from analyzer.importers.nsys_sqlite import bundle_from_nsys_sqlite
-from analyzer.methods.megsim import (
+from hilsim.analyzer import methods
+from hilsim.analyzer.bundle import Bundle
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.evaluate import score_plan
+from hilsim.analyzer.importers.nsys_sqlite import bundle_from_nsys_sqlite
+from hilsim.analyzer.methods.megsim import (
     MEGSIM_GROUP_WEIGHTS,
     MEGsim,
     bic_score,
@@ -30,7 +29,7 @@ from analyzer.methods.megsim import (
     megsim_frames,
     read_frame_table,
 )
-from analyzer.schema import REGION_COLUMNS, normalize_launches
+from hilsim.analyzer.schema import REGION_COLUMNS, normalize_launches
 
 DATA = Path(__file__).parent / "data"
 NERF = DATA / "nsys-sqlite" / "casio-nerf-a100.nsys.sqlite"

@@ -15,13 +15,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hilsim.analyzer import methods
+from hilsim.analyzer.importers.kineto import bundle_from_kineto
+from hilsim.analyzer.importers.nsys_sqlite import bundle_from_nsys_sqlite
+from hilsim.analyzer.membership import cluster_members
+from hilsim.analyzer.plan import load_plan
+from hilsim.analyzer.validate import SimResults, validate, write_report
 
-from analyzer import methods
-from analyzer.importers.kineto import bundle_from_kineto
-from analyzer.importers.nsys_sqlite import bundle_from_nsys_sqlite
-from analyzer.membership import cluster_members
-from analyzer.plan import load_plan
-from analyzer.validate import SimResults, validate, write_report
 from tests.test_validate import _bundle, _plan
 
 DATA = Path(__file__).parent / "data"

@@ -7,19 +7,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from microbench._gpu import per_sm_rate, theoretical_dram_gbs
-from microbench.analysis import (
+from hilsim.microbench._gpu import per_sm_rate, theoretical_dram_gbs
+from hilsim.microbench.analysis import (
     cache_levels,
     detect_plateaus,
     fine_grained_granularity,
     line_size_from_stride_sweep,
 )
-from microbench.bandwidth import onchip_expected
-from microbench.clock import clock_mhz_from_records
-from microbench.latency import single_cycle, sweep_footprints
+from hilsim.microbench.bandwidth import onchip_expected
+from hilsim.microbench.clock import clock_mhz_from_records
+from hilsim.microbench.latency import single_cycle, sweep_footprints
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 DATA = Path(__file__).parent / "data" / "microbench"
 KiB, MiB = 1024, 1024 * 1024

@@ -7,8 +7,7 @@ import types
 
 import numpy as np
 import pytest
-
-from microbench import latency
+from hilsim.microbench import latency
 
 BASE = 0x7F00_0000_0000
 

@@ -7,11 +7,8 @@ import math
 import os
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from analyzer.errors import HilsimError
-from microbench.measurement import (
+from hilsim.analyzer.errors import HilsimError
+from hilsim.microbench.measurement import (
     SCHEMA,
     Measurement,
     read_microbench_json,
@@ -19,6 +16,8 @@ from microbench.measurement import (
     repeat_until_stable,
     write_microbench_json,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 def seq(values):

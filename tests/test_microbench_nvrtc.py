@@ -13,8 +13,7 @@ from __future__ import annotations
 import os
 
 import pytest
-
-from microbench.sources import all_sources, kernel_names
+from hilsim.microbench.sources import all_sources, kernel_names
 
 ARCHS = ["compute_70", "compute_75", "compute_86", "compute_90"]
 

@@ -8,11 +8,10 @@ import types
 
 import pytest
 from click.testing import CliRunner
-
-from analyzer.errors import HilsimError
-from microbench import runner
-from microbench.cli import microbench_cmd
-from microbench.runner import FAMILIES, parse_only
+from hilsim.analyzer.errors import HilsimError
+from hilsim.microbench import runner
+from hilsim.microbench.cli import microbench_cmd
+from hilsim.microbench.runner import FAMILIES, parse_only
 
 
 def test_importing_the_suite_loads_no_gpu_module() -> None:

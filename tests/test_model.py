@@ -7,11 +7,10 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
-
-from analyzer.errors import HilsimError
-from simmodel import model
-from simmodel.config import Source, Sourced
-from simmodel.presets import load_preset
+from hilsim.analyzer.errors import HilsimError
+from hilsim.simmodel import model
+from hilsim.simmodel.config import Source, Sourced
+from hilsim.simmodel.presets import load_preset
 
 QV100 = load_preset("QV100").timing
 CLOCK = 1132.0  # QV100 preset core clock, MHz
@@ -172,7 +171,7 @@ def test_million_launches_vectorised() -> None:
 
 
 def test_ipc_timeline_builds_pkp_inputs() -> None:
-    from analyzer.methods.pkp import IpcTimeline
+    from hilsim.analyzer.methods.pkp import IpcTimeline
 
     counters = launch(grid_x=1000, regs=64, **{model.INST: 1e7, model.DRAM_RD: 1e8})
     tl = model.ipc_timeline(QV100, counters.iloc[0], windows=3)
@@ -188,8 +187,8 @@ def test_ipc_timeline_builds_pkp_inputs() -> None:
 
 
 def test_require_counters_refuses_a_profile_without_counters():
-    from analyzer.errors import HilsimError
-    from simmodel.model import require_counters
+    from hilsim.analyzer.errors import HilsimError
+    from hilsim.simmodel.model import require_counters
 
     frame = pd.DataFrame({"grid_x": [1], "block_x": [32], "duration_ns": [10]})
     with pytest.raises(HilsimError, match="none of the model's counter columns"):

@@ -12,10 +12,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
-from analyzer.errors import HilsimError
-from simmodel.accelwattch import counters_from_accelwattch, validate
-from simmodel.presets import load_preset
+from hilsim.analyzer.errors import HilsimError
+from hilsim.simmodel.accelwattch import counters_from_accelwattch, validate
+from hilsim.simmodel.presets import load_preset
 
 CSV = Path(__file__).parent / "data" / "accelwattch" / "hw_perf.csv"
 

@@ -14,15 +14,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hilsim.analyzer import methods
+from hilsim.analyzer.bundle import Bundle
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.methods import pka as pka_module
+from hilsim.analyzer.methods.pka import PKA, TABLE2_METRICS, select_principal_kernels
+from hilsim.analyzer.schema import normalize_launches
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from analyzer import methods
-from analyzer.bundle import Bundle
-from analyzer.errors import HilsimError
-from analyzer.methods import pka as pka_module
-from analyzer.methods.pka import PKA, TABLE2_METRICS, select_principal_kernels
-from analyzer.schema import normalize_launches
 
 GROUP_DURATIONS = (1_000.0, 30_000.0, 100_000.0, 700_000.0)
 
@@ -350,7 +349,7 @@ NCU_DETAILS = NCU_DATA / "xplacer_cfd_097K_details_2020.log"
 
 
 def _bundle_from_ncu(path: Path, duration_column: str) -> Bundle:
-    ncu_csv = pytest.importorskip("analyzer.importers.ncu_csv")
+    ncu_csv = pytest.importorskip("hilsim.analyzer.importers.ncu_csv")
     table = ncu_csv.read_ncu_csv(path)
     frame = table.launches.drop(columns=["ncu_id"]).copy()
     frame["duration_ns"] = table.metrics[duration_column].to_numpy()

@@ -15,9 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
-from analyzer.errors import HilsimError
-from analyzer.methods.pkp import (
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.methods.pkp import (
     IpcTimeline,
     project_launch,
     project_plan,
@@ -25,7 +24,7 @@ from analyzer.methods.pkp import (
     rolling_ipc,
     timeline_from_ctas,
 )
-from analyzer.plan import Plan, samples_frame
+from hilsim.analyzer.plan import Plan, samples_frame
 
 BIN = 100  # cycles per window
 WAVE = 8  # CTAs per wave

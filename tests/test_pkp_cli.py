@@ -4,11 +4,10 @@ import json
 
 import numpy as np
 import pandas as pd
-
-from analyzer.bundle import Bundle, write_bundle
-from analyzer.cli import main
-from analyzer.methods.stem import STEM
-from analyzer.schema import normalize_launches
+from hilsim.analyzer.bundle import Bundle, write_bundle
+from hilsim.analyzer.cli import main
+from hilsim.analyzer.methods.stem import STEM
+from hilsim.analyzer.schema import normalize_launches
 
 
 def _bundle(n: int = 400) -> Bundle:

@@ -1,4 +1,4 @@
-"""analyzer.portability on a REAL bundle A (CASIO NeRF, A100, nsys SQLite) and a DERIVED B.
+"""hilsim.analyzer.portability on a REAL bundle A (CASIO NeRF, A100, nsys SQLite) and a DERIVED B.
 
 The only real two-GPU pair of one workload the project holds is tiny (four SAXPY
 launches, tests/test_portability_real_pair.py), so the alignment (drops, inserts,
@@ -16,14 +16,13 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-
-from analyzer import methods
-from analyzer.bundle import Bundle, write_bundle
-from analyzer.errors import HilsimError
-from analyzer.importers.profile import load_profile
-from analyzer.portability import align_sequences, evaluate_portability
-from analyzer.portability_cli import portability_cmd
-from analyzer.schema import normalize_launches
+from hilsim.analyzer import methods
+from hilsim.analyzer.bundle import Bundle, write_bundle
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.importers.profile import load_profile
+from hilsim.analyzer.portability import align_sequences, evaluate_portability
+from hilsim.analyzer.portability_cli import portability_cmd
+from hilsim.analyzer.schema import normalize_launches
 
 SQLITE = Path(__file__).parent / "data" / "nsys-sqlite" / "casio-nerf-a100.nsys.sqlite"
 DROP = [5, 6, 300, 700]

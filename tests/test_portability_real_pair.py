@@ -15,13 +15,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-
-from analyzer import methods
-from analyzer.bundle import write_bundle
-from analyzer.importers.profile import load_profile
-from analyzer.plan import Plan
-from analyzer.portability import evaluate_portability
-from analyzer.portability_cli import portability_cmd
+from hilsim.analyzer import methods
+from hilsim.analyzer.bundle import write_bundle
+from hilsim.analyzer.importers.profile import load_profile
+from hilsim.analyzer.plan import Plan
+from hilsim.analyzer.portability import evaluate_portability
+from hilsim.analyzer.portability_cli import portability_cmd
 
 DATA = Path(__file__).parent / "data" / "nsys"
 THOR = DATA / "vernier-nsys2025.3.2-thor_cuda_gpu_trace.csv"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hilsim.analyzer.validate import SimResults, validate, write_report
 
-from analyzer.validate import SimResults, validate, write_report
 from tests.test_validate import _bundle, _plan
 
 CHROMIUM = Path("/usr/bin/chromium")

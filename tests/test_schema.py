@@ -1,8 +1,7 @@
 import pandas as pd
 import pytest
-
-from analyzer.errors import HilsimError
-from analyzer.schema import kernel_base_name, launch_config_key, normalize_launches
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.schema import kernel_base_name, launch_config_key, normalize_launches
 
 
 @pytest.mark.parametrize(

@@ -13,16 +13,15 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from hilsim.analyzer import methods
+from hilsim.analyzer.bundle import Bundle
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.evaluate import score_plan
+from hilsim.analyzer.methods.sieve import INSTRUCTIONS, Sieve, kde_cuts, kde_labels
+from hilsim.analyzer.plan import load_plan
+from hilsim.analyzer.schema import normalize_launches
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from analyzer import methods
-from analyzer.bundle import Bundle
-from analyzer.errors import HilsimError
-from analyzer.evaluate import score_plan
-from analyzer.methods.sieve import INSTRUCTIONS, Sieve, kde_cuts, kde_labels
-from analyzer.plan import load_plan
-from analyzer.schema import normalize_launches
 
 
 def kernels(n: int = 900, seed: int = 0) -> tuple[Bundle, dict[str, np.ndarray]]:

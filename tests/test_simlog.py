@@ -1,13 +1,12 @@
-"""simmodel.simlog on real Accel-Sim output excerpts (tests/data/simlogs/README.md)."""
+"""hilsim.simmodel.simlog on real Accel-Sim output excerpts (tests/data/simlogs/README.md)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-
-from analyzer.errors import HilsimError
-from simmodel.simlog import parse_simlog, read_simlog, read_simlogs
+from hilsim.analyzer.errors import HilsimError
+from hilsim.simmodel.simlog import parse_simlog, read_simlog, read_simlogs
 
 LOGS = Path(__file__).parent / "data" / "simlogs"
 RTX = LOGS / "accelsim-rtx4090-vecadd.log"

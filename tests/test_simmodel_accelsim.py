@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from analyzer.errors import HilsimError
-from simmodel.accelsim import (
+from hilsim.analyzer.errors import HilsimError
+from hilsim.simmodel.accelsim import (
     EmitOption,
     emit_options,
     parse_options,

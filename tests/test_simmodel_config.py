@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from analyzer.errors import HilsimError
-from simmodel.config import Source, Sourced, TimingConfig, read_timing
-from simmodel.presets import PRESET_NAMES, all_presets, load_preset, nearest_preset
+from hilsim.analyzer.errors import HilsimError
+from hilsim.simmodel.config import Source, Sourced, TimingConfig, read_timing
+from hilsim.simmodel.presets import PRESET_NAMES, all_presets, load_preset, nearest_preset
 
 
 def test_presets_load_validate_and_cite_sources() -> None:

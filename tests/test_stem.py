@@ -5,11 +5,11 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.evaluate import evaluate_method
+from hilsim.analyzer.methods.stem import STEM, kkt_sample_sizes, z_score
+from hilsim.analyzer.tablecache import TableCache
 
-from analyzer.errors import HilsimError
-from analyzer.evaluate import evaluate_method
-from analyzer.methods.stem import STEM, kkt_sample_sizes, z_score
-from analyzer.tablecache import TableCache
 from tests.conftest import mixture_bundle
 
 

@@ -2,8 +2,7 @@
 
 import numpy as np
 import pandas as pd
-
-from analyzer.tablecache import TableCache, derived
+from hilsim.analyzer.tablecache import TableCache, derived
 
 
 def counting(table: pd.DataFrame, calls: list[int]):

@@ -10,19 +10,18 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-
-from analyzer import methods
-from analyzer.bundle import Bundle
-from analyzer.errors import HilsimError
-from analyzer.evaluate import score_plan
-from analyzer.methods.pka import TABLE2_METRICS
-from analyzer.methods.tbpoint import (
+from hilsim.analyzer import methods
+from hilsim.analyzer.bundle import Bundle
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.evaluate import score_plan
+from hilsim.analyzer.methods.pka import TABLE2_METRICS
+from hilsim.analyzer.methods.tbpoint import (
     SWEEP_THRESHOLDS,
     TBPoint,
     condensed_bytes,
     max_launches,
 )
-from analyzer.schema import normalize_launches
+from hilsim.analyzer.schema import normalize_launches
 
 DURATIONS = (1_000.0, 40_000.0, 900_000.0)
 

@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
-from analyzer.errors import HilsimError
-from analyzer.tune_cli import tune_cmd
-from simmodel import measurement_names as mn
-from simmodel.accelsim import read_options
-from simmodel.config import read_timing
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.tune_cli import tune_cmd
+from hilsim.simmodel import measurement_names as mn
+from hilsim.simmodel.accelsim import read_options
+from hilsim.simmodel.config import read_timing
 
 DATA = Path(__file__).parent / "data" / "accelsim"
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from simmodel.accelsim import read_options, read_ubench_output
-from simmodel.tuner import PIPELINE_OFFSETS, normalize_cache_string, tune
+from hilsim.simmodel.accelsim import read_options, read_ubench_output
+from hilsim.simmodel.tuner import PIPELINE_OFFSETS, normalize_cache_string, tune
 
 DATA = Path(__file__).parent / "data" / "accelsim"
 TITANV = DATA / "accelsim-ubench-output-titanv.txt"
@@ -71,7 +70,7 @@ def test_every_option_has_source_and_convention(tuned, tmp_path) -> None:
 
 
 def read_options_text(text: str) -> dict[str, str]:
-    from simmodel.accelsim import parse_options
+    from hilsim.simmodel.accelsim import parse_options
     return parse_options(text).options()
 
 
@@ -173,6 +172,6 @@ def test_agreement_with_shipped_titanv_and_qv100(tuned) -> None:
 
 
 def test_dram_timing_formula_reproduces_gddr6_shipped() -> None:
-    from simmodel.tuner import dram_timing
+    from hilsim.simmodel.tuner import dram_timing
     shipped = read_options(DATA / "SM75_RTX2060.gpgpusim.config").options()
     assert dram_timing("GDDR6", 7001.0) == shipped["-gpgpu_dram_timing_opt"]

@@ -1,4 +1,4 @@
-"""analyzer.validate: error decomposition, escaping, self-containment, JSON consistency."""
+"""hilsim.analyzer.validate: error decomposition, escaping, self-containment, JSON consistency."""
 
 from __future__ import annotations
 
@@ -9,14 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-
-from analyzer.bundle import Bundle, write_bundle
-from analyzer.errors import HilsimError
-from analyzer.evaluate import score_plan
-from analyzer.plan import Plan, samples_frame
-from analyzer.schema import normalize_launches
-from analyzer.validate import SimResults, correlation, validate, validate_plan, write_report
-from analyzer.validate_cli import validate_cmd
+from hilsim.analyzer.bundle import Bundle, write_bundle
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.evaluate import score_plan
+from hilsim.analyzer.plan import Plan, samples_frame
+from hilsim.analyzer.schema import normalize_launches
+from hilsim.analyzer.validate import SimResults, correlation, validate, validate_plan, write_report
+from hilsim.analyzer.validate_cli import validate_cmd
 
 EVIL = "void f<A&B, C<D>>(int) \"'<script>"
 
@@ -121,7 +120,7 @@ def test_cli_sim_and_model_paths(tmp_path, monkeypatch):
             f"kernel_name = {name}\nkernel_launch_uid = {i}\ngpu_sim_cycle = {cyc}\n"
             f"gpu_sim_insn = 10\ngpu_tot_sim_cycle = 0\ngpgpu_simulation_time = 1\n"
         )
-    from analyzer.schema import kernel_base_name
+    from hilsim.analyzer.schema import kernel_base_name
 
     (logs / "run.log").write_text("".join(blocks).replace("_Z1fv", kernel_base_name(EVIL)))
     out = tmp_path / "rep"
@@ -141,15 +140,15 @@ def test_cli_sim_and_model_paths(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     h = json.loads((tmp_path / "rep.json").read_text())["plans"][0]["headline"]
     assert h["sampled_projection_cycles"] == pytest.approx(11000)
-    # --model with a stand-in predictor injected for simmodel.model.predict
-    import simmodel.model as model
+    # --model with a stand-in predictor injected for hilsim.simmodel.model.predict
+    import hilsim.simmodel.model as model
 
     monkeypatch.setattr(
         model,
         "predict",
         lambda cfg, frame: pd.DataFrame({"cycles": frame["duration_ns"].to_numpy() * 1.1}),
     )
-    from simmodel.presets import load_preset
+    from hilsim.simmodel.presets import load_preset
 
     (tmp_path / "t.json").write_text(load_preset("QV100").timing.dumps())
     result = CliRunner().invoke(
@@ -193,7 +192,7 @@ def test_long_kernel_names_are_shortened_escaped_and_kept_as_tooltip(tmp_path):
 
 
 def test_full_simulation_logs_are_name_checked():
-    from analyzer.validate import results_from_simlog
+    from hilsim.analyzer.validate import results_from_simlog
 
     bundle = _bundle()
     names = [EVIL, "k2", EVIL, "k2"]

@@ -17,7 +17,7 @@ class Example:
     ncu: str | None = None
 
     def path(self, filename: str) -> Path:
-        return Path(str(resources.files("analyzer.examples").joinpath(filename)))
+        return Path(str(resources.files("hilsim.analyzer.examples").joinpath(filename)))
 
 
 EXAMPLES: tuple[Example, ...] = (

@@ -2,7 +2,7 @@
 
 Format ``hilsim.cupti-records/1``: JSON Lines, written atomically (temporary file in
 the same folder, then rename) by :func:`write_cupti_records`, the one writer the agent's
-in-process backend (:mod:`agent.cupti_launch`) uses. One JSON object per line:
+in-process backend (:mod:`hilsim.agent.cupti_launch`) uses. One JSON object per line:
 
 * line 1, the header: ``{"schema": "hilsim.cupti-records/1", "kind": "header",
   "tool": {"name": "cupti-python", "version": ...}, "argv": [...], "pid": ...,
@@ -18,10 +18,10 @@ in-process backend (:mod:`agent.cupti_launch`) uses. One JSON object per line:
   (``start``, ``end``, ``correlation_id``, ``thread_id``, ``process_id``); only calls
   whose ``correlation_id`` matches a kernel are kept.
 * ``{"kind": "range", ...}``: an NVTX-like range (``name``, ``start``, ``end``,
-  ``thread_id``, ``source`` = ``"annotate"`` for :func:`agent.nvtx.annotate` /
+  ``thread_id``, ``source`` = ``"annotate"`` for :func:`hilsim.agent.nvtx.annotate` /
   ``--nvtx-module`` ranges, ``"marker"`` for NVTX ranges CUPTI reported).
 
-Region attribution is the Nsight Systems rule (:mod:`analyzer.importers.nsys_sqlite`):
+Region attribution is the Nsight Systems rule (:mod:`hilsim.analyzer.importers.nsys_sqlite`):
 a launch's region is the innermost range on the launching thread that encloses the
 runtime call with the launch's correlation id; launches without such a call get none.
 Kernel names are demangled with ``c++filt`` when it is installed (CUPTI reports mangled
@@ -40,11 +40,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from analyzer.atomic import open_atomic
-from analyzer.bundle import Bundle, default_manifest
-from analyzer.errors import HilsimError
-from analyzer.schema import normalize_launches
+from hilsim.analyzer.atomic import open_atomic
+from hilsim.analyzer.bundle import Bundle, default_manifest
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.schema import normalize_launches
 
 SCHEMA = "hilsim.cupti-records/1"
 FORMAT = "cupti-records"
@@ -224,8 +223,8 @@ def _range_threads(ranges: pd.DataFrame, runtime: pd.DataFrame) -> np.ndarray:
 
 
 def bundle_from_cupti_records(path: str | Path) -> Bundle:
-    """Import a records file as an in-memory :class:`~analyzer.bundle.Bundle`."""
-    from analyzer.importers.nsys_sqlite import attribute_launches, nvtx_regions
+    """Import a records file as an in-memory :class:`~hilsim.analyzer.bundle.Bundle`."""
+    from hilsim.analyzer.importers.nsys_sqlite import attribute_launches, nvtx_regions
 
     source = Path(path)
     header, kernels, runtime, ranges = read_cupti_records(source)

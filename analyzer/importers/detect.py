@@ -22,8 +22,8 @@ import re
 import zlib
 from pathlib import Path
 
-from analyzer.errors import HilsimError
-from analyzer.importers.nsys_stats import GPU_TRACE, KERN_EXEC_TRACE, classify_header
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.importers.nsys_stats import GPU_TRACE, KERN_EXEC_TRACE, classify_header
 
 SNIFF_BYTES = 64 * 1024
 _SQLITE_MAGIC = b"SQLite format 3\x00"

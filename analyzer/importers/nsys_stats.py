@@ -50,9 +50,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-from analyzer.errors import HilsimError
-from analyzer.schema import normalize_launches
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.schema import normalize_launches
 
 GPU_TRACE = "cuda_gpu_trace"
 KERN_EXEC_TRACE = "cuda_kern_exec_trace"
@@ -231,7 +230,7 @@ def _read_text(path: Path) -> str:
 def read_nsys_stats_csv(path: str | Path) -> pd.DataFrame:
     """Read ``nsys stats --format csv`` output (``cuda_gpu_trace`` or
     ``cuda_kern_exec_trace``, any Nsight Systems version from 2021 on) into a
-    bundle-v1 launches table (:func:`analyzer.schema.normalize_launches`).
+    bundle-v1 launches table (:func:`hilsim.analyzer.schema.normalize_launches`).
 
     ``frame.attrs`` gets ``nsys_report`` (which report was read) and
     ``dropped_non_kernel_rows`` (memcpy/memset rows of ``cuda_gpu_trace``).

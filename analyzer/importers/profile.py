@@ -1,7 +1,7 @@
 """One entry point for every profile the analyzer reads.
 
-``load_profile(path)`` returns a :class:`~analyzer.bundle.Bundle` from a bundle
-folder or from a foreign file (format sniffed by :mod:`analyzer.importers.detect`);
+``load_profile(path)`` returns a :class:`~hilsim.analyzer.bundle.Bundle` from a bundle
+folder or from a foreign file (format sniffed by :mod:`hilsim.analyzer.importers.detect`);
 ``import_profile`` also joins Nsight Compute metrics.
 
 Formats: ``nsys stats`` CSV (``cuda_gpu_trace``, ``cuda_kern_exec_trace``), wide
@@ -16,8 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from analyzer.bundle import Bundle, default_manifest, read_bundle
-from analyzer.errors import HilsimError
+from hilsim.analyzer.bundle import Bundle, default_manifest, read_bundle
+from hilsim.analyzer.errors import HilsimError
 
 FORMATS: tuple[str, ...] = (
     "nsys-gpu-trace-csv",
@@ -30,7 +30,7 @@ FORMATS: tuple[str, ...] = (
 
 
 def _csv_bundle(path: Path, fmt: str) -> Bundle:
-    from analyzer.importers import nsys_stats, wide_durations
+    from hilsim.analyzer.importers import nsys_stats, wide_durations
 
     if fmt == "wide-durations-csv":
         launches, tool = wide_durations.read_wide_durations(path), "wide duration table"
@@ -50,15 +50,15 @@ def _read(path: Path, fmt: str) -> Bundle:
     if fmt in ("nsys-gpu-trace-csv", "nsys-kern-exec-csv", "wide-durations-csv"):
         return _csv_bundle(path, fmt)
     if fmt == "sqlite":
-        from analyzer.importers.nsys_sqlite import bundle_from_nsys_sqlite
+        from hilsim.analyzer.importers.nsys_sqlite import bundle_from_nsys_sqlite
 
         return bundle_from_nsys_sqlite(path)
     if fmt == "cupti-records":
-        from analyzer.importers.cupti_records import bundle_from_cupti_records
+        from hilsim.analyzer.importers.cupti_records import bundle_from_cupti_records
 
         return bundle_from_cupti_records(path)
     if fmt == "kineto-json":
-        from analyzer.importers.kineto import bundle_from_kineto
+        from hilsim.analyzer.importers.kineto import bundle_from_kineto
 
         return bundle_from_kineto(path)
     if fmt.startswith("ncu-csv"):
@@ -77,22 +77,22 @@ def import_profile(
     ncu_first_launch: int = 0,
 ) -> Bundle:
     """Import a foreign profile (and optional ncu CSV) into an in-memory bundle."""
-    from analyzer.importers.detect import sniff_format
+    from hilsim.analyzer.importers.detect import sniff_format
 
     source = Path(path)
     if not source.is_file():
         raise HilsimError(f"{source}: no such file")
     if source.suffix in (".nsys-rep", ".qdrep"):
-        from analyzer.importers.nsys_rep import export_nsys_rep
+        from hilsim.analyzer.importers.nsys_rep import export_nsys_rep
 
         source, fmt = export_nsys_rep(source), "sqlite"
     if fmt == "auto":
-        from analyzer.importers.cupti_records import is_cupti_records
+        from hilsim.analyzer.importers.cupti_records import is_cupti_records
 
         fmt = "cupti-records" if is_cupti_records(source) else sniff_format(source)
     bundle = _read(source, fmt)
     if ncu is not None:
-        from analyzer.importers.ncu_csv import read_ncu_metrics_for_bundle
+        from hilsim.analyzer.importers.ncu_csv import read_ncu_metrics_for_bundle
 
         if bundle.metrics is not None:
             raise HilsimError(f"{source}: already carries metrics; --ncu would replace them")

@@ -18,9 +18,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-from analyzer.errors import HilsimError
-from analyzer.schema import normalize_launches
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.schema import normalize_launches
 
 
 def _header(path: Path) -> list[str]:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from analyzer.errors import HilsimError
-from analyzer.methods.base import Method
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.methods.base import Method
 
 _REGISTRY: dict[str, type[Method]] = {}
 
@@ -53,6 +53,6 @@ def _load_builtin() -> None:
     global _BUILTIN_LOADED
     if _BUILTIN_LOADED:
         return
-    from analyzer.methods import baselines, megsim, photon, pka, sieve, stem, tbpoint  # noqa: F401
+    from hilsim.analyzer.methods import baselines, megsim, photon, pka, sieve, stem, tbpoint  # noqa: F401
 
     _BUILTIN_LOADED = True

@@ -1,6 +1,6 @@
 """Helpers shared by the Sieve, Photon and TBPoint methods.
 
-Parameter checks that raise one-line :class:`~analyzer.errors.HilsimError`s,
+Parameter checks that raise one-line :class:`~hilsim.analyzer.errors.HilsimError`s,
 metric columns aligned to the launch table (with a clear error when a metric
 does not cover every launch), and per-cluster duration moments computed with
 ``np.bincount`` (no per-launch Python loop).
@@ -13,9 +13,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from analyzer.bundle import Bundle
-from analyzer.errors import HilsimError
+from hilsim.analyzer.bundle import Bundle
+from hilsim.analyzer.errors import HilsimError
 
 
 def check_float(

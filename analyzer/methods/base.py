@@ -10,8 +10,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
-from analyzer.bundle import Bundle
-from analyzer.plan import Plan
+from hilsim.analyzer.bundle import Bundle
+from hilsim.analyzer.plan import Plan
 
 
 class Method(ABC):

@@ -17,12 +17,11 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-
-from analyzer.bundle import Bundle
-from analyzer.errors import HilsimError
-from analyzer.methods import register
-from analyzer.methods.base import Method, source_facts
-from analyzer.plan import Plan, samples_frame
+from hilsim.analyzer.bundle import Bundle
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.methods import register
+from hilsim.analyzer.methods.base import Method, source_facts
+from hilsim.analyzer.plan import Plan, samples_frame
 
 INSTRUCTIONS = "smsp__inst_executed.sum"
 

@@ -67,12 +67,10 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.spatial import cKDTree
-
-from analyzer.bundle import Bundle
-from analyzer.errors import HilsimError
-from analyzer.methods import register
-from analyzer.methods._support import (
+from hilsim.analyzer.bundle import Bundle
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.methods import register
+from hilsim.analyzer.methods._support import (
     aligned_metric,
     aligned_metrics,
     check_bool,
@@ -84,8 +82,9 @@ from analyzer.methods._support import (
     ordered_launches,
     relative_error,
 )
-from analyzer.methods.base import Method, source_facts
-from analyzer.plan import Plan, members_by_launch, samples_frame
+from hilsim.analyzer.methods.base import Method, source_facts
+from hilsim.analyzer.plan import Plan, members_by_launch, samples_frame
+from scipy.spatial import cKDTree
 
 INSTRUCTIONS = "smsp__inst_executed.sum"
 #: metric names containing this and ending in ``.sum`` are instruction-mix counts.

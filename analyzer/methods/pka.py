@@ -57,13 +57,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
-
-from analyzer.bundle import Bundle
-from analyzer.errors import HilsimError
-from analyzer.methods import register
-from analyzer.methods.base import Method, source_facts
-from analyzer.plan import Plan, members_by_launch, samples_frame
-from analyzer.schema import LAUNCH_RESOURCE_COLUMNS
+from hilsim.analyzer.bundle import Bundle
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.methods import register
+from hilsim.analyzer.methods.base import Method, source_facts
+from hilsim.analyzer.plan import Plan, members_by_launch, samples_frame
+from hilsim.analyzer.schema import LAUNCH_RESOURCE_COLUMNS
 
 #: PKA Table 2: microarchitecture-agnostic characteristics collected for PCA.
 TABLE2_METRICS: tuple[str, ...] = (

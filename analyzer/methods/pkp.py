@@ -2,7 +2,7 @@
 
 PKP shortens the simulation of *one* launch: simulate until the IPC is stable,
 then project the cycles the rest of the grid would take. PKA = PKS (launch
-selection, :mod:`analyzer.methods.pka`) + PKP; :func:`project_plan` combines PKP
+selection, :mod:`hilsim.analyzer.methods.pka`) + PKP; :func:`project_plan` combines PKP
 with any launch-level plan (``pka``, ``stem``, ``megsim``, ...).
 
 Input: an :class:`IpcTimeline` per launch, i.e. the launch cut into consecutive
@@ -64,9 +64,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from analyzer.errors import HilsimError
-from analyzer.plan import Plan
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.plan import Plan
 
 #: PKA section 3.2: the rolling window ("the last n cycles", n = 3000).
 WINDOW_CYCLES = 3000

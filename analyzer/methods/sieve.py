@@ -59,11 +59,10 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-
-from analyzer.bundle import Bundle
-from analyzer.errors import HilsimError
-from analyzer.methods import register
-from analyzer.methods._support import (
+from hilsim.analyzer.bundle import Bundle
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.methods import register
+from hilsim.analyzer.methods._support import (
     aligned_metric,
     check_bool,
     check_choice,
@@ -74,8 +73,8 @@ from analyzer.methods._support import (
     ordered_launches,
     relative_error,
 )
-from analyzer.methods.base import Method, source_facts
-from analyzer.plan import Plan, members_by_launch, samples_frame
+from hilsim.analyzer.methods.base import Method, source_facts
+from hilsim.analyzer.plan import Plan, members_by_launch, samples_frame
 
 INSTRUCTIONS = "smsp__inst_executed.sum"
 #: a KDE sub-stratum whose CoV stays above this is split once more (STEM-AE Sieve).

@@ -37,15 +37,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
+from hilsim.analyzer.bundle import Bundle
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.methods import register
+from hilsim.analyzer.methods.base import Method, source_facts
+from hilsim.analyzer.plan import Plan, samples_frame
+from hilsim.analyzer.schema import LAUNCH_CONFIG_COLUMNS, launch_config_key
+from hilsim.analyzer.tablecache import derived
 from scipy.stats import norm
-
-from analyzer.bundle import Bundle
-from analyzer.errors import HilsimError
-from analyzer.methods import register
-from analyzer.methods.base import Method, source_facts
-from analyzer.plan import Plan, samples_frame
-from analyzer.schema import LAUNCH_CONFIG_COLUMNS, launch_config_key
-from analyzer.tablecache import derived
 
 
 def z_score(confidence: float) -> float:

@@ -47,11 +47,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
-
-from analyzer.bundle import Bundle
-from analyzer.errors import HilsimError
-from analyzer.methods import register
-from analyzer.methods._support import (
+from hilsim.analyzer.bundle import Bundle
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.methods import register
+from hilsim.analyzer.methods._support import (
     check_bool,
     check_choice,
     check_float,
@@ -59,9 +58,9 @@ from analyzer.methods._support import (
     ordered_launches,
     relative_error,
 )
-from analyzer.methods.base import Method, source_facts
-from analyzer.methods.pka import GRID_SIZE, LIGHT_INT_COLUMNS, TABLE2_METRICS
-from analyzer.plan import Plan, members_by_launch, samples_frame
+from hilsim.analyzer.methods.base import Method, source_facts
+from hilsim.analyzer.methods.pka import GRID_SIZE, LIGHT_INT_COLUMNS, TABLE2_METRICS
+from hilsim.analyzer.plan import Plan, members_by_launch, samples_frame
 
 #: PKA section 5.1: "20 threshold values between 0.01 and 0.2".
 SWEEP_THRESHOLDS: tuple[float, ...] = tuple(float(t) for t in np.linspace(0.01, 0.2, 20))

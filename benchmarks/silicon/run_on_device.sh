@@ -26,7 +26,7 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 fi
 export PYTHONPATH=$ROOT:/tmp/site:$ROOT/benchmarks/silicon/workloads
 export PYTHONUNBUFFERED=1
-hilsim() { python3 -m analyzer.cli "$@"; }
+hilsim() { python3 -m hilsim.analyzer.cli "$@"; }
 W=$ROOT/benchmarks/silicon/workloads
 
 printf 'step\trc\tseconds\n' >"$R/paths.tsv"
@@ -47,7 +47,7 @@ versions() {
 }
 profile() {  # profile NAME BACKEND [agent options] -- CMD...
   local name=$1 backend=$2; shift 2
-  step "$name" python3 -m analyzer.cli agent profile -o "$R/$name" --backend "$backend" --force "$@"
+  step "$name" python3 -m hilsim.analyzer.cli agent profile -o "$R/$name" --backend "$backend" --force "$@"
 }
 
 case $stage in

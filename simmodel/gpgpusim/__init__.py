@@ -1,0 +1,1 @@
+"""GPGPU-Sim: build, configure and run the cycle-level simulator (the simulated card)."""
