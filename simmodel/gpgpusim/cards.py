@@ -1,0 +1,262 @@
+"""A simulated card: a GPGPU-Sim ``gpgpusim.config``, its overrides and the files it names.
+
+A card is a shipped name (any folder under the build's ``configs/tested-cfgs/``, e.g.
+``SM7_QV100``, ``SM75_RTX2060``, ``SM86_RTX3070``) or a path to any ``gpgpusim.config``
+(or to a folder holding one). Both go through the same code: the file is parsed with
+:func:`hilsim.simmodel.accelsim.parse_options`, files it references (``-inter_config_file``
+and other ``*_file`` options) are resolved relative to the config's folder and copied into
+the run folder, and caller overrides are appended after the card's text (GPGPU-Sim keeps the
+last value of a repeated option). Shipped files lack a final newline; one is added before
+anything is appended.
+
+Card facts other modules need (core clock, SM count, L1/L2 geometry, latencies) come from
+the options with the same geometry parsing the tuner uses (Accel-Sim paper, Section II-C:
+the config options that a tuned card is described by).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hilsim.analyzer.atomic import write_text_atomic
+from hilsim.analyzer.errors import HilsimError
+from hilsim.simmodel.accelsim import OptionFile, format_value, parse_options, read_text
+from hilsim.simmodel.tuner import _geometry as cache_geometry
+
+CONFIG_NAME = "gpgpusim.config"
+# options that name an input file read by the simulator (relative to its working folder)
+FILE_OPTIONS = (
+    "-inter_config_file",
+    "-accelwattch_xml_file",
+    "-gpuwattch_xml_file",
+    "-hw_perf_file_name",
+)
+# read when power simulation is on and no -accelwattch_xml_file is given (gpu-sim.cc)
+DEFAULT_ACCELWATTCH_XML = "accelwattch_sass_sim.xml"
+_OPTION_NAME = re.compile(r"^-[A-Za-z0-9_:.]+$")
+
+
+def shipped_cards(build: Any) -> list[str]:
+    """Names of the shipped card configs of a build (folders with a gpgpusim.config)."""
+    root = Path(build.configs_dir)
+    if not root.is_dir():
+        return []
+    return sorted(p.parent.name for p in root.glob(f"*/{CONFIG_NAME}"))
+
+
+def normalize_options(options: Mapping[str, Any] | None) -> dict[str, str]:
+    """Overrides as ``{"-name": "value"}``; a name without its dash gets one."""
+    out: dict[str, str] = {}
+    for raw_name, raw_value in (options or {}).items():
+        name = raw_name if raw_name.startswith("-") else f"-{raw_name}"
+        if not _OPTION_NAME.match(name):
+            raise HilsimError(f"option {raw_name!r}: not a GPGPU-Sim option name (-name)")
+        value = str(raw_value)
+        if "\n" in value or "\r" in value or '"' in value:
+            raise HilsimError(f"option {name}: value {value!r} has a newline or a quote")
+        out[name] = value
+    return out
+
+
+def parse_override(text: str) -> tuple[str, str]:
+    """``-name=value`` or ``-name value`` (the CLI's ``-O``) -> (name, value)."""
+    name, sep, value = text.partition("=")
+    if not sep:
+        name, _, value = text.strip().partition(" ")
+    name, value = name.strip(), value.strip()
+    if not name.startswith("-"):
+        name = f"-{name}"
+    if not _OPTION_NAME.match(name) or not value:
+        raise HilsimError(f"-O {text!r}: expected -option=value, e.g. -gpgpu_n_clusters=1")
+    return name, value
+
+
+@dataclass
+class CardConfig:
+    """One card's option file plus overrides; writes a run folder's ``gpgpusim.config``."""
+
+    name: str
+    path: Path
+    text: str
+    parsed: OptionFile
+    overrides: dict[str, str] = field(default_factory=dict)
+
+    # --- options ---------------------------------------------------------------------
+    def options(self) -> dict[str, str]:
+        """Every option's effective value: the file's, then the overrides."""
+        return {**self.parsed.options(), **self.overrides}
+
+    def option(self, name: str, default: str | None = None) -> str:
+        """One option's effective value; a missing option without default is an error."""
+        value = self.options().get(name, default)
+        if value is None:
+            raise HilsimError(f"{self.path}: no option {name}")
+        return value
+
+    def with_options(self, options: Mapping[str, Any] | None) -> CardConfig:
+        """A copy with more overrides (later ones win)."""
+        return CardConfig(
+            self.name, self.path, self.text, self.parsed,
+            {**self.overrides, **normalize_options(options)},
+        )
+
+    # --- facts -----------------------------------------------------------------------
+    def _int(self, name: str, default: str | None = None) -> int:
+        value = self.option(name, default)
+        try:
+            return int(float(value))
+        except ValueError:
+            raise HilsimError(f"{self.path}: option {name} {value!r} is not a number") from None
+
+    @property
+    def clock_domains_mhz(self) -> tuple[float, float, float, float]:
+        """``-gpgpu_clock_domains``: core, interconnect, L2, DRAM clocks in MHz."""
+        value = self.option("-gpgpu_clock_domains")
+        try:
+            parts = tuple(float(x) for x in value.split(":"))
+        except ValueError:
+            parts = ()
+        if len(parts) != 4:
+            raise HilsimError(
+                f"{self.path}: -gpgpu_clock_domains {value!r} is not core:icnt:l2:dram MHz"
+            )
+        return parts  # type: ignore[return-value]
+
+    @property
+    def core_clock_mhz(self) -> float:
+        """The SM clock (first of ``-gpgpu_clock_domains``)."""
+        return self.clock_domains_mhz[0]
+
+    @property
+    def sm_count(self) -> int:
+        """``-gpgpu_n_clusters`` x ``-gpgpu_n_cores_per_cluster``."""
+        return self._int("-gpgpu_n_clusters") * self._int("-gpgpu_n_cores_per_cluster", "1")
+
+    @property
+    def l2_banks(self) -> int:
+        """Memory sub-partitions (L2 banks): ``-gpgpu_n_mem`` x sub-partitions per channel."""
+        return self._int("-gpgpu_n_mem") * self._int("-gpgpu_n_sub_partition_per_mchannel", "1")
+
+    def cache(self, which: str) -> dict[str, int]:
+        """Geometry of ``dl1`` or ``dl2`` (per bank): sets, line, assoc, bytes."""
+        sets, line, assoc = cache_geometry(self.option(f"-gpgpu_cache:{which}"))
+        return {"sets": sets, "line": line, "assoc": assoc, "bytes": sets * line * assoc}
+
+    def facts(self) -> dict[str, Any]:
+        """The card's facts as plain values (for device facts and closed-loop checks)."""
+        opts = self.options()
+        dl1, dl2 = self.cache("dl1"), self.cache("dl2")
+        out: dict[str, Any] = {
+            "card": self.name,
+            "config": str(self.path),
+            "core_clock_mhz": self.core_clock_mhz,
+            "dram_clock_mhz": self.clock_domains_mhz[3],
+            "sm_count": self.sm_count,
+            "l1_bytes": dl1["bytes"],
+            "l1_line": dl1["line"],
+            "l2_bytes": dl2["bytes"] * self.l2_banks,
+            "l2_line": dl2["line"],
+            "l2_banks": self.l2_banks,
+        }
+        if "-gpgpu_unified_l1d_size" in opts:
+            out["unified_l1d_kib"] = self._int("-gpgpu_unified_l1d_size")
+        for key, name in (
+            ("l1_latency", "-gpgpu_l1_latency"),
+            ("smem_latency", "-gpgpu_smem_latency"),
+            ("l2_rop_latency", "-gpgpu_l2_rop_latency"),
+            ("dram_latency", "-dram_latency"),
+            ("shmem_bytes", "-gpgpu_shmem_size"),
+        ):
+            if name in opts:
+                out[key] = self._int(name)
+        return out
+
+    # --- files -----------------------------------------------------------------------
+    def referenced_files(self) -> dict[str, Path]:
+        """Option name -> existing input file it names (relative to the config's folder)."""
+        opts = self.options()
+        out: dict[str, Path] = {}
+        names = [n for n in opts if n in FILE_OPTIONS or n.endswith("_config_file")]
+        for name in names:
+            value = opts[name]
+            p = Path(value).expanduser()
+            base = Path.cwd() if name in self.overrides else self.path.parent
+            cand = p if p.is_absolute() else base / p
+            if cand.is_file():
+                out[name] = cand.resolve()
+        power = opts.get("-power_simulation_enabled", "0").strip() == "1"
+        default_xml = self.path.parent / DEFAULT_ACCELWATTCH_XML
+        if power and "-accelwattch_xml_file" not in out and default_xml.is_file():
+            out["-accelwattch_xml_file"] = default_xml.resolve()
+        return out
+
+    def config_text(self, extra: Mapping[str, str] | None = None) -> str:
+        """The run folder's ``gpgpusim.config``: the card's text, then the overrides."""
+        text = self.text if self.text.endswith("\n") else self.text + "\n"
+        lines = {**self.overrides, **(extra or {})}
+        if not lines:
+            return text
+        out = [text, f"\n# hilsim: overrides of {self.name} (the last value of an option wins)\n"]
+        out += [f"{name} {format_value(value)}\n" for name, value in lines.items()]
+        return "".join(out)
+
+    def write(self, run_dir: str | os.PathLike[str]) -> Path:
+        """Write ``gpgpusim.config`` and copy the files it references into ``run_dir``.
+
+        A referenced file lands under its own base name; when that differs from what the
+        option says, an override line points the option at the copy.
+        """
+        run = Path(run_dir)
+        run.mkdir(parents=True, exist_ok=True)
+        extra: dict[str, str] = {}
+        for name, src in self.referenced_files().items():
+            dst = run / src.name
+            if src != dst.resolve():
+                shutil.copyfile(src, dst)
+            if self.options().get(name) != src.name and name in self.options():
+                extra[name] = src.name
+        target = run / CONFIG_NAME
+        write_text_atomic(target, self.config_text(extra))
+        return target
+
+
+def _resolve(card: str | os.PathLike[str], build: Any) -> tuple[str, Path]:
+    text = str(card)
+    p = Path(text).expanduser()
+    looks_like_path = os.sep in text or text.endswith(".config") or p.exists()
+    if looks_like_path:
+        if p.is_dir():
+            p = p / CONFIG_NAME
+        if not p.is_file():
+            raise HilsimError(f"{p}: no such GPGPU-Sim config file")
+        name = p.parent.name if p.name == CONFIG_NAME else p.name.removesuffix(".config")
+        name = name.removesuffix(".gpgpusim") or name
+        return name, p.resolve()
+    if build is None:
+        raise HilsimError(
+            f"card {text!r}: a shipped card name needs a GPGPU-Sim build "
+            "(run `hilsim gpgpusim setup`), or give a path to a gpgpusim.config"
+        )
+    cfg = Path(build.configs_dir) / text / CONFIG_NAME
+    if not cfg.is_file():
+        names = ", ".join(shipped_cards(build)) or "none"
+        raise HilsimError(f"card {text!r}: not a shipped card (shipped: {names}) nor a path")
+    return text, cfg
+
+
+def card_config(
+    card: str | os.PathLike[str],
+    build: Any = None,
+    options: Mapping[str, Any] | None = None,
+) -> CardConfig:
+    """The card's config: a shipped name (needs ``build``) or a path to a gpgpusim.config."""
+    name, path = _resolve(card, build)
+    text = read_text(path)
+    parsed = parse_options(text, str(path))
+    return CardConfig(name, path, text, parsed, normalize_options(options))

@@ -1,0 +1,155 @@
+"""Run a CUDA program on a simulated card: run folder, environment, timeout, kept log.
+
+The run folder gets the card's ``gpgpusim.config`` (plus overrides) and the files it
+references; the program runs there (GPGPU-Sim reads ``gpgpusim.config`` from the working
+folder) in its own process group, with the build's environment
+(:meth:`~hilsim.simmodel.gpgpusim.build.SimBuild.env`). Its stdout and stderr go to
+``sim.log``, line-buffered through ``stdbuf`` where present: GPGPU-Sim prints with C stdio,
+which is block-buffered into a file, and an ``abort()`` would otherwise lose its last
+message. A timeout kills the whole group; a timeout, crash, abort or non-zero exit is one
+:class:`HilsimError` line that names the log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hilsim.analyzer.errors import HilsimError
+from hilsim.simmodel.gpgpusim.build import SimBuild, find_build
+from hilsim.simmodel.gpgpusim.cards import CardConfig, card_config
+
+LOG_NAME = "sim.log"
+# a line of the log that says why the simulator stopped
+_WHY = re.compile(
+    r"(ERROR|Error|error:|abort|Assertion|not implemented|Segmentation|terminate called"
+    r"|GPGPU-Sim PTX: Execution error|cudaError|failed)"
+)
+
+
+@dataclass(frozen=True)
+class SimRun:
+    """A finished simulated run."""
+
+    run_dir: Path
+    log_path: Path
+    returncode: int
+    wall_s: float
+    stdout: str  # the whole log: the program's output interleaved with the simulator's
+
+    def kernel_stats(self) -> Any:
+        """Per-kernel statistics of the log (:func:`hilsim.simmodel.simlog.parse_simlog`)."""
+        from hilsim.simmodel.simlog import parse_simlog
+
+        return parse_simlog(self.stdout, str(self.log_path))
+
+
+def why_failed(log_text: str) -> str:
+    """The last line of a log that says what went wrong, else its last non-empty line."""
+    lines = [ln.strip() for ln in log_text.splitlines() if ln.strip()]
+    for ln in reversed(lines[-200:]):
+        if _WHY.search(ln):
+            return ln[:200]
+    return lines[-1][:200] if lines else "(empty log)"
+
+
+def _program(argv0: str) -> str:
+    if os.sep in argv0:
+        p = Path(argv0).expanduser().resolve()
+        if not p.is_file():
+            raise HilsimError(f"{argv0}: no such program")
+        return str(p)
+    found = shutil.which(argv0)
+    if found is None:
+        raise HilsimError(f"{argv0}: program not found on PATH")
+    return found
+
+
+def _signal_name(rc: int) -> str:
+    try:
+        return signal.Signals(-rc).name
+    except ValueError:
+        return f"signal {-rc}"
+
+
+def run_program(
+    argv: Sequence[str | os.PathLike[str]],
+    card: str | os.PathLike[str] | CardConfig,
+    run_dir: str | os.PathLike[str],
+    *,
+    options: Mapping[str, Any] | None = None,
+    timeout_s: float = 600,
+    build: SimBuild | None = None,
+) -> SimRun:
+    """Run ``argv`` on the simulated ``card`` in ``run_dir``; return the finished run.
+
+    ``options`` override the card's (e.g. ``{"-gpgpu_n_clusters": "1",
+    "-gpgpu_perf_sim_memcpy": "0"}``). Raises one-line :class:`HilsimError` on a missing
+    build, a timeout (the process group is killed), a crash, an abort or a non-zero exit.
+    """
+    if not argv:
+        raise HilsimError("gpgpusim run: no program given")
+    build = build or find_build()
+    if build is None:
+        raise HilsimError(
+            "no GPGPU-Sim build found: run `hilsim gpgpusim setup` "
+            "(or set HILSIM_GPGPUSIM_HOME to a built source tree)"
+        )
+    cfg = card if isinstance(card, CardConfig) else card_config(card, build)
+    cfg = cfg.with_options(options)
+    run = Path(run_dir).expanduser().resolve()
+    cmd = [_program(str(argv[0])), *(str(a) for a in argv[1:])]
+    cfg.write(run)
+    log = run / LOG_NAME
+    stdbuf = shutil.which("stdbuf")
+    full = [stdbuf, "-oL", "-eL", *cmd] if stdbuf else cmd
+    what = f"{Path(cmd[0]).name} on {cfg.name}"
+    started = time.monotonic()
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            full,
+            cwd=run,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=build.env(),
+            start_new_session=True,
+        )
+        try:
+            rc = proc.wait(timeout=timeout_s)
+        except BaseException as exc:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            if isinstance(exc, subprocess.TimeoutExpired):
+                raise HilsimError(
+                    f"{what}: still running after {timeout_s:g} s, killed: log {log}"
+                ) from None
+            raise
+        finally:
+            # the simulator's children (cuobjdump, ptxas) must not outlive the run
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+    wall = time.monotonic() - started
+    text = log.read_text(encoding="utf-8", errors="replace")
+    if rc < 0:
+        raise HilsimError(
+            f"{what}: simulator killed by {_signal_name(rc)} ({why_failed(text)}): log {log}"
+        )
+    if rc != 0:
+        raise HilsimError(f"{what}: exit {rc} ({why_failed(text)}): log {log}")
+    if "GPGPU-Sim" not in text:
+        raise HilsimError(
+            f"{what}: exited without loading GPGPU-Sim's libcudart (compile with "
+            f"`-cudart shared`): log {log}"
+        )
+    return SimRun(run, log, rc, wall, text)

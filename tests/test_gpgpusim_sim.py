@@ -1,0 +1,128 @@
+"""The `gpgpusim` tier: compile tiny CUDA programs and run them on the simulated SM7_QV100.
+
+Needs a GPGPU-Sim build (`hilsim gpgpusim setup`, or HILSIM_GPGPUSIM_HOME) and the CUDA
+11.x toolchain; skips with the reason otherwise, except under HILSIM_REQUIRE_GPGPUSIM=1
+(CI), where a missing build fails. Programs: tests/data/gpgpusim/README.md.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+from hilsim.analyzer.errors import HilsimError
+
+pytestmark = pytest.mark.gpgpusim
+DATA = Path(__file__).parent / "data" / "gpgpusim"
+ONE_SM = {"-gpgpu_n_clusters": "1", "-gpgpu_perf_sim_memcpy": "0"}
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("HILSIM_REQUIRE_GPGPUSIM") == "1":
+        pytest.fail(f"HILSIM_REQUIRE_GPGPUSIM=1 but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def sim():
+    from hilsim.simmodel.gpgpusim.build import find_build
+    from hilsim.simmodel.gpgpusim.toolchain import find_toolchain
+
+    try:
+        find_toolchain(need_build_tools=False)
+    except HilsimError as exc:
+        _unavailable(str(exc))
+    build = find_build()
+    if build is None:
+        _unavailable("no GPGPU-Sim build found (run `hilsim gpgpusim setup`)")
+    return build
+
+
+@pytest.fixture(scope="module")
+def programs(sim, tmp_path_factory):
+    from hilsim.simmodel.gpgpusim.compile import compile_cuda
+
+    out = tmp_path_factory.mktemp("bin")
+    return {
+        name: compile_cuda(DATA / f"{name}.cu", out / name)
+        for name in ("vecadd_chase", "clock64_abort", "spin")
+    }
+
+
+def test_vecadd_and_clock_chase_on_qv100(sim, programs, tmp_path: Path) -> None:
+    from hilsim.simmodel.gpgpusim.run import run_program
+
+    started = time.monotonic()
+    run = run_program([programs["vecadd_chase"], "1024"], "SM7_QV100", tmp_path / "run",
+                      options=ONE_SM, timeout_s=300, build=sim)
+    print(f"vecadd_chase on SM7_QV100 (1 SM): {time.monotonic() - started:.1f} s wall")
+    assert run.returncode == 0 and run.log_path == tmp_path / "run" / "sim.log"
+    assert "vecadd n=1024 mismatches=0" in run.stdout
+    m = re.search(r"chase steps=256 cycles=(\d+) cycles_per_load=([\d.]+) end=0", run.stdout)
+    assert m, run.stdout[-2000:]
+    # an 8 KiB ring lives in L1: cycles/load near -gpgpu_l1_latency 20 (+ pipeline), far
+    # below the L2 (160) latency
+    per_load = float(m.group(2))
+    assert 15 < per_load < 60
+    # GPGPU-Sim's per-kernel statistics, both kernels
+    assert len(re.findall(r"^gpu_sim_cycle = \d+", run.stdout, re.M)) == 2
+    assert "kernel_name = _Z6vecaddPKfS0_Pfi" in run.stdout
+    # the run folder holds the config the simulator read, with the overrides
+    cfg = (tmp_path / "run" / "gpgpusim.config").read_text()
+    assert cfg.rstrip().endswith("-gpgpu_perf_sim_memcpy 0")
+    assert re.search(r"-gpgpu_n_clusters\s+1\b", run.stdout)  # the simulator echoes options
+    stats = run.kernel_stats()
+    assert list(stats["kernel_name"].str.slice(0, 10)) == ["_Z6vecaddP", "_Z5chasePK"]
+
+
+def test_card_by_path_runs_like_the_name(sim, programs, tmp_path: Path) -> None:
+    from hilsim.simmodel.gpgpusim.run import run_program
+
+    cfg = sim.configs_dir / "SM7_QV100" / "gpgpusim.config"
+    mine = tmp_path / "mycard.config"
+    mine.write_text(cfg.read_text())
+    by_path = run_program([programs["vecadd_chase"], "256"], mine, tmp_path / "a",
+                          options=ONE_SM, build=sim)
+    by_name = run_program([programs["vecadd_chase"], "256"], "SM7_QV100", tmp_path / "b",
+                          options=ONE_SM, build=sim)
+    cycles = [re.findall(r"^gpu_sim_cycle = (\d+)", r.stdout, re.M) for r in (by_path, by_name)]
+    assert cycles[0] == cycles[1] and len(cycles[0]) == 2
+
+
+def test_simulator_abort_is_one_line_with_the_log(sim, programs, tmp_path: Path) -> None:
+    from hilsim.simmodel.gpgpusim.run import run_program
+
+    with pytest.raises(HilsimError) as err:
+        run_program([programs["clock64_abort"]], "SM7_QV100", tmp_path / "run",
+                    options=ONE_SM, timeout_s=120, build=sim)
+    msg = str(err.value)
+    assert "\n" not in msg and str(tmp_path / "run" / "sim.log") in msg
+    assert "clock64_abort on SM7_QV100: simulator killed by SIGABRT" in msg
+    # line buffering kept what the simulator printed up to the abort (ptx_sim.cc's bare
+    # abort() says nothing itself): the launch of the kernel that aborted
+    log = (tmp_path / "run" / "sim.log").read_text()
+    assert "_Z5stampPx" in log
+
+
+def test_timeout_kills_and_names_the_log(sim, programs, tmp_path: Path) -> None:
+    from hilsim.simmodel.gpgpusim.run import run_program
+
+    started = time.monotonic()
+    with pytest.raises(HilsimError, match=r"still running after 8 s, killed: log .*sim.log"):
+        run_program([programs["spin"]], "SM7_QV100", tmp_path / "run", options=ONE_SM,
+                    timeout_s=8, build=sim)
+    assert time.monotonic() - started < 30
+    assert "GPGPU-Sim" in (tmp_path / "run" / "sim.log").read_text()
+
+
+def test_compile_error_is_one_line(sim, tmp_path: Path) -> None:
+    from hilsim.simmodel.gpgpusim.compile import compile_cuda
+
+    bad = tmp_path / "bad.cu"
+    bad.write_text("__global__ void k() { undefined_thing(); }\nint main() { return 0; }\n")
+    with pytest.raises(HilsimError, match=r"bad.cu: nvcc 11\.\d+ failed: .*error.*undefined_thing"):
+        compile_cuda(bad, tmp_path / "bad")
+    assert not list(tmp_path.glob(".bad.tmp*")) and not (tmp_path / "bad").exists()
