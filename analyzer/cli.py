@@ -349,6 +349,7 @@ def _register_commands() -> None:
     from hilsim.analyzer.tune_cli import tune_cmd
     from hilsim.analyzer.validate_cli import validate_cmd
     from hilsim.microbench.cli import microbench_cmd
+    from hilsim.simmodel.gpgpusim.cli import gpgpusim
 
     agent.add_command(microbench_cmd)
     cli.add_command(agent)
@@ -358,6 +359,7 @@ def _register_commands() -> None:
     cli.add_command(portability_cmd)
     cli.add_command(dse_cmd)
     cli.add_command(pkp_cmd)
+    cli.add_command(gpgpusim)
 
 
 _register_commands()

@@ -46,11 +46,31 @@ class SimRun:
     wall_s: float
     stdout: str  # the whole log: the program's output interleaved with the simulator's
 
-    def kernel_stats(self) -> Any:
+    def kernel_cycles(self) -> list[tuple[str, int]]:
+        """(kernel name, ``gpu_sim_cycle``) of every kernel the log reports, in order."""
+        return kernel_cycles(self.stdout)
+
+    def kernel_stats(self, counters: str = "cumulative") -> Any:
         """Per-kernel statistics of the log (:func:`hilsim.simmodel.simlog.parse_simlog`)."""
         from hilsim.simmodel.simlog import parse_simlog
 
-        return parse_simlog(self.stdout, str(self.log_path))
+        return parse_simlog(self.stdout, str(self.log_path), counters)
+
+
+_KERNEL = re.compile(r"^kernel_name = (\S+)\s*$", re.M)
+_CYCLES = re.compile(r"^gpu_sim_cycle = (\d+)\s*$", re.M)
+
+
+def kernel_cycles(log_text: str) -> list[tuple[str, int]]:
+    """(kernel name, simulated cycles) per kernel statistics block of a GPGPU-Sim log."""
+    names = [(m.start(), m.group(1)) for m in _KERNEL.finditer(log_text)]
+    out = []
+    for i, (pos, name) in enumerate(names):
+        end = names[i + 1][0] if i + 1 < len(names) else len(log_text)
+        m = _CYCLES.search(log_text, pos, end)
+        if m:
+            out.append((name, int(m.group(1))))
+    return out
 
 
 def why_failed(log_text: str) -> str:

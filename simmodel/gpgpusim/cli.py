@@ -1,0 +1,144 @@
+"""``hilsim gpgpusim ...``: build GPGPU-Sim, list its cards, run a program on one.
+
+Everything heavier than click is imported inside the commands.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import click
+from hilsim.analyzer.errors import HilsimError
+
+
+@click.group("gpgpusim")
+def gpgpusim() -> None:
+    """The simulated GPU: GPGPU-Sim built from source, runs of CUDA programs on its cards.
+
+    Start with `hilsim gpgpusim setup` (checks the CUDA <= 11.x toolchain, builds into a
+    cache keyed by commit + gcc + CUDA version; seconds when already built).
+    """
+
+
+@gpgpusim.command("setup")
+@click.option("--source", type=click.Path(dir_okay=False, path_type=Path),
+              help="GPGPU-Sim source tarball (its name ends in -<commit>.tar.gz).")
+@click.option("--git", "git_url", help="Git URL to clone instead of a tarball (needs --commit).")
+@click.option("--commit", help="The commit to build (from the tarball's name if not given).")
+@click.option("--cache", "cache_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Cache folder [$HILSIM_GPGPUSIM_CACHE or ~/.cache/hilsim/gpgpusim].")
+@click.option("--jobs", default=2, show_default=True, help="make -j.")
+def setup_cmd(source: Path | None, git_url: str | None, commit: str | None,
+              cache_dir: Path | None, jobs: int) -> None:
+    """Check the toolchain and build GPGPU-Sim (idempotent)."""
+    from hilsim.simmodel.gpgpusim.build import ensure_build
+    from hilsim.simmodel.gpgpusim.toolchain import find_toolchain
+
+    started = time.monotonic()
+    tc = find_toolchain()
+    click.echo(f"toolchain: nvcc {tc.cuda_version} ({tc.nvcc}), gcc {tc.gcc_version}", err=True)
+    build = ensure_build(source=source, git_url=git_url, commit=commit, cache_dir=cache_dir,
+                         jobs=jobs, toolchain=tc, progress=lambda m: click.echo(m, err=True))
+    click.echo(f"GPGPU-Sim {build.key}: {build.lib_dir}/libcudart.so "
+               f"(setup took {time.monotonic() - started:.1f} s)")
+
+
+@gpgpusim.command("info")
+@click.option("--cache", "cache_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Cache folder to look in.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def info_cmd(cache_dir: Path | None, as_json: bool) -> None:
+    """The build found (and its key, provenance) and the toolchain."""
+    from hilsim.simmodel.gpgpusim.build import default_cache_dir, find_build
+    from hilsim.simmodel.gpgpusim.toolchain import SCRIPT, find_toolchain
+
+    out: dict[str, object] = {"cache": str(cache_dir or default_cache_dir())}
+    try:
+        tc = find_toolchain()
+        out["toolchain"] = {"nvcc": str(tc.nvcc), "cuda": tc.cuda_version,
+                            "cuda_home": str(tc.cuda_home), "gcc": tc.gcc_version}
+    except HilsimError as exc:
+        out["toolchain"] = {"error": str(exc)}
+    build = find_build(cache_dir)
+    out["build"] = None if build is None else {
+        "key": build.key, "root": str(build.root), "lib_dir": str(build.lib_dir),
+        "cuda_home": str(build.cuda_home), "provenance": build.provenance,
+    }
+    out["toolchain_script"] = str(SCRIPT)
+    if as_json:
+        click.echo(json.dumps(out, indent=2))
+        return
+    click.echo(f"cache:     {out['cache']}")
+    t = out["toolchain"]
+    assert isinstance(t, dict)
+    click.echo("toolchain: " + (t["error"] if "error" in t else
+                                f"nvcc {t['cuda']} ({t['nvcc']}), gcc {t['gcc']}"))
+    if build is None:
+        click.echo("build:     none (run `hilsim gpgpusim setup`)")
+    else:
+        click.echo(f"build:     {build.key}\nlib:       {build.lib_dir}")
+        if build.provenance:
+            p = build.provenance
+            click.echo(f"source:    {p.get('source')} (commit {p.get('commit')}, "
+                       f"built {p.get('built_at')} in {p.get('build_seconds')} s)")
+
+
+@gpgpusim.command("cards")
+def cards_cmd() -> None:
+    """List the shipped card configs of the build found."""
+    from hilsim.simmodel.gpgpusim.build import find_build
+    from hilsim.simmodel.gpgpusim.cards import card_config, shipped_cards
+
+    build = find_build()
+    if build is None:
+        raise HilsimError("no GPGPU-Sim build found: run `hilsim gpgpusim setup`")
+    for name in shipped_cards(build):
+        try:
+            c = card_config(name, build)
+            l2_kib = c.facts()["l2_bytes"] >> 10
+            desc = f"{c.sm_count:>3} SMs  {c.core_clock_mhz:g} MHz  L2 {l2_kib} KiB"
+        except HilsimError as exc:
+            desc = f"(unreadable: {exc})"
+        click.echo(f"{name:<18} {desc}")
+
+
+@gpgpusim.command("toolchain-script")
+def toolchain_script_cmd() -> None:
+    """Print the path of the Debian toolchain install script (run it with bash, as root)."""
+    from hilsim.simmodel.gpgpusim.toolchain import SCRIPT
+
+    click.echo(str(SCRIPT))
+
+
+@gpgpusim.command("run", context_settings={"ignore_unknown_options": True})
+@click.option("--card", required=True,
+              help="Shipped card name (see `hilsim gpgpusim cards`) or a gpgpusim.config path.")
+@click.option("-O", "--option", "overrides", multiple=True, metavar="-OPT=VALUE",
+              help="Override a config option, e.g. -O -gpgpu_n_clusters=1 (repeatable).")
+@click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Run folder [gpgpusim-runs/<card>-<time>].")
+@click.option("--timeout", "timeout_s", default=600.0, show_default=True,
+              help="Seconds before the run is killed.")
+@click.argument("program", nargs=-1, required=True, type=click.UNPROCESSED)
+def run_cmd(card: str, overrides: tuple[str, ...], run_dir: Path | None, timeout_s: float,
+            program: tuple[str, ...]) -> None:
+    """Run PROGRAM (compiled with nvcc <= 11.x, -cudart shared) on a simulated card.
+
+    Put `--` before the program: hilsim gpgpusim run --card SM7_QV100 -- ./a.out 1024
+    """
+    from hilsim.simmodel.gpgpusim.cards import parse_override
+    from hilsim.simmodel.gpgpusim.run import run_program
+
+    opts = dict(parse_override(o) for o in overrides)
+    if run_dir is None:
+        stem = Path(card).parent.name if card.endswith(".config") else Path(card).name
+        run_dir = Path("gpgpusim-runs") / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+    run = run_program(list(program), card, run_dir, options=opts, timeout_s=timeout_s)
+    kernels = run.kernel_cycles()
+    for name, cycles in kernels:
+        click.echo(f"{cycles:>12,} cycles  {name}")
+    total = sum(c for _, c in kernels)
+    click.echo(f"{len(kernels)} kernels, {total:,} simulated cycles, {run.wall_s:.1f} s wall; "
+               f"log {run.log_path}")
