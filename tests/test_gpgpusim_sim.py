@@ -79,18 +79,27 @@ def test_vecadd_and_clock_chase_on_qv100(sim, programs, tmp_path: Path) -> None:
     assert all(c > 0 for _, c in kernels)
 
 
-def test_card_by_path_runs_like_the_name(sim, programs, tmp_path: Path) -> None:
+def test_card_by_path_runs_like_the_name_through_the_cli(sim, programs, tmp_path: Path,
+                                                          capsys) -> None:
+    from hilsim.analyzer.cli import main
     from hilsim.simmodel.gpgpusim.run import run_program
 
     cfg = sim.configs_dir / "SM7_QV100" / "gpgpusim.config"
-    mine = tmp_path / "mycard.config"
+    mine = tmp_path / "mycard.config"  # a card nobody shipped: any path to a config
     mine.write_text(cfg.read_text())
-    by_path = run_program([programs["vecadd_chase"], "256"], mine, tmp_path / "a",
-                          options=ONE_SM, build=sim)
     by_name = run_program([programs["vecadd_chase"], "256"], "SM7_QV100", tmp_path / "b",
                           options=ONE_SM, build=sim)
-    cycles = [re.findall(r"^gpu_sim_cycle = (\d+)", r.stdout, re.M) for r in (by_path, by_name)]
-    assert cycles[0] == cycles[1] and len(cycles[0]) == 2
+    code = main(["gpgpusim", "run", "--card", str(mine), "-O", "-gpgpu_n_clusters=1",
+                 "-O", "gpgpu_perf_sim_memcpy=0", "--run-dir", str(tmp_path / "a"),
+                 "--timeout", "300", "--", str(programs["vecadd_chase"]), "256"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    printed = [(ln.split()[-1], int(ln.split()[0].replace(",", "")))
+               for ln in out.splitlines() if " cycles  " in ln]
+    assert printed == by_name.kernel_cycles() and len(printed) == 2
+    assert f"log {tmp_path / 'a' / 'sim.log'}" in out
+    main(["gpgpusim", "cards"])
+    assert "SM7_QV100" in capsys.readouterr().out
 
 
 def test_simulator_abort_is_one_line_with_the_log(sim, programs, tmp_path: Path) -> None:
