@@ -24,5 +24,7 @@ def test_why_failed_picks_the_telling_line() -> None:
     head = text[: text.index("kernel_name = _Z5chasePKjiPj")]
     log = head + "GPGPU-Sim PTX: ERROR ** unknown special register\nsome trailing line\n"
     assert why_failed(log) == "GPGPU-Sim PTX: ERROR ** unknown special register"
-    assert why_failed("") == "(empty log)"
-    assert why_failed("just\nlines\n") == "lines"
+    assert why_failed("") == "empty log"
+    assert why_failed("just\nlines\n") == "last line: lines"
+    # a program named like an error word is not the reason
+    assert why_failed("Parsing clock64_abort.1.sm_70.ptx\nbind\n") == "last line: bind"

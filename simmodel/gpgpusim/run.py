@@ -31,8 +31,8 @@ from hilsim.simmodel.gpgpusim.cards import CardConfig, card_config
 LOG_NAME = "sim.log"
 # a line of the log that says why the simulator stopped
 _WHY = re.compile(
-    r"(ERROR|Error|error:|abort|Assertion|not implemented|Segmentation|terminate called"
-    r"|GPGPU-Sim PTX: Execution error|cudaError|failed)"
+    r"(\bERROR\b|\bError\b|\berror:|\babort(ed)?\b|Assertion|not implemented|Segmentation"
+    r"|terminate called|Execution error|cudaError|\bfailed\b)"
 )
 
 
@@ -74,12 +74,22 @@ def kernel_cycles(log_text: str) -> list[tuple[str, int]]:
 
 
 def why_failed(log_text: str) -> str:
-    """The last line of a log that says what went wrong, else its last non-empty line."""
+    """The last of a log's final 50 lines that says what went wrong, else its last line."""
     lines = [ln.strip() for ln in log_text.splitlines() if ln.strip()]
-    for ln in reversed(lines[-200:]):
+    for ln in reversed(lines[-50:]):
         if _WHY.search(ln):
             return ln[:200]
-    return lines[-1][:200] if lines else "(empty log)"
+    return f"last line: {lines[-1][:200]}" if lines else "empty log"
+
+
+def _clock64_hint(run_dir: Path) -> str:
+    """Why a SIGABRT probably happened: the PTX reads %clock64 (clock(), clock64())."""
+    for ptx in run_dir.glob("*.ptx"):
+        with contextlib.suppress(OSError):
+            if "%clock64" in ptx.read_text(errors="replace"):
+                return (f"{ptx.name} reads %clock64 (clock()/clock64()), which GPGPU-Sim "
+                        "aborts on: read %clock with inline PTX; ")
+    return ""
 
 
 def _program(argv0: str) -> str:
@@ -162,8 +172,10 @@ def run_program(
     wall = time.monotonic() - started
     text = log.read_text(encoding="utf-8", errors="replace")
     if rc < 0:
+        hint = _clock64_hint(run) if rc == -signal.SIGABRT else ""
         raise HilsimError(
-            f"{what}: simulator killed by {_signal_name(rc)} ({why_failed(text)}): log {log}"
+            f"{what}: simulator killed by {_signal_name(rc)} ({hint}{why_failed(text)}): "
+            f"log {log}"
         )
     if rc != 0:
         raise HilsimError(f"{what}: exit {rc} ({why_failed(text)}): log {log}")
