@@ -119,12 +119,15 @@ def run_program(
     options: Mapping[str, Any] | None = None,
     timeout_s: float = 600,
     build: SimBuild | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> SimRun:
     """Run ``argv`` on the simulated ``card`` in ``run_dir``; return the finished run.
 
     ``options`` override the card's (e.g. ``{"-gpgpu_n_clusters": "1",
-    "-gpgpu_perf_sim_memcpy": "0"}``). Raises one-line :class:`HilsimError` on a missing
-    build, a timeout (the process group is killed), a crash, an abort or a non-zero exit.
+    "-gpgpu_perf_sim_memcpy": "0"}``); ``env`` adds variables for the program (the
+    simulator's own, from :meth:`SimBuild.env`, win). Raises one-line
+    :class:`HilsimError` on a missing build, a timeout (the process group is killed), a
+    crash, an abort or a non-zero exit.
     """
     if not argv:
         raise HilsimError("gpgpusim run: no program given")
@@ -151,7 +154,7 @@ def run_program(
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            env=build.env(),
+            env=build.env({**os.environ, **(env or {})}),
             start_new_session=True,
         )
         try:
