@@ -17,6 +17,11 @@ import numpy as np
 from hilsim.analyzer.errors import HilsimError
 
 
+#: Options the suite passes to CuPy's ``RawModule`` (CuPy adds ``-ftz=true``, ``-arch=sm_XX``,
+#: ``--device-as-default-execution-space``: see :func:`hilsim.microbench.sass.cupy_options`).
+NVRTC_OPTIONS: tuple[str, ...] = ("--std=c++14",)
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0]
@@ -235,7 +240,7 @@ class Context:
             from hilsim.microbench.sources import all_sources  # noqa: PLC0415
 
             code = all_sources()[name]
-            self._modules[name] = self.cp.RawModule(code=code, options=("--std=c++14",))
+            self._modules[name] = self.cp.RawModule(code=code, options=NVRTC_OPTIONS)
         return self._modules[name]
 
     def kernel(self, module: str, name: str) -> Any:

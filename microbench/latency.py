@@ -8,12 +8,14 @@ level: ``ld.global.ca`` (cache in L1 and L2), ``ld.global.cg`` (L2 only, bypass 
 
 Timing: ``clock64()`` inside the kernel around the timed steps; an empty interval
 (two back-to-back ``clock64()`` reads) is measured in the same launch and subtracted
-(the clock-read overhead). Loop bookkeeping is independent of the chain and hides
-under the load latency.
+(the clock-read overhead). The timed loop holds nothing but the chain and the loop
+counter, which is independent of it (checked in SASS by ``tests/test_microbench_sass.py``:
+no instruction but the next chain load waits on a chain load; an accumulate there put
+an add-with-carry on the dependent path, +2.5 to +3.25 cycles per load).
 
 Self-validation: the chain is one cycle through all N nodes and the timed steps are
-a whole number k of laps, so the final pointer must equal the start and the sum of
-all visited addresses must equal k x the sum of all node addresses.
+a whole number k of laps, so the final pointer must equal the start; the sum of the
+addresses visited in an untimed lap must equal the sum of all node addresses.
 
 DRAM and the TLB: ``latency.dram`` places nodes 4 KiB apart in sequential order over
 a footprint >= 4 x L2, so every step misses L2 while 512 consecutive steps share
@@ -47,16 +49,16 @@ extern "C" __global__ void chase_{op}(const unsigned long long* __restrict__ sta
 {{
     if (threadIdx.x != 0 || blockIdx.x != 0) return;
     unsigned long long p = (unsigned long long)start;
-    for (long long i = 0; i < warm; ++i) {{
-        asm volatile("ld.global.{op}.u64 %0, [%0];" : "+l"(p));
-    }}
     unsigned long long sum = 0;
+    for (long long i = 0; i < warm; ++i) {{   // untimed: the checksum lap(s)
+        asm volatile("ld.global.{op}.u64 %0, [%0];" : "+l"(p));
+        sum += p;
+    }}
     long long t0 = clock64();
     long long t1 = clock64();
 #pragma unroll 4
-    for (long long i = 0; i < iters; ++i) {{
+    for (long long i = 0; i < iters; ++i) {{  // timed: nothing but the chain
         asm volatile("ld.global.{op}.u64 %0, [%0];" : "+l"(p));
-        sum += p;
     }}
     long long t2 = clock64();
     out[0] = p;
@@ -79,16 +81,16 @@ extern "C" __global__ void chase_shared(const unsigned int* __restrict__ next, i
     for (int i = 0; i < n; ++i) s[i] = base + 4u * next[i];
     asm volatile("" ::: "memory");
     unsigned int p = base;
-    for (int i = 0; i < n; ++i) {
-        asm volatile("ld.shared.u32 %0, [%0];" : "+r"(p) :: "memory");
-    }
     unsigned long long sum = 0;
+    for (int i = 0; i < n; ++i) {   // untimed: the checksum lap
+        asm volatile("ld.shared.u32 %0, [%0];" : "+r"(p) :: "memory");
+        sum += p;
+    }
     long long t0 = clock64();
     long long t1 = clock64();
 #pragma unroll 4
-    for (long long i = 0; i < iters; ++i) {
+    for (long long i = 0; i < iters; ++i) {   // timed: nothing but the chain
         asm volatile("ld.shared.u32 %0, [%0];" : "+r"(p));
-        sum += p;
     }
     long long t2 = clock64();
     out[0] = p;
@@ -137,16 +139,25 @@ class _Chain:
         self.stride = stride
 
     def run(self, ctx: Any, op: str, warm_laps: int, laps: int) -> tuple[float, bool, str]:
-        """One launch: (cycles per step after overhead, valid, note)."""
+        """One launch: (cycles per step after overhead, valid, note).
+
+        The timed loop is a pure chain (review S1-1: an accumulate in it sits on the
+        dependent-load path); the checksum is taken over the untimed warm laps, so a
+        launch without them validates only ``end == start`` (see :meth:`validate`).
+        """
         cp = ctx.cp
         out = cp.zeros(4, dtype=cp.uint64)
         kern = ctx.kernel("latency.chase", f"chase_{op}")
         iters = laps * self.n
         kern((1,), (1,), (self.buf, np.int64(warm_laps * self.n), np.int64(iters), out))
         end, total, cycles, overhead = (int(v) for v in out.get())
-        ok = end == self.start and total == (laps * self.node_sum) & _MASK64
+        ok = end == self.start and total == (warm_laps * self.node_sum) & _MASK64
         note = "" if ok else "chase did not visit every node exactly once per lap"
-        return (cycles - overhead) / iters, ok, note
+        return ((cycles - overhead) / iters if iters else math.nan), ok, note
+
+    def validate(self, ctx: Any, op: str) -> bool:
+        """One untimed checksum lap (no timed steps): the chain is one cycle through all nodes."""
+        return self.run(ctx, op, 1, 0)[1]
 
 
 def _laps_for(n: int, min_steps: int) -> int:
@@ -182,6 +193,9 @@ def chase_latency(
         warm = False
         l2 = int(ctx.facts.get("l2_cache_bytes") or (4 << 20))
         flush = ctx.cp.empty(2 * l2 // 4 + 1024, dtype=ctx.cp.uint32)
+
+    if not chain.validate(ctx, op):
+        failures.append("chase did not visit every node exactly once per lap")
 
     def once() -> float:
         if flush is not None:
@@ -222,7 +236,7 @@ def shared_latency(ctx: Any, n: int = 256, min_steps: int = 16384) -> Measuremen
         out = cp.zeros(5, dtype=cp.uint64)
         kern((1,), (32,), (d_next, np.int32(n), np.int64(iters), out), shared_mem=4 * n)
         end, total, cycles, overhead, base = (int(v) for v in out.get())
-        expect = laps * (n * base + 4 * (n * (n - 1) // 2))
+        expect = n * base + 4 * (n * (n - 1) // 2)  # the untimed warm lap's checksum
         if end != base or total != expect & _MASK64:
             failures.append("shared chase did not visit every node exactly once per lap")
         return (cycles - overhead) / iters

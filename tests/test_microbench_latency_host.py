@@ -34,11 +34,11 @@ def make_ctx():
     def chase(grid, block, args):
         buf, warm, iters, out = args
         p, total = BASE, 0
-        for _ in range(int(warm)):
-            p = int(buf[(p - BASE) // 8])
-        for _ in range(int(iters)):
+        for _ in range(int(warm)):  # the kernel's untimed checksum laps
             p = int(buf[(p - BASE) // 8])
             total = (total + p) % (1 << 64)
+        for _ in range(int(iters)):  # the timed pure chain
+            p = int(buf[(p - BASE) // 8])
         out[:] = [p, total, 40 * int(iters) + 5, 5]  # 40 cycles per load, 5 overhead
 
     ctx = types.SimpleNamespace(
@@ -70,4 +70,24 @@ def test_broken_chain_is_reported_invalid(monkeypatch) -> None:
 
     monkeypatch.setattr(latency, "single_cycle", two_cycles)
     m = latency.chase_latency(ctx, "latency.test", "ca", 8192, 64, random_order=False)
+    assert not m.valid and "every node" in m.note
+
+
+def test_cold_chase_is_validated_by_an_untimed_lap(monkeypatch) -> None:
+    """A flushed (cold, no warm lap) chase still checks the chain: one extra launch with a
+    checksum lap and no timed steps (the timed loop carries no checksum, review S1-1)."""
+    ctx = make_ctx()
+    ctx.facts["l2_cache_bytes"] = 1024
+    ctx.cp.empty = lambda n, dtype: np.zeros(n, dtype=dtype).view(FakeArray)
+    ctx.cp.uint32 = np.uint32
+    original = latency.single_cycle
+
+    def two_cycles(n, rng):
+        nxt = original(n, None)
+        nxt[n // 2 - 1] = 0
+        return nxt
+
+    monkeypatch.setattr(latency, "single_cycle", two_cycles)
+    m = latency.chase_latency(ctx, "dram", "cg", 8192, 64, random_order=False, warm=False,
+                              flush_l2=True)
     assert not m.valid and "every node" in m.note
