@@ -138,6 +138,15 @@ MMA_SOURCE = (
 #define MMA(d, a, b) do { } while (0)
 #endif
 
+// independent accumulator chains per warp: m8n8k4 (sm_70) keeps 8 f32 accumulators per
+// thread and chain, and 4 chains take 44 registers (5 of the 8 launched blocks resident);
+// 2 chains keep it at <= 32 so the whole grid is resident (tests/test_microbench_sass.py)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 750
+#define MMA_CHAINS 2
+#else
+#define MMA_CHAINS 4
+#endif
+
 extern "C" __global__ void mma_tput(unsigned int av, int n, float magic,
                                     float* __restrict__ out, long long* __restrict__ rec,
                                     int* __restrict__ flops_per_mma)
@@ -150,8 +159,11 @@ extern "C" __global__ void mma_tput(unsigned int av, int n, float magic,
     long long t0 = clock64();
     for (int i = 0; i < n; ++i) {
 #pragma unroll
-        for (int k = 0; k < 4; ++k) {
-            MMA(d0, a, b); MMA(d1, a, b); MMA(d2, a, b); MMA(d3, a, b);
+        for (int k = 0; k < 16 / MMA_CHAINS; ++k) {
+            MMA(d0, a, b); MMA(d1, a, b);
+#if MMA_CHAINS == 4
+            MMA(d2, a, b); MMA(d3, a, b);
+#endif
         }
     }
     __syncthreads();
