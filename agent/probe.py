@@ -20,9 +20,13 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def nvml_facts(index: int = 0) -> dict[str, Any]:
-    """Facts NVML knows about GPU ``index``. Raises ImportError / RuntimeError."""
+def nvml_facts(index: int = 0, pci_bus_id: str | None = None) -> dict[str, Any]:
+    """Facts NVML knows about CUDA device ``index`` (matched by ``pci_bus_id`` when CUDA
+    gave one: NVML's own index order is PCI order, review S2-7). Raises ImportError /
+    RuntimeError."""
     import pynvml  # lazy: GPU extra
+
+    from hilsim.microbench._gpu import nvml_handle
 
     try:
         pynvml.nvmlInit()
@@ -32,9 +36,9 @@ def nvml_facts(index: int = 0) -> dict[str, Any]:
         count = pynvml.nvmlDeviceGetCount()
         if count == 0:
             raise RuntimeError("NVML sees no NVIDIA GPU")
-        if not 0 <= index < count:
+        if pci_bus_id is None and not 0 <= index < count:
             raise RuntimeError(f"no GPU {index} (NVML sees {count})")
-        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        handle = nvml_handle(pynvml, pci_bus_id, index)
         facts: dict[str, Any] = {
             "index": index,
             "name": _text(pynvml.nvmlDeviceGetName(handle)),
@@ -119,6 +123,10 @@ def cuda_facts(index: int = 0) -> dict[str, Any]:
         "cuda_driver_version": _cuda_version(driver_version),
         "cupy_version": cupy.__version__,
     }
+    try:
+        facts["pci_bus_id"] = _text(runtime.deviceGetPCIBusId(index))
+    except Exception:  # noqa: BLE001 - optional: NVML then falls back to its index
+        facts["pci_bus_id"] = None
     # kHz. CUDA 13 removed clockRate/memoryClockRate from cudaDeviceProp; CuPy 14 still
     # fills the keys from cudaDeviceGetAttribute, other builds may leave them out: ask
     # the attribute directly then (NVML's clocks win in probe_device anyway)
@@ -153,9 +161,17 @@ def probe_device(index: int = 0, tools: bool = True) -> dict[str, Any]:
     sources: list[str] = []
     problems: list[str] = []
     missing: list[str] = []
+    pci: dict[str, Any] = {}
+
+    def cuda(i: int) -> dict[str, Any]:
+        got = cuda_facts(i)
+        pci["bus"] = got.get("pci_bus_id")
+        return got
+
+    # CUDA first: its PCI bus id picks NVML's handle of the same GPU
     for label, package, getter in (
-        ("nvml", "nvidia-ml-py (pynvml)", nvml_facts),
-        ("cuda", "cupy", cuda_facts),
+        ("cuda", "cupy", cuda),
+        ("nvml", "nvidia-ml-py (pynvml)", lambda i: nvml_facts(i, pci.get("bus"))),
     ):
         try:
             got = getter(index)
@@ -167,7 +183,8 @@ def probe_device(index: int = 0, tools: bool = True) -> dict[str, Any]:
             continue
         sources.append(label)
         for key, value in got.items():
-            facts.setdefault(key, value)  # NVML wins where both answer (clocks, UUID text)
+            if label == "nvml" or key not in facts:  # NVML wins where both answer
+                facts[key] = value
     if not sources:
         if len(missing) == 2:
             raise HilsimError(

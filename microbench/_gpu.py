@@ -61,6 +61,21 @@ def _decode(value: Any) -> Any:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
+def nvml_handle(pynvml: Any, pci_bus_id: str | None, device: int) -> Any:
+    """NVML's handle of the GPU CUDA calls ``device``: matched by PCI bus id (NVML counts
+    in PCI order, CUDA fastest first and after ``CUDA_VISIBLE_DEVICES``), by index only
+    when the bus id is unknown."""
+    candidates = [pci_bus_id] if pci_bus_id else []
+    if pci_bus_id and len(pci_bus_id.split(":")[0]) == 4:
+        candidates.append("0000" + pci_bus_id)  # NVML's 8-digit domain form
+    for pci in candidates:
+        try:
+            return pynvml.nvmlDeviceGetHandleByPciBusId(pci)
+        except Exception:  # noqa: S112  (try the other spelling)
+            continue
+    return pynvml.nvmlDeviceGetHandleByIndex(device)
+
+
 def _nvml_facts(pci_bus_id: str | None, device: int) -> dict[str, Any]:
     """Clocks and bus width from NVML (optional: missing pynvml gives ``{}``)."""
     try:
@@ -73,18 +88,7 @@ def _nvml_facts(pci_bus_id: str | None, device: int) -> dict[str, Any]:
     except Exception as exc:
         return {"nvml_error": _first_line(exc)}
     try:
-        handle = None
-        candidates = [pci_bus_id] if pci_bus_id else []
-        if pci_bus_id and len(pci_bus_id.split(":")[0]) == 4:
-            candidates.append("0000" + pci_bus_id)  # NVML's 8-digit domain form
-        for pci in candidates:
-            try:
-                handle = pynvml.nvmlDeviceGetHandleByPciBusId(pci)
-                break
-            except Exception:
-                handle = None
-        if handle is None:  # CUDA and NVML order agree unless CUDA_VISIBLE_DEVICES reorders
-            handle = pynvml.nvmlDeviceGetHandleByIndex(device)
+        handle = nvml_handle(pynvml, pci_bus_id, device)
         sm, mem = pynvml.NVML_CLOCK_SM, pynvml.NVML_CLOCK_MEM
         calls: dict[str, Callable[[], Any]] = {
             "nvml_name": lambda: _decode(pynvml.nvmlDeviceGetName(handle)),

@@ -123,3 +123,59 @@ SUITE_ONLY: frozenset[str] = frozenset(
 def unit_of(name: str) -> str:
     """The declared unit of measurement ``name`` (``KeyError`` if unknown)."""
     return MEASUREMENTS[name].unit
+
+
+# --- device facts ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class DeviceFact:
+    """One device-query fact: the timing field it sets, the scale to that field's unit,
+    and every key it is written under (cudaDeviceProp, ``agent probe``, the microbench
+    suite's ``device_facts``, Accel-Sim's deviceQuery labels as the tuner reads them)."""
+
+    field: str
+    scale: float
+    keys: tuple[str, ...]
+
+
+#: The one table of device-fact names (review S1-3): ``agent/probe.py`` and
+#: ``microbench/_gpu.py`` write these keys, ``simmodel/tuner.py`` reads them; the first key
+#: present wins. ``tests/test_tune_device_facts.py`` fails on any key a writer emits
+#: that is neither here nor in :data:`RECORDED_FACTS`.
+DEVICE_FACTS: tuple[DeviceFact, ...] = (
+    DeviceFact("core.sm_count", 1, ("multiProcessorCount", "sm_count")),
+    DeviceFact("core.boost_clock_mhz", 1e-3, ("clockRate",)),
+    DeviceFact("core.boost_clock_mhz", 1, ("max_sm_clock_mhz", "clock_rate_mhz", "max_clock_mhz")),
+    DeviceFact("core.warp_size", 1, ("warpSize", "warp_size")),
+    DeviceFact("core.max_threads_per_sm", 1, ("maxThreadsPerMultiProcessor", "max_threads_per_sm")),
+    DeviceFact("core.max_ctas_per_sm", 1, ("maxBlocksPerMultiProcessor", "max_blocks_per_sm")),
+    DeviceFact("core.registers_per_sm", 1,
+               ("regsPerMultiprocessor", "regs_per_sm", "registers_per_sm")),
+    DeviceFact("core.registers_per_block", 1,
+               ("regsPerBlock", "regs_per_block", "registers_per_block")),
+    DeviceFact("core.shared_mem_per_sm", 1,
+               ("sharedMemPerMultiprocessor", "shared_mem_per_sm_bytes", "shared_mem_per_sm")),
+    DeviceFact("core.shared_mem_per_block", 1,
+               ("sharedMemPerBlock", "shared_mem_per_block_bytes", "shared_mem_per_block")),
+    DeviceFact("l2.capacity_bytes", 1, ("l2CacheSize", "l2_cache_bytes", "l2_bytes")),
+    DeviceFact("dram.clock_mhz", 1e-3, ("memoryClockRate",)),
+    DeviceFact("dram.clock_mhz", 1, ("max_mem_clock_mhz", "memory_clock_mhz")),
+    DeviceFact("dram.bus_width_bits", 1,
+               ("memoryBusWidth", "memory_bus_width_bits", "bus_width_bits")),
+    DeviceFact("dram.capacity_bytes", 1, ("totalGlobalMem", "total_memory_bytes", "memory_bytes")),
+    DeviceFact("dram.type", 1, ("memory_type", "memoryType")),
+)
+
+#: keys the writers record for the manifest and reports that set no timing field
+#: (``compute_capability``/``major``/``minor`` are read by the tuner separately)
+RECORDED_FACTS: frozenset[str] = frozenset({
+    "index", "name", "nvml_name", "uuid", "pci_bus_id", "compute_capability", "cc_major",
+    "cc_minor", "major", "minor", "max_threads_per_block", "cupy_version",
+    "cuda_runtime_version", "cuda_driver_version", "cuda_runtime", "driver", "driver_version",
+    "devices_visible", "sm_clock_mhz", "mem_clock_mhz", "sm_clock_mhz_idle", "peak_dram_gbs",
+    "nvml_error", "sources", "missing_packages", "tools", "extra", "clocks_locked",
+})
+
+
+def known_fact_keys() -> frozenset[str]:
+    """Every device-fact key the tuner reads or knowingly skips."""
+    return frozenset(k for f in DEVICE_FACTS for k in f.keys) | RECORDED_FACTS

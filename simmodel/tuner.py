@@ -203,34 +203,12 @@ def read_device_facts(path: str | os.PathLike[str]) -> dict[str, Any]:
     return data
 
 
-# facts key -> (timing field, scale); cudaDeviceProp names first, hilsim names second
-_FACTS: list[tuple[tuple[str, ...], str, float]] = [
-    (("multiProcessorCount", "sm_count"), "core.sm_count", 1),
-    (("clockRate",), "core.boost_clock_mhz", 1e-3),
-    (("clock_rate_mhz", "max_clock_mhz"), "core.boost_clock_mhz", 1),
-    (("warpSize", "warp_size"), "core.warp_size", 1),
-    (("maxThreadsPerMultiProcessor", "max_threads_per_sm"), "core.max_threads_per_sm", 1),
-    (("maxBlocksPerMultiProcessor", "max_blocks_per_sm"), "core.max_ctas_per_sm", 1),
-    (("regsPerMultiprocessor", "registers_per_sm"), "core.registers_per_sm", 1),
-    (("regsPerBlock", "registers_per_block"), "core.registers_per_block", 1),
-    (("sharedMemPerMultiprocessor", "shared_mem_per_sm"), "core.shared_mem_per_sm", 1),
-    (("sharedMemPerBlock", "shared_mem_per_block"), "core.shared_mem_per_block", 1),
-    (("l2CacheSize", "l2_cache_bytes"), "l2.capacity_bytes", 1),
-    (("memoryClockRate",), "dram.clock_mhz", 1e-3),
-    (("memory_clock_mhz",), "dram.clock_mhz", 1),
-    (("memoryBusWidth", "memory_bus_width_bits"), "dram.bus_width_bits", 1),
-    (("totalGlobalMem", "total_memory_bytes"), "dram.capacity_bytes", 1),
-    (("memory_type", "memoryType"), "dram.type", 1),
-]
-
 _MEASURED: dict[str, str] = {
     mn.L1_HIT_LATENCY: "l1.hit_latency_cycles",
     mn.L2_HIT_LATENCY: "l2.hit_latency_cycles",
     mn.DRAM_LATENCY: "dram.latency_cycles",
     mn.SHARED_LATENCY: "shared.latency_cycles",
     mn.ATOMIC_LATENCY: "core.atomic_latency_cycles",
-    mn.L1_CAPACITY_BYTES: "l1.capacity_bytes",
-    mn.L2_CAPACITY_BYTES: "l2.capacity_bytes",
     mn.L1_LINE_BYTES: "l1.line_bytes",
     mn.L1_SECTOR_BYTES: "l1.sector_bytes",
     mn.L2_LINE_BYTES: "l2.line_bytes",
@@ -273,8 +251,9 @@ def _put(
 
 def apply_device_facts(cfg: TimingConfig, facts: dict[str, Any], where: str) -> TimingConfig:
     """Overlay device-query facts (cudaDeviceProp or hilsim names)."""
-    for keys, dotted, scale in _FACTS:
-        for key in keys:
+    for fact in mn.DEVICE_FACTS:
+        dotted, scale = fact.field, fact.scale
+        for key in fact.keys:
             if key in facts and facts[key] not in (None, ""):
                 raw = facts[key]
                 try:
@@ -325,6 +304,37 @@ def apply_measurements(cfg: TimingConfig, rows: list[Measurement]) -> TimingConf
                 f"{r.detail} x core clock {clock.value:g} MHz",
             )
     return cfg
+
+
+def capacity_checks(cfg: TimingConfig, rows: list[Measurement]) -> list[str]:
+    """Check the queried cache sizes against the footprint sweep; never replace them.
+
+    The sweep's capacities are lower bounds on a 2^(1/4) grid (up to 19% below the true
+    size, and never a round number), so the device-query L2 and the unified L1+shared
+    size (Accel-Sim's ``l1_config`` ``L1_SIZE``) win (review S1-2); the measured values
+    only raise a note when they contradict them.
+    """
+    notes: list[str] = []
+    by_name = {r.name: r for r in rows}
+    l2, l1 = cfg.get("l2.capacity_bytes"), cfg.get("l1.capacity_bytes")
+    m2 = by_name.get(mn.L2_CAPACITY_BYTES)
+    if m2 is not None and l2 is not None and m2.value:
+        q = float(l2.value)
+        if not q / 1.25 <= float(m2.value) <= q * 1.02:
+            notes.append(
+                f"L2: the footprint sweep's plateau ends at {m2.value:.0f} B, the "
+                f"{l2.source.kind} size is {q:.0f} B (expected within [size/1.25, size]): "
+                "check the sweep (kept the queried size)"
+            )
+        if l2.source.kind == "preset":
+            notes.append(f"L2 size from the preset ({q:.0f} B): no device query was given")
+    m1 = by_name.get(mn.L1_CAPACITY_BYTES)
+    if m1 is not None and l1 is not None and m1.value and float(m1.value) > float(l1.value):
+        notes.append(
+            f"L1: the sweep sees {m1.value:.0f} B of L1, more than the unified L1+shared "
+            f"size {float(l1.value):.0f} B: check the preset or the sweep (kept {l1.value})"
+        )
+    return notes
 
 
 def apply_ubench_output(cfg: TimingConfig, out: UbenchOutput) -> TimingConfig:
@@ -911,6 +921,7 @@ def tune(
         )
     cfg.validate(f"tuned timing for {cfg.name}")
     result = TuneResult(cfg, preset, reason, convention)
+    result.notes.extend(capacity_checks(cfg, measurements or []))
     if str(cc or preset.compute_capability) != preset.compute_capability:
         result.notes.append(
             f"preset {preset.name} is sm_{preset.compute_capability}, device is "

@@ -36,20 +36,20 @@ def test_probe_without_pynvml_and_cupy_is_one_line(monkeypatch, capsys, tmp_path
 def test_probe_merges_nvml_and_cuda(monkeypatch, tmp_path, capsys):
     from hilsim.agent import probe
 
-    monkeypatch.setattr(probe, "nvml_facts", lambda i: {"name": "NVIDIA H100", "uuid": "GPU-1",
+    monkeypatch.setattr(probe, "nvml_facts", lambda i, pci=None: {"name": "NVIDIA H100", "uuid": "GPU-1",
                                                         "max_sm_clock_mhz": 1980})
     monkeypatch.setattr(probe, "cuda_facts", lambda i: {"name": "H100", "sm_count": 132,
                                                         "l2_bytes": 52428800,
                                                         "max_sm_clock_mhz": 1755.0})
     facts = probe.probe_device(0, tools=False)
     assert facts["name"] == "NVIDIA H100" and facts["sm_count"] == 132
-    assert facts["max_sm_clock_mhz"] == 1980 and facts["sources"] == ["nvml", "cuda"]
+    assert facts["max_sm_clock_mhz"] == 1980 and facts["sources"] == ["cuda", "nvml"]
 
 
 def test_probe_no_gpu(monkeypatch):
     from hilsim.agent import probe
 
-    def fail(i):
+    def fail(i, pci=None):
         raise RuntimeError("NVML could not start (Driver Not Loaded): no NVIDIA driver or GPU")
 
     def missing(i):

@@ -1,0 +1,131 @@
+"""Device facts round trip: what ``agent probe`` and the microbench suite write is what the
+tuner reads (review S1-3), and the probe does not merge two GPUs (review S2-7).
+
+CuPy and NVML are replaced by stand-ins answering as an H100 PCIe does (114 SMs, 50 MiB
+L2, HBM2e at 1593 MHz, 5120-bit bus), the card the review showed getting the SXM's
+memory clock.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+from hilsim.agent import probe
+from hilsim.microbench import _gpu
+from hilsim.simmodel import measurement_names as mn
+from hilsim.simmodel.tuner import tune
+
+
+class _Runtime:
+    cudaDevAttrClockRate = 13
+    cudaDevAttrMemoryClockRate = 36
+    cudaDevAttrGlobalMemoryBusWidth = 37
+
+    class CUDARuntimeError(RuntimeError):
+        pass
+
+    getDeviceCount = staticmethod(lambda: 1)
+    runtimeGetVersion = staticmethod(lambda: 12080)
+    driverGetVersion = staticmethod(lambda: 13000)
+    deviceGetPCIBusId = staticmethod(lambda index: "0000:C1:00.0")
+
+    @staticmethod
+    def getDeviceProperties(index: int) -> dict:
+        return {
+            "name": b"NVIDIA H100 PCIe", "major": 9, "minor": 0,
+            "multiProcessorCount": 114, "l2CacheSize": 50 << 20,
+            "totalGlobalMem": 85 << 30, "sharedMemPerBlock": 48 << 10,
+            "sharedMemPerMultiprocessor": 228 << 10, "regsPerMultiprocessor": 65536,
+            "regsPerBlock": 65536, "maxBlocksPerMultiProcessor": 32,
+            "maxThreadsPerMultiProcessor": 2048, "warpSize": 32, "maxThreadsPerBlock": 1024,
+            "clockRate": 1755000, "memoryClockRate": 1593000, "memoryBusWidth": 5120,
+            "pciBusID": 0xC1, "pciDomainID": 0,
+        }
+
+    deviceGetAttribute = staticmethod(lambda attr, index: 0)
+
+
+def _fake_cupy():
+    return types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=_Runtime),
+                                 __version__="14.2.0")
+
+
+class _NVMLError(Exception):
+    pass
+
+
+def _fake_pynvml(gpus: list[dict]):
+    """NVML over ``gpus`` (PCI order): each {name, uuid, bus, sm, mem}."""
+    handles = {i: g for i, g in enumerate(gpus)}
+    by_bus = {g["bus"]: g for g in gpus}
+
+    def by_pci(bus):
+        key = bus.upper()
+        if key not in by_bus:
+            raise _NVMLError("not found")
+        return by_bus[key]
+
+    return types.SimpleNamespace(
+        NVMLError=_NVMLError, NVML_CLOCK_SM=0, NVML_CLOCK_MEM=1,
+        nvmlInit=lambda: None, nvmlShutdown=lambda: None,
+        nvmlDeviceGetCount=lambda: len(gpus),
+        nvmlDeviceGetHandleByIndex=lambda i: handles[i],
+        nvmlDeviceGetHandleByPciBusId=by_pci,
+        nvmlDeviceGetName=lambda h: h["name"], nvmlDeviceGetUUID=lambda h: h["uuid"],
+        nvmlSystemGetDriverVersion=lambda: "580.65.06",
+        nvmlDeviceGetMemoryInfo=lambda h: types.SimpleNamespace(total=85 << 30),
+        nvmlDeviceGetMaxClockInfo=lambda h, c: h["sm"] if c == 0 else h["mem"],
+        nvmlDeviceGetClockInfo=lambda h, c: 345 if c == 0 else h["mem"],
+        nvmlDeviceGetMemoryBusWidth=lambda h: 5120,
+        nvmlDeviceGetCudaComputeCapability=lambda h: (9, 0),
+        nvmlSystemGetCudaDriverVersion=lambda: 13000,
+        nvmlDeviceGetPciInfo=lambda h: types.SimpleNamespace(busId=h["bus"]),
+    )
+
+
+H100_PCIE = {"name": "NVIDIA H100 PCIe", "uuid": "GPU-pcie", "bus": "00000000:C1:00.0",
+             "sm": 1755, "mem": 1593}
+OTHER = {"name": "NVIDIA A100-SXM4-40GB", "uuid": "GPU-a100", "bus": "00000000:07:00.0",
+         "sm": 1410, "mem": 1215}
+
+
+@pytest.fixture()
+def gpu(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", _fake_cupy())
+    monkeypatch.setitem(sys.modules, "pynvml", _fake_pynvml([OTHER, H100_PCIE]))
+
+
+def _written(gpu_facts: dict) -> set[str]:
+    return set(gpu_facts)
+
+
+def test_every_key_written_is_known_to_the_tuner(gpu) -> None:
+    """A key the probe or the suite writes must be in the one table: tuned, or recorded."""
+    keys = _written(_gpu.device_facts(0)) | _written(probe.probe_device(0, tools=False))
+    unknown = keys - mn.known_fact_keys()
+    assert not unknown, f"device facts the tuner does not read: {sorted(unknown)}"
+
+
+@pytest.mark.parametrize("writer", ["suite", "probe"])
+def test_every_tuned_fact_lands_as_device_query(gpu, writer) -> None:
+    facts = _gpu.device_facts(0) if writer == "suite" else probe.probe_device(0, tools=False)
+    cfg = tune(facts=facts, facts_where=writer).timing
+    missing = []
+    for fact in mn.DEVICE_FACTS:
+        if any(k in facts for k in fact.keys):
+            got = cfg.get(fact.field)
+            if got is None or got.source.kind != "device-query":
+                missing.append(fact.field)
+    assert not missing, missing
+    assert cfg.get("dram.clock_mhz").value == 1593  # not the SXM preset's 2619
+    assert cfg.get("l2.capacity_bytes").value == 50 << 20
+    assert cfg.get("core.sm_count").value == 114
+
+
+def test_probe_matches_nvml_to_cuda_by_pci_bus_id(gpu) -> None:
+    """CUDA device 0 is NVML's GPU 1 here: name, UUID and clocks come from that one."""
+    facts = probe.probe_device(0, tools=False)
+    assert facts["uuid"] == "GPU-pcie" and facts["max_mem_clock_mhz"] == 1593
+    assert facts["sm_count"] == 114
