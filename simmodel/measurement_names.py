@@ -98,7 +98,9 @@ MEASUREMENTS: dict[str, MeasurementSpec] = {
         MeasurementSpec(SFU_LATENCY, "cycles", "dependent fast sqrt chain"),
         MeasurementSpec(TENSOR_THROUGHPUT, "FMA/clk/SM", "dense FP16-in FP32-acc tensor FMAs"),
         MeasurementSpec(TENSOR_LATENCY, "cycles", "dependent 16x16x16 wmma (PTX) latency"),
-        MeasurementSpec(LAUNCH_LATENCY_US, "us", "one empty kernel, launch to completion"),
+        MeasurementSpec(LAUNCH_LATENCY_US, "us",
+                        "GPU-side start-to-start time of back-to-back empty kernels "
+                        "(%globaltimer), per launch"),
         MeasurementSpec(SM_CLOCK_MHZ, "MHz", "SM clock while the benchmarks ran"),
     )
 }
@@ -114,6 +116,7 @@ SUITE_ONLY: frozenset[str] = frozenset(
         "dram_write_bandwidth",
         "dram_latency_page_stride",
         "launch_back_to_back_us",
+        "launch_roundtrip_us",
         "atomic_throughput_distinct",
         "atomic_throughput_same",
     }

@@ -293,8 +293,8 @@ def apply_measurements(cfg: TimingConfig, rows: list[Measurement]) -> TimingConf
         cfg = _put(cfg, "dram.bandwidth_gbs", r.value, None, "measured", r.detail)
     if mn.LAUNCH_LATENCY_US in by_name:
         clock = cfg.get("core.core_clock_mhz")
-        if clock is not None:
-            r = by_name[mn.LAUNCH_LATENCY_US]
+        r = by_name[mn.LAUNCH_LATENCY_US]
+        if clock is not None and launch_latency_plausible(r.value * float(clock.value)):
             cfg = _put(
                 cfg,
                 "core.launch_latency_cycles",
@@ -304,6 +304,18 @@ def apply_measurements(cfg: TimingConfig, rows: list[Measurement]) -> TimingConf
                 f"{r.detail} x core clock {clock.value:g} MHz",
             )
     return cfg
+
+
+#: plausible ``-gpgpu_kernel_launch_latency`` (SM cycles): Accel-Sim's shipped configs use
+#: 5000 (QV100) and 7257 (TITAN V); a host round trip (15k-60k cycles) is not a launch
+#: latency (review S1-4)
+LAUNCH_LATENCY_CYCLES_RANGE = (500.0, 20000.0)
+
+
+def launch_latency_plausible(cycles: float) -> bool:
+    """Whether a launch latency in cycles is one the simulator should be given."""
+    lo, hi = LAUNCH_LATENCY_CYCLES_RANGE
+    return lo <= cycles <= hi
 
 
 def capacity_checks(cfg: TimingConfig, rows: list[Measurement]) -> list[str]:
@@ -922,6 +934,16 @@ def tune(
     cfg.validate(f"tuned timing for {cfg.name}")
     result = TuneResult(cfg, preset, reason, convention)
     result.notes.extend(capacity_checks(cfg, measurements or []))
+    launch = next((r for r in measurements or [] if r.name == mn.LAUNCH_LATENCY_US), None)
+    clock = cfg.get("core.core_clock_mhz")
+    if launch is not None and clock is not None:
+        cycles = launch.value * float(clock.value)
+        if not launch_latency_plausible(cycles):
+            lo, hi = LAUNCH_LATENCY_CYCLES_RANGE
+            result.notes.append(
+                f"launch latency {launch.value:g} us = {cycles:.0f} cycles is outside "
+                f"[{lo:.0f}, {hi:.0f}] (a host round trip?): kept the preset's value"
+            )
     if str(cc or preset.compute_capability) != preset.compute_capability:
         result.notes.append(
             f"preset {preset.name} is sm_{preset.compute_capability}, device is "
