@@ -23,7 +23,8 @@ class IncompleteRun(HilsimError):
 def agent() -> None:
     """Commands for the GPU host: device probe, microbenchmarks, two-level profiling.
 
-    Install the GPU extra there: pip install 'hilsim[gpu-cuda13]' (or gpu-cuda12).
+    Install the GPU extra there by compute capability: 'hilsim[gpu-cuda12]' below 7.5
+    (V100: CUDA 13 has no sm_70) or with a CUDA 12 driver, else 'hilsim[gpu-cuda13]'.
     """
 
 
@@ -69,6 +70,12 @@ def probe(device_index: int, output: Path, as_json: bool) -> None:
         tools.add_row(name, "yes" if tool.get("usable") else "no", tool.get("version") or "",
                       note)
     out.print(tools)
+    extra = facts.get("pip_extra")
+    if extra:
+        click.echo(
+            f"pip extra for this GPU (compute capability {facts.get('compute_capability')}, "
+            f"CUDA driver {facts.get('cuda_driver_version')}): pip install 'hilsim[{extra}]'"
+        )
     click.echo(f"saved {output}", err=True)
 
 

@@ -190,12 +190,19 @@ def probe_device(index: int = 0, tools: bool = True) -> dict[str, Any]:
             raise HilsimError(
                 "agent probe: neither nvidia-ml-py (pynvml) nor cupy is installed; "
                 "install the GPU extra on the GPU host: "
-                "pip install 'hilsim[gpu-cuda13]' (or gpu-cuda12)"
+                "pip install 'hilsim[gpu-cuda12]' (compute capability < 7.5, or a CUDA 12 "
+                "driver) or 'hilsim[gpu-cuda13]'"
             )
         detail = "; ".join(problems) or "no answer"
         hint = f" ({', '.join(missing)} not installed)" if missing else ""
         raise HilsimError(f"agent probe: no usable NVIDIA GPU: {detail}{hint}")
     facts["sources"] = sources
+    from hilsim.microbench._gpu import gpu_extra_for
+
+    driver = str(facts.get("cuda_driver_version") or "")
+    facts["pip_extra"] = gpu_extra_for(
+        facts.get("compute_capability"), int(driver.split(".")[0]) if driver[:1].isdigit() else None
+    )
     if missing:
         facts["missing_packages"] = missing
     if tools:

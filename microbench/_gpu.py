@@ -27,6 +27,29 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0]
 
 
+def gpu_extra_for(compute_capability: str | None, driver_cuda_major: int | None = None) -> str:
+    """The pip extra that fits a GPU: by compute capability first (review S1-5).
+
+    CUDA 13 (``cupy-cuda13x``, its NVRTC) dropped sm_70/72 and older: a V100 on an R580
+    driver reports CUDA 13 in nvidia-smi but needs ``gpu-cuda12`` (a CUDA 12 runtime runs
+    on a newer driver). From sm_75, the extra matching the driver's CUDA major.
+    """
+    try:
+        major, minor = (int(x) for x in str(compute_capability).split(".")[:2])
+    except (TypeError, ValueError):
+        return "gpu-cuda12"
+    if (major, minor) < (7, 5):
+        return "gpu-cuda12"
+    return "gpu-cuda13" if (driver_cuda_major or 13) >= 13 else "gpu-cuda12"
+
+
+EXTRA_HINT = (
+    "pip install 'hilsim[gpu-cuda12]' for compute capability < 7.5 (V100: CUDA 13 has no "
+    "sm_70) or a CUDA 12 driver, 'hilsim[gpu-cuda13]' for 7.5+ on a CUDA 13 driver "
+    "(hilsim agent probe says which)"
+)
+
+
 def require_cupy() -> Any:
     """Import CuPy and check for a device; ``HilsimError`` (one line) when there is none."""
     try:
@@ -34,7 +57,7 @@ def require_cupy() -> Any:
     except Exception as exc:  # ImportError, or a CUDA library failing to load
         raise HilsimError(
             f"no CUDA GPU/driver found: cupy is not importable ({_first_line(exc)}); "
-            "install the 'gpu' extra on a CUDA host"
+            + EXTRA_HINT
         ) from None
     try:
         count = int(cupy.cuda.runtime.getDeviceCount())
@@ -252,7 +275,13 @@ class Context:
         try:
             return self.module(module).get_function(name)
         except Exception as exc:
-            raise HilsimError(f"compiling {module}:{name} failed: {_first_line(exc)}") from None
+            hint = ""
+            runtime = int(self.facts.get("cuda_runtime_version") or 0)
+            if self.cc < (7, 5) and runtime >= 13000:
+                hint = f" (CUDA 13 cannot compile for sm_{self.cc[0]}{self.cc[1]}: {EXTRA_HINT})"
+            raise HilsimError(
+                f"compiling {module}:{name} failed: {_first_line(exc)}{hint}"
+            ) from None
 
     def time_ms(self, launch: Callable[[], None]) -> float:
         """GPU time of ``launch()`` on the current stream, by CUDA events (ms)."""

@@ -176,6 +176,7 @@ RECORDED_FACTS: frozenset[str] = frozenset({
     "cuda_runtime_version", "cuda_driver_version", "cuda_runtime", "driver", "driver_version",
     "devices_visible", "sm_clock_mhz", "mem_clock_mhz", "sm_clock_mhz_idle", "peak_dram_gbs",
     "nvml_error", "sources", "missing_packages", "tools", "extra", "clocks_locked",
+    "pip_extra",
 })
 
 

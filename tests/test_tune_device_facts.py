@@ -129,3 +129,26 @@ def test_probe_matches_nvml_to_cuda_by_pci_bus_id(gpu) -> None:
     facts = probe.probe_device(0, tools=False)
     assert facts["uuid"] == "GPU-pcie" and facts["max_mem_clock_mhz"] == 1593
     assert facts["sm_count"] == 114
+
+
+@pytest.mark.parametrize(("cc", "driver", "extra"), [
+    ("7.0", 13, "gpu-cuda12"),  # V100 on an R580 driver: CUDA 13 has no sm_70
+    ("7.2", 13, "gpu-cuda12"),
+    ("7.5", 13, "gpu-cuda13"),
+    ("9.0", 12, "gpu-cuda12"),
+    ("9.0", 13, "gpu-cuda13"),
+])
+def test_extra_is_chosen_by_compute_capability(cc, driver, extra) -> None:
+    assert _gpu.gpu_extra_for(cc, driver) == extra
+
+
+def test_probe_names_the_extra(gpu) -> None:
+    assert probe.probe_device(0, tools=False)["pip_extra"] == "gpu-cuda13"
+
+
+def test_require_cupy_names_the_extra_by_compute_capability(monkeypatch) -> None:
+    from hilsim.analyzer.errors import HilsimError
+
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    with pytest.raises(HilsimError, match=r"gpu-cuda12\]' for compute capability < 7.5"):
+        _gpu.require_cupy()
