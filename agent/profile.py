@@ -50,6 +50,9 @@ NSYS_PROFILE_ARGS: tuple[str, ...] = (
     "--trace=cuda,nvtx",
     "--sample=none",
     "--cpuctxsw=none",
+    # one row per kernel node of a replayed CUDA graph (the default, graph, records the
+    # whole graph as one row and drops its kernels; ncu and CUPTI see every node)
+    "--cuda-graph-trace=node",
 )
 
 

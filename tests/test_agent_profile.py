@@ -86,7 +86,7 @@ def test_full_profile_with_matching_detailed_pass(fake_tools, tmp_path, capsys, 
     light, detailed = manifest["profilers"]
     assert light["name"] == "nsys" and light["backend"] == "nsys"
     assert light["command"][1:6] == ["profile", "--trace=cuda,nvtx", "--sample=none",
-                                     "--cpuctxsw=none", "-o"]
+                                     "--cpuctxsw=none", "--cuda-graph-trace=node", "-o"]
     assert light["version"] == "2021.5.2.53"  # what the export records
     assert detailed["version"] == "2024.3.2.0"
     assert "--launch-count" in detailed["command"] and "--clock-control" in detailed["command"]
@@ -291,3 +291,10 @@ def test_detailed_cost_by_hand():
     assert cost["s_per_detailed_launch"] == 0.5
     assert cost["detailed_all_estimate_s"] == 25_010.0
     assert ncu_mod.detailed_cost(5.0, 10.0, 0, 10)["s_per_detailed_launch"] is None
+
+
+def test_nsys_traces_cuda_graph_nodes() -> None:
+    """A replayed CUDA graph must give one row per kernel, as ncu/CUPTI see it (review S2-1)."""
+    from hilsim.agent.profile import NSYS_PROFILE_ARGS
+
+    assert "--cuda-graph-trace=node" in NSYS_PROFILE_ARGS
