@@ -85,7 +85,7 @@ def test_full_profile_with_matching_detailed_pass(fake_tools, tmp_path, capsys, 
     assert manifest["workload"]["exit_code"] == 0 and manifest["workload"]["wall_s"] > 0
     light, detailed = manifest["profilers"]
     assert light["name"] == "nsys" and light["backend"] == "nsys"
-    assert light["command"][1:6] == ["profile", "--trace=cuda,nvtx", "--sample=none",
+    assert light["command"][1:7] == ["profile", "--trace=cuda,nvtx", "--sample=none",
                                      "--cpuctxsw=none", "--cuda-graph-trace=node", "-o"]
     assert light["version"] == "2021.5.2.53"  # what the export records
     assert detailed["version"] == "2024.3.2.0"
