@@ -19,7 +19,7 @@ cubin's ELF (``.nv.info`` attribute ``EIATTR_REGCOUNT``, ``.nv.shared.<kernel>``
 Tools: NVRTC from ``nvidia-cuda-nvrtc-cu12`` (12.x compiles sm_70 ... sm_90), nvdisasm
 from ``nvidia-cuda-nvdisasm`` (13.x: sm_75 and newer) or a CUDA toolkit <= 12
 (``$HILSIM_NVDISASM``, ``$CUDA_HOME/bin``, ``/usr/local/cuda/bin``, ``/usr/bin``, PATH),
-which sm_70 needs: CUDA 13 dropped Volta.
+which sm_70 needs: CUDA 13 dropped Volta (``.ci/sass-tools`` finds or fetches one).
 """
 
 from __future__ import annotations
@@ -86,13 +86,26 @@ def nvrtc_version() -> tuple[int, int]:
 
 def compile_cubin(source: str, arch: int, name: str = "kernel.cu") -> bytes:
     """The cubin NVRTC produces for ``source`` with CuPy's options for ``sm_{arch}``."""
+    return nvrtc_compile(source, cupy_options(arch), name, "CUBIN")
+
+
+def compile_ptx(source: str, arch: int, name: str = "kernel.cu") -> str:
+    """PTX for ``compute_{arch}`` (the suite's options, ``-arch=compute_XX``)."""
+    from hilsim.microbench._gpu import NVRTC_OPTIONS  # noqa: PLC0415
+
+    opts = [*NVRTC_OPTIONS, f"-arch=compute_{arch}"]
+    return nvrtc_compile(source, opts, name, "PTX").rstrip(b"\0").decode()
+
+
+def nvrtc_compile(source: str, options: list[str], name: str, output: str) -> bytes:
+    """Run NVRTC; ``output`` is ``"CUBIN"`` or ``"PTX"``. One-line ``HilsimError`` on failure."""
     lib = _nvrtc()
     prog = ctypes.c_void_p()
     rc = lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), name.encode(), 0, None, None)
     if rc:
         raise HilsimError(f"NVRTC: creating {name} failed (code {rc})")
     try:
-        opts = [o.encode() for o in cupy_options(arch)]
+        opts = [o.encode() for o in options]
         rc = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
         if rc:
             size = ctypes.c_size_t()
@@ -100,18 +113,19 @@ def compile_cubin(source: str, arch: int, name: str = "kernel.cu") -> bytes:
             log = ctypes.create_string_buffer(size.value)
             lib.nvrtcGetProgramLog(prog, log)
             raise HilsimError(
-                f"NVRTC: {name} for sm_{arch} failed: "
+                f"NVRTC: {name} ({' '.join(options)}) failed: "
                 + log.value.decode(errors="replace").strip().replace("\n", " | ")
             )
         size = ctypes.c_size_t()
-        lib.nvrtcGetCUBINSize(prog, ctypes.byref(size))
+        getattr(lib, f"nvrtcGet{output}Size")(prog, ctypes.byref(size))
         buf = ctypes.create_string_buffer(size.value)
-        lib.nvrtcGetCUBIN(prog, buf)
+        getattr(lib, f"nvrtcGet{output}")(prog, buf)
         return buf.raw
     finally:
         lib.nvrtcDestroyProgram(ctypes.byref(prog))
 
 
+@functools.lru_cache(maxsize=None)
 def _tool_version(path: str) -> tuple[int, int] | None:
     try:
         out = subprocess.run(
@@ -124,9 +138,10 @@ def _tool_version(path: str) -> tuple[int, int] | None:
 
 
 def _nvdisasm_candidates() -> list[str]:
-    out = [os.environ.get("HILSIM_NVDISASM", "")]
-    for base in _site_dirs():
+    out = []
+    for base in _site_dirs():  # the sass extra's wheel first (sm_75+), then any toolkit
         out += [str(p) for p in sorted(base.glob("*/bin/nvdisasm"))]
+    out.append(os.environ.get("HILSIM_NVDISASM", ""))
     for home in (os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", ""),
                  "/usr/local/cuda", "/usr"):
         if home:
