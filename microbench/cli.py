@@ -48,3 +48,7 @@ def microbench_cmd(output: Path, only: str | None, device: int) -> None:
     out.print(table)
     invalid = sum(not m.valid for m in results)
     out.print(f"wrote {output} ({len(results)} measurements, {invalid} invalid)")
+    from hilsim.microbench.sanity import sanity_warnings  # noqa: PLC0415
+
+    for line in sanity_warnings(results, facts):  # docs/agent.md, "Is it sane?"
+        click.echo(f"hilsim: warning: {line}", err=True)
