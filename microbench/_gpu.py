@@ -293,6 +293,34 @@ class Context:
         stop.synchronize()
         return float(cp.cuda.get_elapsed_time(start, stop))
 
+    def time_batch_ms(
+        self,
+        launch: Callable[[], None],
+        reset: Callable[[], None] | None = None,
+        min_ms: float = 10.0,
+        min_launches: int = 4,
+        max_launches: int = 256,
+    ) -> tuple[float, int]:
+        """GPU time per launch of ``k`` back-to-back launches between one event pair (ms, k).
+
+        ``reset`` (fills, zeroing) runs before the events, never inside them; ``k`` is
+        chosen from one timed launch so the window lasts >= ``min_ms`` (the first launch's
+        Python gap and the last launch's dirty lines still in L2 then weigh < 1/k; review
+        S2-2, S2-3). Accumulating kernels see ``k`` launches after the last ``reset``.
+        """
+        if reset is not None:
+            reset()
+        one = self.time_ms(launch)
+        k = int(min(max_launches, max(min_launches, math.ceil(min_ms / max(one, 1e-4)))))
+        if reset is not None:
+            reset()
+
+        def batch() -> None:
+            for _ in range(k):
+                launch()
+
+        return self.time_ms(batch) / k, k
+
     def rng(self, salt: int) -> np.random.Generator:
         """A deterministic generator per benchmark."""
         return np.random.default_rng([self.seed, salt])
