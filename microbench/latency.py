@@ -249,10 +249,14 @@ def shared_latency(ctx: Any, n: int = 256, min_steps: int = 16384) -> Measuremen
 
 
 def sweep_footprints(l2_bytes: int, start: int = 4096, per_octave: int = 4) -> list[int]:
-    """Geometric footprints from ``start`` to 2 x L2 (``per_octave`` points per doubling)."""
+    """Geometric footprints from ``start`` to 2 x L2 (``per_octave`` points per doubling),
+    then 2 points per doubling up to 8 x L2, so the memory plateau has >= 3 points past
+    the L2 step (review S2-4)."""
     stop = max(2 * l2_bytes, 1 << 22)
     count = int(math.ceil(math.log2(stop / start) * per_octave)) + 1
-    raw = start * 2.0 ** (np.arange(count) / per_octave)
+    raw = list(start * 2.0 ** (np.arange(count) / per_octave))
+    far = stop * 2.0 ** (np.arange(1, 8) / 2)
+    raw += [v for v in far if v <= 8 * l2_bytes * 1.001]
     return sorted({int(v) // 128 * 128 for v in raw})
 
 
@@ -262,20 +266,25 @@ def footprint_sweep(
     """Chase with ``.ca`` over growing footprints: the latency-vs-footprint curve.
 
     One node per 128 B line, random order, a warm lap first while the footprint can
-    still fit L2 (beyond 1.5 x L2 the cold lap is the steady state). Returns the
+    still fit L2; beyond 1.5 x L2 one cold lap after writing a 2 x L2 buffer (the
+    chain's own initialisation writes would leave ~L2 bytes of it resident: review
+    S2-4). Returns the
     curve as one measurement (``latency.footprint_sweep``, arrays in params) plus
     ``cache.l1_capacity`` / ``cache.l2_capacity`` read off it by
     :func:`hilsim.microbench.analysis.cache_levels`.
     """
     l2 = int(ctx.facts.get("l2_cache_bytes") or (4 << 20))
     sizes = footprints or sweep_footprints(l2)
+    flush = ctx.cp.empty(2 * l2 // 4 + 1024, dtype=ctx.cp.uint32)
     lat: list[float] = []
     spreads: list[float] = []
     ok = True
     for size in sizes:
         chain = _Chain(ctx, size, stride, ctx.rng(size))
         warm = chain.footprint <= 1.5 * l2
-        laps = _laps_for(chain.n, 8192)
+        laps = _laps_for(chain.n, 8192) if warm else 1
+        if not warm and not chain.validate(ctx, "ca"):
+            ok = False
         samples: list[float] = []
 
         def once(
@@ -284,6 +293,8 @@ def footprint_sweep(
             laps: int = laps,
             samples: list[float] = samples,
         ) -> float:
+            if not warm:
+                flush.fill(1)
             value, good, _ = chain.run(ctx, "ca", 1 if warm else 0, laps)
             samples.append(value)
             return value if good else math.nan

@@ -91,3 +91,35 @@ def test_cold_chase_is_validated_by_an_untimed_lap(monkeypatch) -> None:
     m = latency.chase_latency(ctx, "dram", "cg", 8192, 64, random_order=False, warm=False,
                               flush_l2=True)
     assert not m.valid and "every node" in m.note
+
+
+def test_sweep_reaches_eight_times_l2() -> None:
+    """The memory plateau gets >= 3 points past 2 x L2 (review S2-4)."""
+    for l2 in (3 << 20, 6 << 20, 50 << 20):
+        points = latency.sweep_footprints(l2)
+        assert points[-1] >= 7.9 * l2
+        assert sum(p > 2.5 * l2 for p in points) >= 3
+
+
+def test_cold_sweep_points_flush_l2_first(monkeypatch) -> None:
+    """Every run past 1.5 x L2 writes the 2 x L2 flush buffer before its cold lap."""
+    ctx = make_ctx()
+    ctx.facts["l2_cache_bytes"] = 16 << 10
+    order: list[str] = []
+
+    class Flush(np.ndarray):
+        def fill(self, value):  # noqa: D401
+            order.append("flush")
+
+    ctx.cp.empty = lambda n, dtype: np.zeros(n, dtype=dtype).view(Flush)
+    ctx.cp.uint32 = np.uint32
+    chase = ctx.kernel("latency.chase", "chase_ca")
+
+    def logged(grid, block, args):
+        order.append("cold" if int(args[1]) == 0 and int(args[2]) > 0 else "other")
+        chase(grid, block, args)
+
+    ctx.kernel = lambda module, name: logged
+    latency.footprint_sweep(ctx, footprints=[8 << 10, 64 << 10])
+    cold = [i for i, e in enumerate(order) if e == "cold"]
+    assert cold and all(order[i - 1] == "flush" for i in cold)
