@@ -72,7 +72,8 @@ MEASUREMENTS: dict[str, MeasurementSpec] = {
     for spec in (
         MeasurementSpec(L1_HIT_LATENCY, "cycles", "L1 data-cache hit, pointer chase (l1_lat)"),
         MeasurementSpec(L2_HIT_LATENCY, "cycles", "L2 hit with L1 bypassed (.cg), pointer chase"),
-        MeasurementSpec(DRAM_LATENCY, "cycles", "DRAM access, L1 and L2 missed (.cv), chase"),
+        MeasurementSpec(DRAM_LATENCY, "cycles",
+                        "DRAM access, L1 bypassed (.cg) and L2 flushed, 4 KiB-stride chase"),
         MeasurementSpec(SHARED_LATENCY, "cycles", "shared-memory load, pointer chase"),
         MeasurementSpec(ATOMIC_LATENCY, "cycles", "dependent global atomicAdd int32"),
         MeasurementSpec(L1_CAPACITY_BYTES, "bytes", "largest L1 data capacity (no shared)"),
@@ -97,7 +98,9 @@ MEASUREMENTS: dict[str, MeasurementSpec] = {
         MeasurementSpec(SFU_THROUGHPUT, "ops/clk/SM", "fast sqrt / rsqrt per SM (sfu_bw_fsqrt)"),
         MeasurementSpec(SFU_LATENCY, "cycles", "dependent fast sqrt chain"),
         MeasurementSpec(TENSOR_THROUGHPUT, "FMA/clk/SM", "dense FP16-in FP32-acc tensor FMAs"),
-        MeasurementSpec(TENSOR_LATENCY, "cycles", "dependent 16x16x16 wmma (PTX) latency"),
+        MeasurementSpec(TENSOR_LATENCY, "cycles",
+                        "dependent mma.sync latency per instruction (m8n8k4 sm_70, m16n8k8 "
+                        "sm_75, m16n8k16 sm_80+), not a 16x16x16 wmma"),
         MeasurementSpec(LAUNCH_LATENCY_US, "us",
                         "GPU-side start-to-start time of back-to-back empty kernels "
                         "(%globaltimer), per launch"),

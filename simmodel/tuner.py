@@ -934,6 +934,13 @@ def tune(
     cfg.validate(f"tuned timing for {cfg.name}")
     result = TuneResult(cfg, preset, reason, convention)
     result.notes.extend(capacity_checks(cfg, measurements or []))
+    if measurements and convention == "simulator-corrected":
+        result.notes.append(
+            "simulator-corrected offsets come from Accel-Sim's own kernels on a TITAN V "
+            "(shared_lat adds a dependent shift of ~5-8 cycles, mem_lat a 32 B stride); "
+            "hilsim's chases are pure absolute-address chains, so the offsets are "
+            "approximate for hilsim measurements (docs/microbench.md, review S2-5)"
+        )
     launch = next((r for r in measurements or [] if r.name == mn.LAUNCH_LATENCY_US), None)
     clock = cfg.get("core.core_clock_mhz")
     if launch is not None and clock is not None:

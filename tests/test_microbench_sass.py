@@ -282,3 +282,13 @@ def test_control_bits_decode_the_review_example() -> None:
     ins = sass.Instr(0x790, "", "IADD3", ("R19", "P4", "P5", "R4", "R12", "R15"), 0,
                      0x004FC40007F9E00F | (2 << 41) | (0b000100 << 52) | (7 << 46) | (7 << 49))
     assert ins.stall == 2 and ins.wait_mask == {2} and ins.write_barrier is None
+
+
+@pytest.mark.parametrize("arch", sass.TARGETS)
+def test_fp16_chain_pipes(arch: int) -> None:
+    """sm_90's ptxas alternates HFMA2 and HFMA2.MMA in the dependent fp16 chain, so Hopper's
+    fp16_latency is the mean of two pipes (docs/microbench.md, review S3); earlier
+    architectures use HFMA2 only. A change here changes what fp16_latency means."""
+    body = _loop_body(_kernel("compute.arith", "lat_fp16x2", arch))
+    ops = {i.op for i in body if i.base == "HFMA2"}
+    assert ops == ({"HFMA2", "HFMA2.MMA"} if arch == 90 else {"HFMA2"})

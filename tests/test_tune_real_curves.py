@@ -86,3 +86,10 @@ def test_turing_max_l1_carveout_sweep_tunes() -> None:
              "shared_mem_per_sm_bytes": 65536, "l2_cache_bytes": 3 * MiB}
     result = tune(measurements=rows, facts=facts)
     assert result.timing.get("l1.capacity_bytes").value > 64 * KiB
+
+
+def test_corrected_convention_on_hilsim_measurements_is_flagged() -> None:
+    """Accel-Sim-derived offsets on hilsim's pure chains are marked approximate (S2-5)."""
+    rows = [Measurement(mn.SHARED_LATENCY, 21.0, "cycles", "shared chase")]
+    result = tune(measurements=rows, preset_name="QV100", convention="simulator-corrected")
+    assert any("pure absolute-address chains" in n for n in result.notes)
