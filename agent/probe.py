@@ -25,7 +25,6 @@ def nvml_facts(index: int = 0, pci_bus_id: str | None = None) -> dict[str, Any]:
     gave one: NVML's own index order is PCI order, review S2-7). Raises ImportError /
     RuntimeError."""
     import pynvml  # lazy: GPU extra
-
     from hilsim.microbench._gpu import nvml_handle
 
     try:

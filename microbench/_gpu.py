@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 from hilsim.analyzer.errors import HilsimError
 
-
 #: Options the suite passes to CuPy's ``RawModule`` (CuPy adds ``-ftz=true``, ``-arch=sm_XX``,
 #: ``--device-as-default-execution-space``: see :func:`hilsim.microbench.sass.cupy_options`).
 NVRTC_OPTIONS: tuple[str, ...] = ("--std=c++14",)

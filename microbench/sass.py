@@ -125,7 +125,7 @@ def nvrtc_compile(source: str, options: list[str], name: str, output: str) -> by
         lib.nvrtcDestroyProgram(ctypes.byref(prog))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _tool_version(path: str) -> tuple[int, int] | None:
     try:
         out = subprocess.run(

@@ -36,8 +36,8 @@ def test_probe_without_pynvml_and_cupy_is_one_line(monkeypatch, capsys, tmp_path
 def test_probe_merges_nvml_and_cuda(monkeypatch, tmp_path, capsys):
     from hilsim.agent import probe
 
-    monkeypatch.setattr(probe, "nvml_facts", lambda i, pci=None: {"name": "NVIDIA H100", "uuid": "GPU-1",
-                                                        "max_sm_clock_mhz": 1980})
+    monkeypatch.setattr(probe, "nvml_facts", lambda i, pci=None: {
+        "name": "NVIDIA H100", "uuid": "GPU-1", "max_sm_clock_mhz": 1980})
     monkeypatch.setattr(probe, "cuda_facts", lambda i: {"name": "H100", "sm_count": 132,
                                                         "l2_bytes": 52428800,
                                                         "max_sm_clock_mhz": 1755.0})

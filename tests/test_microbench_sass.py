@@ -30,7 +30,7 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _compiled(source: str, arch: int) -> tuple[bytes, dict[str, sass.Kernel]]:
     cubin = sass.compile_cubin(all_sources()[source], arch, f"{source}.cu")
     return cubin, sass.disassemble(cubin, arch)
@@ -42,7 +42,7 @@ def _kernels(source: str, arch: int) -> dict[str, sass.Kernel]:
     except HilsimError as exc:
         _unavailable(str(exc))
     if sass.nvrtc_version()[0] >= 13 and arch < 75:
-        _unavailable(f"NVRTC {sass.nvrtc_version()} has no sm_{arch}: install nvidia-cuda-nvrtc-cu12")
+        _unavailable(f"NVRTC {sass.nvrtc_version()} has no sm_{arch}: need nvidia-cuda-nvrtc-cu12")
     if sass.find_nvdisasm(arch) is None:
         _unavailable(f"no nvdisasm for sm_{arch} (sm_70 needs CUDA <= 12: set HILSIM_NVDISASM)")
     return _compiled(source, arch)[1]
@@ -130,6 +130,8 @@ def test_chain_check_flags_an_accumulating_chase() -> None:
     assert chain_violations(k)
 
 
+_GPU_ADD = r"\.ADD.*\.STRONG\.GPU"  # device-scope atomic add
+
 # the cache operator each measured level needs (review: "Checked and found correct")
 CACHE_OPS = [
     ("latency.chase", "chase_ca", "LDG", {70: r"\.STRONG\.CTA", 75: r"\.STRONG\.CTA",
@@ -139,8 +141,8 @@ CACHE_OPS = [
     ("bandwidth.onchip", "l1_read", "LDG", {70: r"\.128\.STRONG\.CTA", 75: r"\.128\.STRONG\.CTA",
                                             86: r"\.128\.STRONG\.SM", 90: r"\.128\.STRONG\.SM"}),
     ("bandwidth.onchip", "shared_read", "LDS", dict.fromkeys(sass.TARGETS, r"\.128")),
-    ("atomics.atomic", "atomic_lat", "ATOMG", dict.fromkeys(sass.TARGETS, r"\.ADD.*\.STRONG\.GPU")),
-    ("atomics.atomic", "atomic_tput", "REDG?", dict.fromkeys(sass.TARGETS, r"\.ADD.*\.STRONG\.GPU")),
+    ("atomics.atomic", "atomic_lat", "ATOMG", dict.fromkeys(sass.TARGETS, _GPU_ADD)),
+    ("atomics.atomic", "atomic_tput", "REDG?", dict.fromkeys(sass.TARGETS, _GPU_ADD)),
 ]
 
 
