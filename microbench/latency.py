@@ -260,6 +260,17 @@ def sweep_footprints(l2_bytes: int, start: int = 4096, per_octave: int = 4) -> l
     return sorted({int(v) // 128 * 128 for v in raw})
 
 
+def _prefer_max_l1(ctx: Any) -> int | None:
+    """Ask for the smallest shared-memory carveout on the ``.ca`` chase (the largest L1), so
+    the sweep's L1 step is the max-L1 configuration (review S1-2). Returns the percent
+    set, or None when the CuPy kernel object does not support it."""
+    try:
+        ctx.kernel("latency.chase", "chase_ca").preferred_shared_memory_carveout = 0
+    except Exception:  # older CuPy, or a stand-in without the attribute
+        return None
+    return 0
+
+
 def footprint_sweep(
     ctx: Any, footprints: list[int] | None = None, stride: int = 128
 ) -> tuple[list[Measurement], np.ndarray, np.ndarray]:
@@ -276,6 +287,7 @@ def footprint_sweep(
     l2 = int(ctx.facts.get("l2_cache_bytes") or (4 << 20))
     sizes = footprints or sweep_footprints(l2)
     flush = ctx.cp.empty(2 * l2 // 4 + 1024, dtype=ctx.cp.uint32)
+    carveout = _prefer_max_l1(ctx)
     lat: list[float] = []
     spreads: list[float] = []
     ok = True
@@ -317,6 +329,7 @@ def footprint_sweep(
             "order": "random",
             "footprint_bytes": x.tolist(),
             "latency_cycles": y.tolist(),
+            "shared_carveout_percent": carveout,
             "spread": spreads,
         },
         samples=y.tolist(),
