@@ -152,3 +152,16 @@ def test_require_cupy_names_the_extra_by_compute_capability(monkeypatch) -> None
     monkeypatch.setitem(sys.modules, "cupy", None)
     with pytest.raises(HilsimError, match=r"gpu-cuda12\]' for compute capability < 7.5"):
         _gpu.require_cupy()
+
+
+def test_compile_failure_on_volta_with_cuda13_names_the_extra() -> None:
+    from hilsim.analyzer.errors import HilsimError
+
+    def raw_module(code, options):
+        raise RuntimeError("nvrtc: error: invalid value for --gpu-architecture (-arch)")
+
+    cp = types.SimpleNamespace(RawModule=raw_module, __version__="14.2.0")
+    ctx = _gpu.Context(cp=cp, device=0, facts={"cc_major": 7, "cc_minor": 0,
+                                               "cuda_runtime_version": 13000})
+    with pytest.raises(HilsimError, match=r"CUDA 13 cannot compile for sm_70.*gpu-cuda12"):
+        ctx.kernel("latency.chase", "chase_ca")
