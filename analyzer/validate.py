@@ -165,10 +165,18 @@ def results_from_simlog(plan: Plan, bundle: Bundle, simlog: pd.DataFrame) -> Sim
     counter_cols = [
         c
         for c in simlog.columns
-        if c not in ("sim_launch", "log", "uid", "kernel", "ipc", "tot_cycles", "cycles")
+        if c not in ("sim_launch", "launch_id", "log", "uid", "kernel", "ipc", "tot_cycles",
+                     "cycles", "occupancy_pct")
     ]
     counters = pd.DataFrame(np.nan, index=np.arange(n), columns=counter_cols)
-    if len(simlog) == n and len(simlog) != plan.n_samples:
+    if "launch_id" in simlog.columns and len(simlog) == n and (
+        np.sort(simlog["launch_id"].to_numpy()) == np.arange(n)
+    ).all():
+        values = simlog.sort_values("launch_id", kind="stable")
+        ids = values["launch_id"].to_numpy()
+        check_simulated_names(bundle.launches["name"].astype(str).to_numpy()[ids],
+                              values["kernel"].to_numpy(), ids)
+    elif len(simlog) == n and len(simlog) != plan.n_samples:
         ordered = simlog.sort_values("sim_launch", kind="stable")
         ids = np.arange(n)
         check_simulated_names(bundle.launches["name"].astype(str).to_numpy(),

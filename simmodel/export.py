@@ -223,13 +223,25 @@ def match_sim_results(plan: Plan, simlog: pd.DataFrame) -> pd.DataFrame:
     """Attach simulated results to the plan's samples, in ``kernelslist.g`` order.
 
     The ``k``-th simulated kernel (``sim_launch`` order) is the ``k``-th sampled launch
-    by ascending ``launch_id``. Returns the samples (``launch_id``, ``weight``,
+    by ascending ``launch_id``; logs whose kernels carry a ``launch_id`` (the workload
+    printed ``hilsim-launch K`` marks, :mod:`hilsim.simmodel.simlog`) are placed by that id
+    instead (kernels of launches the plan does not sample are ignored). Returns the samples (``launch_id``, ``weight``,
     ``cluster``, ``name``) with every column of ``simlog`` (``kernel`` renamed
     ``sim_kernel``). One-line :class:`HilsimError` when the counts differ or a name
     disagrees.
     """
     table = sampled_launches(plan)
     sim = simlog.sort_values("sim_launch", kind="stable").reset_index(drop=True)
+    if "launch_id" in sim.columns:
+        # the program marked every launch with its index (hilsim-launch K): place by id
+        sim = sim.drop_duplicates("launch_id", keep="first").set_index("launch_id")
+        missing = np.setdiff1d(table["launch_id"].to_numpy(), sim.index.to_numpy())
+        if len(missing):
+            raise HilsimError(
+                f"simulation logs lack {len(missing)} of the plan's {len(table)} launches "
+                f"(first: launch {int(missing[0])}): simulate the plan's launch list"
+            )
+        sim = sim.loc[table["launch_id"].to_numpy()].reset_index(drop=True)
     if len(sim) != len(table):
         raise HilsimError(
             f"simulation logs hold {len(sim)} kernels but the plan samples {len(table)} "

@@ -30,7 +30,9 @@ reads/writes``) are printed by GPGPU-Sim as totals since the simulation started
 (the cache statistics objects are not cleared between kernels; Accel-Sim's
 ``get_stats.py`` likewise labels them *aggregate*), so with
 ``counters="cumulative"`` (default) the per-launch value is the difference to the
-previous block. A counter that decreases is reported as a one-line error that
+previous block. Exception: the stream-aware GPGPU-Sim 4.2 (its logs print
+``kernel_stream_id``) prints the ``*_stats_breakdown[..]`` rows per stream and per
+kernel; those are taken as they are (the totals and shader counters stay cumulative). A counter that decreases is reported as a one-line error that
 suggests ``counters="per-kernel"`` (for simulators patched to clear statistics).
 
 A log whose last kernel block is cut off (no ``gpu_tot_sim_insn`` / no
@@ -70,7 +72,25 @@ COUNTER_COLUMNS: dict[str, str] = {
     "L2_cache_stats_breakdown[GLOBAL_ACC_W][TOTAL_ACCESS]": "l2_global_write_accesses",
     "total dram reads": "dram_reads",
     "total dram writes": "dram_writes",
+    # shader statistics (``shader_core_stats::print``), running totals like the above
+    "gpgpu_n_tot_w_icount": "warp_instructions",
+    "gpgpu_n_load_insn": "thread_global_local_loads",
+    "gpgpu_n_store_insn": "thread_global_local_stores",
+    "gpgpu_n_shmem_insn": "thread_shared_insts",
+    "gpgpu_n_mem_read_global": "global_read_requests",
+    "gpgpu_n_mem_write_global": "global_write_requests",
+    "gpgpu_n_mem_read_local": "local_read_requests",
+    "gpgpu_n_mem_write_local": "local_write_requests",
+    "gpgpu_n_shmem_bkconflict": "shared_bank_conflicts",
+    "gpu_tot_issued_cta": "ctas",
 }
+
+#: the ``*_stats_breakdown[TYPE][STATUS]`` rows: printed per CUDA stream by the
+#: stream-aware GPGPU-Sim 4.2 (logs with ``kernel_stream_id`` lines), and there they hold
+#: this kernel only (in a real log here the GLOBAL_ACC_R + GLOBAL_ACC_W rows of
+#: ``L2_cache_stats_breakdown`` add up to the *difference* of ``L2_total_cache_accesses``;
+#: ``tests/test_gpgpusim_logbundle.py``); older logs print them as running totals.
+_BREAKDOWN_COLUMNS = frozenset(v for k, v in COUNTER_COLUMNS.items() if "_breakdown[" in k)
 
 _SCALARS = {
     "kernel_launch_uid": "uid",
@@ -79,7 +99,12 @@ _SCALARS = {
     "gpu_ipc": "ipc",
     "gpu_tot_sim_cycle": "tot_cycles",
     "gpu_tot_sim_insn": "tot_instructions",
+    "gpu_occupancy": "occupancy_pct",
 }
+
+#: a workload's own mark, printed just before it issues launch K (see
+#: ``hilsim/simmodel/gpgpusim/workloads/README.md``): maps sampled kernels back to launch ids
+LAUNCH_MARK = "hilsim-launch "
 
 _LINE = re.compile(r"^\s*([A-Za-z_][\w\[\] ]*?)\s*=\s*(\S+)")
 _END_MARKERS = ("gpgpu_simulation_time", "GPGPU-Sim: *** exit detected ***")
@@ -95,10 +120,14 @@ def _number(text: str) -> float:
 def parse_simlog(text: str, where: str = "<sim log>", counters: str = "cumulative") -> pd.DataFrame:
     """Parse one simulation log into one row per simulated kernel, in simulation order.
 
-    Columns: ``sim_launch`` (0.. in the order the kernels finished), ``uid``
+    Columns: ``sim_launch`` (0.. in the order the kernels finished), ``launch_id``
+    (only when the program printed ``hilsim-launch K`` before each launch: the launch
+    index K in the full run, which places the kernels of a sampled run), ``uid``
     (``kernel_launch_uid``, 1-based in GPGPU-Sim), ``kernel`` (the printed name,
     mangled as the simulator prints it), ``cycles`` and ``instructions`` (this
-    kernel), ``ipc``, ``tot_cycles`` (cumulative), then one column per counter of
+    kernel), ``ipc``, ``tot_cycles`` (cumulative), ``occupancy_pct`` (per kernel; NaN
+    unless the simulator collects it, i.e. with ``-power_simulation_enabled 1``), then one
+    column per counter of
     :data:`COUNTER_COLUMNS` found in the log (per kernel, see the module docstring).
 
     Raises :class:`HilsimError` naming ``where`` when the log has no kernel block,
@@ -109,15 +138,27 @@ def parse_simlog(text: str, where: str = "<sim log>", counters: str = "cumulativ
     blocks: list[dict[str, object]] = []
     current: dict[str, object] | None = None
     last_end = -1
+    per_stream = False
+    marked: int | None = None
     for lineno, line in enumerate(text.splitlines(), start=1):
         if line.startswith("kernel_name"):
             current = {"kernel": line.split("=", 1)[1].strip(), "_line": lineno}
+            if marked is not None:
+                current["launch_id"] = marked
+                marked = None
             blocks.append(current)
+            continue
+        if line.startswith(LAUNCH_MARK):
+            fields = line.split()
+            if len(fields) >= 2 and fields[1].isdigit():
+                marked = int(fields[1])
             continue
         if any(marker in line for marker in _END_MARKERS):
             last_end = lineno
         if current is None or "=" not in line:
             continue
+        if not per_stream and line.startswith("kernel_stream_id"):
+            per_stream = True
         match = _LINE.match(line)
         if not match:
             continue
@@ -147,6 +188,13 @@ def parse_simlog(text: str, where: str = "<sim log>", counters: str = "cumulativ
     if "cycles" not in frame:
         raise HilsimError(f"{where}: no gpu_sim_cycle or gpu_tot_sim_cycle lines")
     counter_cols = [c for c in COUNTER_COLUMNS.values() if c in frame.columns]
+    running = counter_cols
+    if per_stream:
+        running = [c for c in counter_cols if c not in _BREAKDOWN_COLUMNS]
+    if counters == "cumulative" and running:
+        counter_cols, per_kernel_cols = running, [c for c in counter_cols if c not in running]
+    else:
+        per_kernel_cols = []
     if counters == "cumulative" and counter_cols:
         values = frame[counter_cols].to_numpy(dtype=float)
         prev = np.vstack([np.zeros((1, values.shape[1])), values[:-1]])
@@ -160,11 +208,23 @@ def parse_simlog(text: str, where: str = "<sim log>", counters: str = "cumulativ
                 "kernel; read it with counters='per-kernel'"
             )
         frame[counter_cols] = delta
-    ordered = ["sim_launch", "uid", "kernel", "cycles", "instructions", "ipc", "tot_cycles"]
+    counter_cols = [c for c in COUNTER_COLUMNS.values()
+                    if c in counter_cols or c in per_kernel_cols]
+    ordered = ["sim_launch", "launch_id", "uid", "kernel", "cycles", "instructions", "ipc",
+               "tot_cycles", "occupancy_pct"]
     ordered = [c for c in ordered if c in frame.columns]
     frame = frame[ordered + counter_cols]
-    if "uid" in frame:
-        frame["uid"] = frame["uid"].astype("Int64")
+    if "launch_id" in frame:
+        if frame["launch_id"].isna().any():
+            row = int(np.flatnonzero(frame["launch_id"].isna().to_numpy())[0])
+            raise HilsimError(
+                f"{where}: kernel {row + 1} ({frame['kernel'].iloc[row]}) has no "
+                f"'{LAUNCH_MARK.strip()} K' mark before it while other kernels have one"
+            )
+        frame["launch_id"] = frame["launch_id"].astype(np.int64)
+    for col in ("uid",):
+        if col in frame:
+            frame[col] = frame[col].astype("Int64")
     frame["kernel"] = frame["kernel"].astype(str)
     return frame.reset_index(drop=True)
 

@@ -1,0 +1,334 @@
+"""A GPGPU-Sim log as a profile bundle: the simulator used as the profiler (issue 14 §2).
+
+One log of a program run on GPGPU-Sim (PTX mode, kernels run one at a time) holds, per
+kernel, the lines this module reads (see ``tests/data/gpgpusim/`` for real excerpts):
+
+* ``GPGPU-Sim PTX: Kernel 'NAME' : regs=R, lmem=L, smem=S, cmem=C`` (ptxas info, printed
+  once per kernel when the PTX is loaded) -> ``regs``, ``smem_static``;
+* ``GPGPU-Sim PTX: pushing kernel 'NAME' to stream S, gridDim= (x,y,z) blockDim = (x,y,z)``
+  -> the launch geometry and stream;
+* the statistics block after the kernel (``kernel_name = ...``, ``gpu_sim_cycle``, ...), read
+  by :func:`hilsim.simmodel.simlog.parse_simlog`, which turns GPGPU-Sim's running totals
+  (cache, DRAM and shader counters) into per-kernel differences;
+* ``-gpgpu_clock_domains CORE:ICNT:L2:DRAM`` from the option dump at the top: the core clock
+  that turns cycles into nanoseconds.
+
+A workload may print its own marks (``hilsim/simmodel/gpgpusim/workloads/README.md``):
+``hilsim-launch K NAME`` before launch K (placed into ``launch_id`` order; a sampled run
+keeps its full-run ids in the manifest) and ``hilsim-region push NAME`` / ``pop NAME``
+(NVTX-like ranges -> ``regions.parquet``, each launch's ``region`` is the innermost open
+range's ``outer/inner`` path, as the nsys importer does).
+
+Time line: a kernel starts where the previous one ended (``gpu_tot_sim_cycle`` minus its
+own ``gpu_sim_cycle``); a region opens at the end of the kernel before its push mark.
+Per-launch counters are named as Nsight Compute names them where the meaning matches
+(:data:`NCU_METRICS`; ``docs/gpgpusim-metrics.md`` lists what maps and what does not).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from hilsim.analyzer.bundle import Bundle, default_manifest
+from hilsim.analyzer.errors import HilsimError
+from hilsim.analyzer.schema import REGION_COLUMNS, normalize_launches
+from hilsim.simmodel.simlog import parse_simlog
+
+#: ``simlog`` column -> Nsight Compute metric of the same meaning (PKA Table 2 names where
+#: the table has one; the others are those ``hilsim.analyzer.validate.COUNTER_PAIRS`` and
+#: ``hilsim.simmodel.model`` read). Units: see ``docs/gpgpusim-metrics.md``.
+NCU_METRICS: dict[str, str] = {
+    "cycles": "gpu__cycles_elapsed.max",
+    "warp_instructions": "smsp__inst_executed.sum",
+    "instructions": "smsp__thread_inst_executed.sum",
+    "thread_global_local_loads": "smsp__inst_executed_op_global_ld.sum",
+    "thread_global_local_stores": "smsp__inst_executed_op_global_st.sum",
+    "l1d_global_read_accesses": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "l1d_global_read_hits": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum",
+    "l1d_global_write_accesses": "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+    "l2_accesses": "lts__t_sectors.sum",
+    "l2_global_read_accesses": "lts__t_sectors_srcunit_tex_op_read.sum",
+    "l2_global_read_hits": "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum",
+    "l2_global_write_accesses": "lts__t_sectors_srcunit_tex_op_write.sum",
+    "dram_reads": "dram__sectors_read.sum",
+    "dram_writes": "dram__sectors_write.sum",
+    "occupancy_pct": "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "ctas": "launch__grid_size",
+}
+#: derived metrics (computed from the above and the launch facts)
+DERIVED_METRICS: tuple[str, ...] = (
+    "gpu__time_duration.sum",
+    "smsp__thread_inst_executed_per_inst_executed.ratio",
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "lts__t_sector_hit_rate.pct",
+    "launch__block_size",
+    "launch__registers_per_thread",
+    "launch__shared_mem_per_block_static",
+)
+#: bytes per DRAM access: burst length x bus width (QV100: 2 x 16 B); overridden by the log
+DRAM_ATOM_BYTES = 32
+
+_EVENT = re.compile(
+    r"^(?:"
+    r"hilsim-launch (?P<lid>\d+)\b.*"
+    r"|hilsim-region (?P<rop>push|pop) ?(?P<rname>.*)"
+    r"|GPGPU-Sim PTX: pushing kernel '(?P<pname>[^']+)' to stream (?P<stream>\d+), "
+    r"gridDim= \((?P<gx>\d+),(?P<gy>\d+),(?P<gz>\d+)\) "
+    r"blockDim = \((?P<bx>\d+),(?P<by>\d+),(?P<bz>\d+)\)\s*"
+    r"|GPGPU-Sim PTX: Kernel '(?P<kname>[^']+)' : regs=(?P<regs>\d+), lmem=(?P<lmem>\d+), "
+    r"smem=(?P<smem>\d+), cmem=(?P<cmem>\d+)\s*"
+    r"|kernel_name = (?P<done>\S+)\s*"
+    r"|-gpgpu_clock_domains\s+(?P<clocks>[\d.:]+)(?:\s+#.*)?\s*"
+    r"|-gpgpu_n_clusters\s+(?P<clusters>\d+)(?:\s+#.*)?\s*"
+    r"|-gpgpu_n_cores_per_cluster\s+(?P<cores>\d+)(?:\s+#.*)?\s*"
+    r"|-gpgpu_dram_buswidth\s+(?P<busw>\d+)(?:\s+#.*)?\s*"
+    r"|-gpgpu_dram_burst_length\s+(?P<bl>\d+)(?:\s+#.*)?\s*"
+    r"|\s*\*\*\* GPGPU-Sim Simulator Version (?P<version>\S+).*"
+    r")$",
+    re.M,
+)
+SNIFF_MARKERS: tuple[str, ...] = ("*** GPGPU-Sim Simulator Version", "GPGPU-Sim PTX: ")
+
+
+def looks_like_gpgpusim_log(head: str) -> bool:
+    """Whether the first KB of a file are a GPGPU-Sim log (its banner or PTX lines)."""
+    return any(marker in head for marker in SNIFF_MARKERS)
+
+
+@dataclass
+class SimLogProfile:
+    """A parsed log: launches (bundle columns), metrics, regions and facts for the manifest."""
+
+    launches: pd.DataFrame
+    metrics: pd.DataFrame
+    regions: pd.DataFrame | None
+    facts: dict[str, Any]
+
+
+def _scan(text: str, where: str) -> dict[str, Any]:
+    """One regex pass: geometry per pushed kernel, ptxas info, marks, options."""
+    pushed: list[tuple[Any, ...]] = []  # (name, stream, gx..bz, region path)
+    resources: dict[str, tuple[int, int, int]] = {}
+    regions: list[list[Any]] = []  # [name, path, depth, start_kernel, end_kernel]
+    stack: list[int] = []
+    done = 0
+    opts: dict[str, str] = {}
+    for m in _EVENT.finditer(text):
+        if m.group("lid") is not None:
+            continue  # launch marks: read by simlog.parse_simlog
+        if m.group("pname") is not None:
+            path = regions[stack[-1]][1] if stack else None
+            pushed.append((m.group("pname"), int(m.group("stream")),
+                           *(int(m.group(k)) for k in ("gx", "gy", "gz", "bx", "by", "bz")),
+                           path))
+        elif m.group("done") is not None:
+            done += 1
+        elif m.group("rop") is not None:
+            name = m.group("rname").strip() or "(unnamed)"
+            if m.group("rop") == "push":
+                parent = regions[stack[-1]][1] + "/" if stack else ""
+                regions.append([name, parent + name, len(stack), done, None])
+                stack.append(len(regions) - 1)
+            elif stack:
+                regions[stack.pop()][4] = done
+        elif m.group("kname") is not None:
+            resources[m.group("kname")] = (int(m.group("regs")), int(m.group("smem")),
+                                           int(m.group("lmem")))
+        else:
+            for key in ("clocks", "clusters", "cores", "busw", "bl", "version"):
+                if m.group(key) is not None:
+                    opts.setdefault(key, m.group(key))
+    for index in stack:  # ranges still open when the log ends
+        regions[index][4] = done
+    return {"pushed": pushed, "resources": resources, "regions": regions, "options": opts}
+
+
+def _core_clock_mhz(options: dict[str, str], where: str, clock_mhz: float | None) -> float:
+    if clock_mhz:
+        return float(clock_mhz)
+    clocks = options.get("clocks")
+    if not clocks:
+        raise HilsimError(
+            f"{where}: no '-gpgpu_clock_domains' line (the simulator's option dump) to turn "
+            "cycles into ns; pass the core clock (--clock-mhz)"
+        )
+    return float(clocks.split(":")[0])
+
+
+def parse_gpgpusim_log(
+    text: str, where: str = "<gpgpusim log>", clock_mhz: float | None = None
+) -> SimLogProfile:
+    """Parse a whole GPGPU-Sim log into a bundle's tables (see the module docstring).
+
+    Raises :class:`HilsimError` naming ``where`` for a log with no kernel, a truncated last
+    kernel (from :func:`~hilsim.simmodel.simlog.parse_simlog`), or kernels whose launch
+    lines and statistics blocks disagree (concurrent kernels: not supported).
+    """
+    stats = parse_simlog(text, where, "cumulative")
+    scan = _scan(text, where)
+    clock = _core_clock_mhz(scan["options"], where, clock_mhz)
+    n = len(stats)
+    pushed = scan["pushed"]
+    if len(pushed) < n:
+        raise HilsimError(
+            f"{where}: {n} kernel statistics blocks but {len(pushed)} 'pushing kernel' lines"
+        )
+    pushed = pushed[:n]
+    geo = pd.DataFrame(pushed, columns=["pname", "stream", "grid_x", "grid_y", "grid_z",
+                                        "block_x", "block_y", "block_z", "region"])
+    names = stats["kernel"].astype(str).to_numpy()
+    bad = np.flatnonzero(geo["pname"].to_numpy(dtype=object) != names)
+    if len(bad):
+        k = int(bad[0])
+        raise HilsimError(
+            f"{where}: kernel {k + 1} finished as {names[k]!r} but the launch at that place "
+            f"is {geo['pname'].iloc[k]!r}: kernels ran concurrently (one launch at a time "
+            "is needed; synchronise after each launch)"
+        )
+    cycles = stats["cycles"].to_numpy(np.float64)
+    tot = stats["tot_cycles"].to_numpy(np.float64) if "tot_cycles" in stats else np.cumsum(cycles)
+    ns_per_cycle = 1000.0 / clock
+    res = scan["resources"]
+    from hilsim.analyzer.importers.cupti_records import demangle
+
+    unique = list(dict.fromkeys(names.tolist()))
+    pretty, _ = demangle(unique)
+    pretty_of = dict(zip(unique, pretty, strict=True))
+    frame = pd.DataFrame(
+        {
+            "name": [pretty_of[x] for x in names],
+            "grid_x": geo["grid_x"], "grid_y": geo["grid_y"], "grid_z": geo["grid_z"],
+            "block_x": geo["block_x"], "block_y": geo["block_y"], "block_z": geo["block_z"],
+            "regs": [res.get(x, (np.nan,))[0] for x in names],
+            "smem_static": [res.get(x, (np.nan, np.nan))[1] for x in names],
+            "smem_dynamic": np.zeros(n, dtype=np.int64),
+            "stream": geo["stream"],
+            "device": np.zeros(n, dtype=np.int64),
+            "start_ns": np.rint((tot - cycles) * ns_per_cycle).astype(np.int64),
+            "duration_ns": np.rint(cycles * ns_per_cycle).astype(np.int64),
+            "correlation_id": stats["uid"].astype("Int64") if "uid" in stats else None,
+            "region": geo["region"],
+        }
+    )
+    launch_ids = stats["launch_id"].to_numpy(np.int64) if "launch_id" in stats else None
+    launches = normalize_launches(frame, where)  # start order == log order: ids 0..n-1
+    metrics = _metrics(stats, launches)
+    facts: dict[str, Any] = {
+        "core_clock_mhz": clock,
+        "simulator_version": scan["options"].get("version"),
+        "total_cycles": float(cycles.sum()),
+        "full_run_launch_ids": None if launch_ids is None else launch_ids.tolist(),
+    }
+    opts = scan["options"]
+    if "clusters" in opts:
+        facts["sm_count"] = int(opts["clusters"]) * int(opts.get("cores", "1"))
+    regions = _regions(scan["regions"], tot, ns_per_cycle)
+    return SimLogProfile(launches, metrics, regions, facts)
+
+
+def _metrics(stats: pd.DataFrame, launches: pd.DataFrame) -> pd.DataFrame:
+    out = pd.DataFrame({"launch_id": launches["launch_id"].to_numpy(np.int64)})
+    for col, metric in NCU_METRICS.items():
+        if col in stats.columns:
+            values = stats[col].to_numpy(np.float64)
+            if np.isfinite(values).any():
+                out[metric] = values
+    out["gpu__time_duration.sum"] = launches["duration_ns"].to_numpy(np.float64)
+    warp = out.get("smsp__inst_executed.sum")
+    if warp is not None and "smsp__thread_inst_executed.sum" in out:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out["smsp__thread_inst_executed_per_inst_executed.ratio"] = np.where(
+                warp > 0, out["smsp__thread_inst_executed.sum"] / warp, np.nan)
+    for sectors, nbytes in (("dram__sectors_read.sum", "dram__bytes_read.sum"),
+                            ("dram__sectors_write.sum", "dram__bytes_write.sum")):
+        if sectors in out:
+            out[nbytes] = out[sectors] * DRAM_ATOM_BYTES
+    if "l2_misses" in stats and "l2_accesses" in stats:
+        acc = stats["l2_accesses"].to_numpy(np.float64)
+        miss = stats["l2_misses"].to_numpy(np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out["lts__t_sector_hit_rate.pct"] = np.where(acc > 0, 100.0 * (1 - miss / acc),
+                                                         np.nan)
+    block = launches[["block_x", "block_y", "block_z"]].astype("float64").prod(axis=1)
+    out["launch__block_size"] = block.to_numpy(np.float64)
+    out["launch__registers_per_thread"] = launches["regs"].astype("float64").to_numpy()
+    out["launch__shared_mem_per_block_static"] = launches["smem_static"].astype(
+        "float64").to_numpy()
+    if "launch__grid_size" not in out:
+        grid = launches[["grid_x", "grid_y", "grid_z"]].astype("float64").prod(axis=1)
+        out["launch__grid_size"] = grid.to_numpy(np.float64)
+    return out
+
+
+def _regions(rows: list[list[Any]], tot: np.ndarray, ns_per_cycle: float) -> pd.DataFrame | None:
+    if not rows:
+        return None
+    ends = np.concatenate([[0.0], tot])  # time after k finished kernels
+    start_k = np.array([r[3] for r in rows], dtype=np.int64)
+    end_k = np.array([r[4] for r in rows], dtype=np.int64)
+    frame = pd.DataFrame(
+        {
+            "region_id": np.arange(len(rows), dtype=np.int64),
+            "name": [r[0] for r in rows],
+            "path": [r[1] for r in rows],
+            "depth": np.array([r[2] for r in rows], dtype=np.int64),
+            "start_ns": np.rint(ends[start_k] * ns_per_cycle).astype(np.int64),
+            "end_ns": np.rint(ends[end_k] * ns_per_cycle).astype(np.int64),
+        }
+    )
+    return frame[list(REGION_COLUMNS)]
+
+
+def bundle_from_gpgpusim_log(
+    path: str | Path, clock_mhz: float | None = None, card: str | None = None
+) -> Bundle:
+    """An in-memory bundle from one GPGPU-Sim log file (see :func:`parse_gpgpusim_log`)."""
+    source = Path(path)
+    try:
+        text = source.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        raise HilsimError(f"{source}: no such simulation log") from None
+    parsed = parse_gpgpusim_log(text, str(source), clock_mhz)
+    facts = parsed.facts
+    device: dict[str, Any] = {
+        "name": f"GPGPU-Sim {card}" if card else "GPGPU-Sim simulated GPU",
+        "simulated": True,
+        "max_sm_clock_mhz": facts["core_clock_mhz"],
+    }
+    if card:
+        device["card"] = card
+    if "sm_count" in facts:
+        device["sm_count"] = facts["sm_count"]
+    profiler: dict[str, Any] = {
+        "name": "gpgpu-sim",
+        "level": "light+detailed",
+        "version": facts["simulator_version"],
+        "file": source.name,
+        "clock_mhz": facts["core_clock_mhz"],
+        "total_cycles": facts["total_cycles"],
+        "metrics": "per-kernel statistics; cumulative counters differenced (simlog)",
+    }
+    source_info: dict[str, Any] = {"files": [str(source)], "format": "gpgpusim-log"}
+    if facts["full_run_launch_ids"] is not None:
+        ids = facts["full_run_launch_ids"]
+        if ids != list(range(len(ids))):
+            source_info["full_run_launch_ids"] = ids
+    manifest = default_manifest(device=device, profilers=[profiler], source=source_info)
+    manifest["n_launches"] = len(parsed.launches)
+    return Bundle(launches=parsed.launches, metrics=parsed.metrics, regions=parsed.regions,
+                  manifest=manifest)
+
+
+__all__ = [
+    "NCU_METRICS",
+    "SimLogProfile",
+    "bundle_from_gpgpusim_log",
+    "looks_like_gpgpusim_log",
+    "parse_gpgpusim_log",
+]
