@@ -84,8 +84,13 @@ def probe(device_index: int, output: Path, as_json: bool) -> None:
 )
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
               help="Bundle folder to write.")
-@click.option("--backend", type=click.Choice(["auto", "nsys", "cupti", "torch"]),
-              default="auto", show_default=True, help="Light profiler (every launch).")
+@click.option("--backend", type=click.Choice(["auto", "nsys", "cupti", "torch", "gpgpusim"]),
+              default="auto", show_default=True,
+              help="Light profiler (every launch); gpgpusim: run on a simulated card (--card).")
+@click.option("--card", default=None,
+              help="gpgpusim backend: shipped card name or a gpgpusim.config path.")
+@click.option("-O", "--sim-option", "sim_options", multiple=True, metavar="-OPT=VALUE",
+              help="gpgpusim backend: override a card option, e.g. -O -gpgpu_n_clusters=4.")
 @click.option("--detailed-first", type=int, default=None, metavar="J",
               help="Nsight Compute counters for the first J launches.")
 @click.option("--detailed-launches", default=None, metavar="PLAN|IDS",
@@ -111,6 +116,8 @@ def probe(device_index: int, output: Path, as_json: bool) -> None:
 def profile(
     output: Path,
     backend: str,
+    card: str | None,
+    sim_options: tuple[str, ...],
     detailed_first: int | None,
     detailed_launches: str | None,
     detailed_all: bool,
@@ -131,6 +138,10 @@ def profile(
     interrupted or timed out (launches captured so far kept, manifest complete=false);
     2: nothing written (one-line error).
     """
+    if backend == "gpgpusim" or card is not None or sim_options:
+        _profile_gpgpusim(output, backend, card, sim_options, timeout, keep_raw, force,
+                          command, detailed_first, detailed_launches, detailed_all)
+        return
     from hilsim.agent import ncu as ncu_mod
     from hilsim.agent.profile import ProfileOptions, profile_workload
 
@@ -165,3 +176,33 @@ def profile(
             f"the workload did not finish ({why}); {path} holds the launches captured so far "
             "and is marked incomplete"
         )
+
+
+def _profile_gpgpusim(output: Path, backend: str, card: str | None, sim_options: tuple[str, ...],
+                      timeout: float | None, keep_raw: Path | None, force: bool,
+                      command: tuple[str, ...], *detailed: object) -> None:
+    """``--backend gpgpusim``: the simulated card is both the light and the detailed level."""
+    if backend != "gpgpusim":
+        raise HilsimError("--card / -O need --backend gpgpusim")
+    if card is None:
+        raise HilsimError("--backend gpgpusim needs --card (see `hilsim gpgpusim cards`)")
+    if any(d not in (None, False) for d in detailed):
+        raise HilsimError("--backend gpgpusim records every counter of every launch: "
+                          "drop the --detailed-* options")
+    from hilsim.simmodel.gpgpusim.cards import parse_override
+    from hilsim.simmodel.gpgpusim.simprofile import profile_on_card
+
+    opts = dict(parse_override(o) for o in sim_options)
+    path, manifest = profile_on_card(
+        list(command), card, output, options=opts,
+        timeout_s=timeout if timeout else 4 * 3600.0, keep_raw=keep_raw, force=force,
+    )
+    prof = manifest["profilers"][0]
+    n_regions = prof.get("regions")
+    click.echo(
+        f"wrote {path}: {manifest.get('n_launches')} launches on {prof['card']} (gpgpusim), "
+        f"{prof['total_cycles']:,.0f} simulated cycles at {prof['clock_mhz']:g} MHz, "
+        f"{prof['sim_cpu_s']:.1f} CPU s ({prof['sim_wall_s']:.1f} s wall)"
+        + (f", {n_regions} regions" if n_regions else ""),
+        err=True,
+    )

@@ -350,6 +350,7 @@ def _register_commands() -> None:
     from hilsim.analyzer.validate_cli import validate_cmd
     from hilsim.microbench.cli import microbench_cmd
     from hilsim.simmodel.gpgpusim.cli import gpgpusim
+    from hilsim.simmodel.gpgpusim.simulate_cli import simulate_cmd
 
     agent.add_command(microbench_cmd)
     cli.add_command(agent)
@@ -360,6 +361,7 @@ def _register_commands() -> None:
     cli.add_command(dse_cmd)
     cli.add_command(pkp_cmd)
     cli.add_command(gpgpusim)
+    cli.add_command(simulate_cmd)
 
 
 _register_commands()

@@ -87,6 +87,11 @@ COUNTER_PAIRS: dict[str, tuple[str, ...]] = {
     "l2_accesses": ("lts__t_sectors.sum", "lts__t_requests.sum"),
     "dram_reads": ("dram__sectors_read.sum",),
     "dram_writes": ("dram__sectors_write.sum",),
+    "l1d_accesses": ("l1tex__t_sectors.sum",),
+    "l1d_misses": ("l1tex__t_sectors_lookup_miss.sum",),
+    "l2_misses": ("lts__t_sectors_lookup_miss.sum",),
+    "global_read_requests": ("lts__t_requests_srcunit_tex_op_read.sum",),
+    "global_write_requests": ("lts__t_requests_srcunit_tex_op_write.sum",),
 }
 MAE_COUNTERS = ("cycles", "instructions", "warp_instructions")
 

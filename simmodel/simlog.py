@@ -31,8 +31,8 @@ reads/writes``) are printed by GPGPU-Sim as totals since the simulation started
 ``get_stats.py`` likewise labels them *aggregate*), so with
 ``counters="cumulative"`` (default) the per-launch value is the difference to the
 previous block. Exception: the stream-aware GPGPU-Sim 4.2 (its logs print
-``kernel_stream_id``) prints the ``*_stats_breakdown[..]`` rows per stream and per
-kernel; those are taken as they are (the totals and shader counters stay cumulative). A counter that decreases is reported as a one-line error that
+``kernel_stream_id``) prints the ``*_stats_breakdown[..]`` rows neither per kernel nor as
+running totals (see ``_BREAKDOWN_COLUMNS``): they are left out for such logs. A counter that decreases is reported as a one-line error that
 suggests ``counters="per-kernel"`` (for simulators patched to clear statistics).
 
 A log whose last kernel block is cut off (no ``gpu_tot_sim_insn`` / no
@@ -85,11 +85,14 @@ COUNTER_COLUMNS: dict[str, str] = {
     "gpu_tot_issued_cta": "ctas",
 }
 
-#: the ``*_stats_breakdown[TYPE][STATUS]`` rows: printed per CUDA stream by the
-#: stream-aware GPGPU-Sim 4.2 (logs with ``kernel_stream_id`` lines), and there they hold
-#: this kernel only (in a real log here the GLOBAL_ACC_R + GLOBAL_ACC_W rows of
-#: ``L2_cache_stats_breakdown`` add up to the *difference* of ``L2_total_cache_accesses``;
-#: ``tests/test_gpgpusim_logbundle.py``); older logs print them as running totals.
+#: the ``*_stats_breakdown[TYPE][STATUS]`` rows. The stream-aware GPGPU-Sim 4.2 (its logs
+#: print ``kernel_stream_id``) keeps them per stream key and prints the entry of the
+#: kernel's key, which neither restarts per kernel nor accumulates over the run: in a real
+#: log here (transformer_step, 29 kernels, all on stream 0) the GLOBAL_ACC_R + GLOBAL_ACC_W
+#: rows of ``L2_cache_stats_breakdown`` equal the difference of ``L2_total_cache_accesses``
+#: for kernels 1-3, then carry on from kernel 1 at kernel 4 (168 + 160 = 328) and restart at
+#: kernel 5. No per-kernel value can be recovered from them, so such logs drop them (the
+#: ``*_total_*`` rows, ``total dram`` and the shader counters remain, all running totals).
 _BREAKDOWN_COLUMNS = frozenset(v for k, v in COUNTER_COLUMNS.items() if "_breakdown[" in k)
 
 _SCALARS = {
@@ -187,14 +190,9 @@ def parse_simlog(text: str, where: str = "<sim log>", counters: str = "cumulativ
             frame[per] = frame[per].fillna(delta) if per in frame else delta
     if "cycles" not in frame:
         raise HilsimError(f"{where}: no gpu_sim_cycle or gpu_tot_sim_cycle lines")
-    counter_cols = [c for c in COUNTER_COLUMNS.values() if c in frame.columns]
-    running = counter_cols
     if per_stream:
-        running = [c for c in counter_cols if c not in _BREAKDOWN_COLUMNS]
-    if counters == "cumulative" and running:
-        counter_cols, per_kernel_cols = running, [c for c in counter_cols if c not in running]
-    else:
-        per_kernel_cols = []
+        frame = frame.drop(columns=[c for c in _BREAKDOWN_COLUMNS if c in frame.columns])
+    counter_cols = [c for c in COUNTER_COLUMNS.values() if c in frame.columns]
     if counters == "cumulative" and counter_cols:
         values = frame[counter_cols].to_numpy(dtype=float)
         prev = np.vstack([np.zeros((1, values.shape[1])), values[:-1]])
@@ -208,8 +206,6 @@ def parse_simlog(text: str, where: str = "<sim log>", counters: str = "cumulativ
                 "kernel; read it with counters='per-kernel'"
             )
         frame[counter_cols] = delta
-    counter_cols = [c for c in COUNTER_COLUMNS.values()
-                    if c in counter_cols or c in per_kernel_cols]
     ordered = ["sim_launch", "launch_id", "uid", "kernel", "cycles", "instructions", "ipc",
                "tot_cycles", "occupancy_pct"]
     ordered = [c for c in ordered if c in frame.columns]

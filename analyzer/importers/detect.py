@@ -13,6 +13,8 @@ Recognised (see ``/FORMATS.md`` facts):
 * ``"ncu-csv-raw"``: Nsight Compute ``--csv --page raw`` (``"ID"`` plus metric
   columns named like ``gpu__time_duration.sum``; second row = units).
 * ``"wide-durations-csv"``: header of kernel names, rows of numbers (ragged).
+* ``"gpgpusim-log"``: a GPGPU-Sim run's stdout (its banner ``*** GPGPU-Sim Simulator
+  Version`` or ``GPGPU-Sim PTX:`` lines in the first 16 KB).
 """
 
 from __future__ import annotations
@@ -114,6 +116,10 @@ def sniff_format(path: str | Path) -> str:
         raise HilsimError(
             f"{source}: unrecognised format (JSON without 'traceEvents': {stripped[:60]!r})"
         )
+    from hilsim.simmodel.gpgpusim.logbundle import looks_like_gpgpusim_log
+
+    if looks_like_gpgpusim_log(text[:16384]):
+        return "gpgpusim-log"
     if "\x00" in text[:4096]:
         raise HilsimError(f"{source}: unrecognised format (binary data: {raw[:16]!r})")
     lines = text.splitlines()

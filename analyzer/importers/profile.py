@@ -8,7 +8,7 @@ Formats: ``nsys stats`` CSV (``cuda_gpu_trace``, ``cuda_kern_exec_trace``), wide
 per-kernel duration tables, Nsight Systems SQLite exports (and ``.nsys-rep``
 reports, exported with ``nsys export`` when nsys is installed), PyTorch-profiler
 (Kineto) traces, CUPTI activity records written by ``hilsim agent profile
---backend cupti``; plus Nsight Compute CSV metrics (``--ncu``).
+--backend cupti``, GPGPU-Sim logs (:mod:`hilsim.simmodel.gpgpusim.logbundle`); plus Nsight Compute CSV metrics (``--ncu``).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ FORMATS: tuple[str, ...] = (
     "sqlite",
     "kineto-json",
     "cupti-records",
+    "gpgpusim-log",
 )
 
 
@@ -57,6 +58,10 @@ def _read(path: Path, fmt: str) -> Bundle:
         from hilsim.analyzer.importers.cupti_records import bundle_from_cupti_records
 
         return bundle_from_cupti_records(path)
+    if fmt == "gpgpusim-log":
+        from hilsim.simmodel.gpgpusim.logbundle import bundle_from_gpgpusim_log
+
+        return bundle_from_gpgpusim_log(path)
     if fmt == "kineto-json":
         from hilsim.analyzer.importers.kineto import bundle_from_kineto
 

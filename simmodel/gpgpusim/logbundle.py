@@ -40,21 +40,20 @@ from hilsim.analyzer.schema import REGION_COLUMNS, normalize_launches
 from hilsim.simmodel.simlog import parse_simlog
 
 #: ``simlog`` column -> Nsight Compute metric of the same meaning (PKA Table 2 names where
-#: the table has one; the others are those ``hilsim.analyzer.validate.COUNTER_PAIRS`` and
-#: ``hilsim.simmodel.model`` read). Units: see ``docs/gpgpusim-metrics.md``.
+#: the table has one; the others pair with ``hilsim.analyzer.validate.COUNTER_PAIRS``).
+#: Units and what does not map: ``docs/gpgpusim-metrics.md``.
 NCU_METRICS: dict[str, str] = {
     "cycles": "gpu__cycles_elapsed.max",
     "warp_instructions": "smsp__inst_executed.sum",
     "instructions": "smsp__thread_inst_executed.sum",
     "thread_global_local_loads": "smsp__inst_executed_op_global_ld.sum",
     "thread_global_local_stores": "smsp__inst_executed_op_global_st.sum",
-    "l1d_global_read_accesses": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
-    "l1d_global_read_hits": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum",
-    "l1d_global_write_accesses": "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+    "l1d_accesses": "l1tex__t_sectors.sum",
+    "l1d_misses": "l1tex__t_sectors_lookup_miss.sum",
     "l2_accesses": "lts__t_sectors.sum",
-    "l2_global_read_accesses": "lts__t_sectors_srcunit_tex_op_read.sum",
-    "l2_global_read_hits": "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum",
-    "l2_global_write_accesses": "lts__t_sectors_srcunit_tex_op_write.sum",
+    "l2_misses": "lts__t_sectors_lookup_miss.sum",
+    "global_read_requests": "lts__t_requests_srcunit_tex_op_read.sum",
+    "global_write_requests": "lts__t_requests_srcunit_tex_op_write.sum",
     "dram_reads": "dram__sectors_read.sum",
     "dram_writes": "dram__sectors_write.sum",
     "occupancy_pct": "sm__warps_active.avg.pct_of_peak_sustained_active",
