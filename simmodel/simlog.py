@@ -32,8 +32,9 @@ reads/writes``) are printed by GPGPU-Sim as totals since the simulation started
 ``counters="cumulative"`` (default) the per-launch value is the difference to the
 previous block. Exception: the stream-aware GPGPU-Sim 4.2 (its logs print
 ``kernel_stream_id``) prints the ``*_stats_breakdown[..]`` rows neither per kernel nor as
-running totals (see ``_BREAKDOWN_COLUMNS``): they are left out for such logs. A counter that decreases is reported as a one-line error that
-suggests ``counters="per-kernel"`` (for simulators patched to clear statistics).
+running totals (see ``_BREAKDOWN_COLUMNS``): they are left out for such logs. A
+counter that decreases is reported as a one-line error that suggests
+``counters="per-kernel"`` (for simulators patched to clear statistics).
 
 A log whose last kernel block is cut off (no ``gpu_tot_sim_insn`` / no
 ``gpgpu_simulation_time`` / no ``exit detected`` after the last ``kernel_name``)

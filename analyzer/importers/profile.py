@@ -8,7 +8,8 @@ Formats: ``nsys stats`` CSV (``cuda_gpu_trace``, ``cuda_kern_exec_trace``), wide
 per-kernel duration tables, Nsight Systems SQLite exports (and ``.nsys-rep``
 reports, exported with ``nsys export`` when nsys is installed), PyTorch-profiler
 (Kineto) traces, CUPTI activity records written by ``hilsim agent profile
---backend cupti``, GPGPU-Sim logs (:mod:`hilsim.simmodel.gpgpusim.logbundle`); plus Nsight Compute CSV metrics (``--ncu``).
+--backend cupti``, GPGPU-Sim logs (:mod:`hilsim.simmodel.gpgpusim.logbundle`);
+plus Nsight Compute CSV metrics (``--ncu``).
 """
 
 from __future__ import annotations
