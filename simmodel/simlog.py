@@ -32,7 +32,7 @@ reads/writes``) are printed by GPGPU-Sim as totals since the simulation started
 ``counters="cumulative"`` (default) the per-launch value is the difference to the
 previous block. Exception: the stream-aware GPGPU-Sim 4.2 (its logs print
 ``kernel_stream_id``) prints the ``*_stats_breakdown[..]`` rows neither per kernel nor as
-running totals (see ``_BREAKDOWN_COLUMNS``): they are left out for such logs. A
+running totals (see ``_BREAKDOWN_COLUMNS``): only the first kernel keeps them. A
 counter that decreases is reported as a one-line error that suggests
 ``counters="per-kernel"`` (for simulators patched to clear statistics).
 
@@ -92,7 +92,7 @@ COUNTER_COLUMNS: dict[str, str] = {
 #: log here (transformer_step, 29 kernels, all on stream 0) the GLOBAL_ACC_R + GLOBAL_ACC_W
 #: rows of ``L2_cache_stats_breakdown`` equal the difference of ``L2_total_cache_accesses``
 #: for kernels 1-3, then carry on from kernel 1 at kernel 4 (168 + 160 = 328) and restart at
-#: kernel 5. No per-kernel value can be recovered from them, so such logs drop them (the
+#: kernel 5. Only the first kernel's rows are its own; later kernels get NaN there (the
 #: ``*_total_*`` rows, ``total dram`` and the shader counters remain, all running totals).
 _BREAKDOWN_COLUMNS = frozenset(v for k, v in COUNTER_COLUMNS.items() if "_breakdown[" in k)
 
@@ -192,8 +192,13 @@ def parse_simlog(text: str, where: str = "<sim log>", counters: str = "cumulativ
     if "cycles" not in frame:
         raise HilsimError(f"{where}: no gpu_sim_cycle or gpu_tot_sim_cycle lines")
     if per_stream:
-        frame = frame.drop(columns=[c for c in _BREAKDOWN_COLUMNS if c in frame.columns])
+        # only the first kernel's rows are its own (no other kernel has added to any key)
+        dropped = [c for c in _BREAKDOWN_COLUMNS if c in frame.columns]
+        frame.loc[frame.index[1:], dropped] = np.nan
     counter_cols = [c for c in COUNTER_COLUMNS.values() if c in frame.columns]
+    running = [c for c in counter_cols if not (per_stream and c in _BREAKDOWN_COLUMNS)]
+    per_kernel = [c for c in counter_cols if c not in running]
+    counter_cols = running
     if counters == "cumulative" and counter_cols:
         values = frame[counter_cols].to_numpy(dtype=float)
         prev = np.vstack([np.zeros((1, values.shape[1])), values[:-1]])
@@ -207,6 +212,7 @@ def parse_simlog(text: str, where: str = "<sim log>", counters: str = "cumulativ
                 "kernel; read it with counters='per-kernel'"
             )
         frame[counter_cols] = delta
+    counter_cols = [c for c in COUNTER_COLUMNS.values() if c in running or c in per_kernel]
     ordered = ["sim_launch", "launch_id", "uid", "kernel", "cycles", "instructions", "ipc",
                "tot_cycles", "occupancy_pct"]
     ordered = [c for c in ordered if c in frame.columns]

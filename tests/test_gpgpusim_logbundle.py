@@ -90,7 +90,7 @@ def test_cumulative_counters_become_per_kernel_differences() -> None:
     assert "sm__warps_active.avg.pct_of_peak_sustained_active" not in m.columns
 
 
-def test_stream_aware_breakdown_rows_are_dropped() -> None:
+def test_stream_aware_breakdown_rows_only_for_the_first_kernel() -> None:
     """The *_breakdown rows follow per-stream keys: neither per kernel nor running totals."""
     text = FULL.read_text()
     totals = np.diff(_values(text, "L2_total_cache_accesses"), prepend=0.0)
@@ -99,8 +99,10 @@ def test_stream_aware_breakdown_rows_are_dropped() -> None:
     assert (rows[:3] == totals[:3]).all()  # looks per kernel at first...
     assert rows[3] == totals[0] + totals[3]  # ...then carries on from kernel 1
     stats = parse_simlog(text, "full")
-    assert not any(c.startswith(("l2_global", "l1d_global")) for c in stats.columns)
-    assert "l2_accesses" in stats.columns
+    assert stats["l2_global_read_accesses"].iloc[0] == rows[0] - _values(
+        text, "L2_cache_stats_breakdown[GLOBAL_ACC_W][TOTAL_ACCESS]")[0]
+    assert stats["l2_global_read_accesses"].iloc[1:].isna().all()
+    assert (stats["l2_accesses"].to_numpy() == totals).all()
 
 
 def test_sampled_log_is_placed_by_launch_id_and_validates() -> None:
