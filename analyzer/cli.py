@@ -346,6 +346,7 @@ def _register_commands() -> None:
     from hilsim.analyzer.export_cli import export_cmd
     from hilsim.analyzer.pkp_cli import pkp_cmd
     from hilsim.analyzer.portability_cli import portability_cmd
+    from hilsim.analyzer.sweep_cli import sweep_cmd
     from hilsim.analyzer.tune_cli import tune_cmd
     from hilsim.analyzer.validate_cli import validate_cmd
     from hilsim.microbench.cli import microbench_cmd
@@ -362,6 +363,7 @@ def _register_commands() -> None:
     cli.add_command(pkp_cmd)
     cli.add_command(gpgpusim)
     cli.add_command(simulate_cmd)
+    cli.add_command(sweep_cmd)
 
 
 _register_commands()

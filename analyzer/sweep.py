@@ -1,0 +1,773 @@
+"""Sweeps of workloads x methods x parameter grids x seeds on Dask (issue 18 §1).
+
+A sweep is the ``hilsim compare`` job repeated over many workloads and parameter
+settings; every (workload, method, params, seed) is one *task*: plan on the workload's
+profile, score on it (or on its holdout run), as STEM section 4.1 defines error and
+speedup (:func:`hilsim.analyzer.evaluate.score_plan`). Tasks run on ``dask.distributed``:
+an embedded ``LocalCluster`` by default, or any existing cluster given its scheduler
+address (SLURM/PBS through ``dask-jobqueue``, see ``docs/sweep.md``).
+
+* **Spec** (TOML, :func:`load_spec`): ``seeds``, optional ``simulate`` and ``cards``,
+  ``[[workloads]]`` (``path`` to a bundle folder or profile file, relative to the spec,
+  or ``example`` naming a shipped example; optional ``holdout``), ``[[methods]]``
+  (``name`` and ``params``, where a list value is a grid axis).
+* **Shared storage, not shipping**: tasks carry paths; each worker reads the profile
+  itself and keeps the last one it read (with a
+  :class:`~hilsim.analyzer.tablecache.TableCache`, so STEM's sort is shared by the
+  seeds a worker runs). Tasks are submitted grouped by workload and method.
+* **Resumable**: a task's key is the sha256 of its inputs' digests (a bundle's
+  ``manifest.json``, which lists the sha256 of its files, or the profile file's own
+  sha256), method, params and seed. Rows already in ``results.parquet`` are not run
+  again (failed ones only with ``retry_failed``); the table is rewritten atomically
+  every few seconds while the sweep runs, so an interrupted sweep loses little.
+* **Failures are rows**: a task that raises gives a row with ``status = "failed"`` and
+  its one-line error; the sweep goes on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import itertools
+import json
+import os
+import threading
+import time
+import tomllib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from hilsim.analyzer.errors import HilsimError
+
+RESULTS = "results.parquet"
+SUMMARY = "summary.csv"
+DIGESTS = ".digests.json"
+
+#: columns of results.parquet, in order
+RESULT_COLUMNS: tuple[str, ...] = (
+    "task_key",
+    "workload",
+    "workload_path",
+    "workload_digest",
+    "holdout_digest",
+    "method",
+    "label",
+    "params",
+    "seed",
+    "card",
+    "status",
+    "message",
+    "error",
+    "speedup",
+    "n_samples",
+    "n_clusters",
+    "n_launches",
+    "truth_ns",
+    "estimate_ns",
+    "load_seconds",
+    "plan_seconds",
+    "score_seconds",
+    "task_seconds",
+    "worker",
+    "hilsim_version",
+)
+
+_SPEC_KEYS = {"seeds", "simulate", "cards", "workloads", "methods"}
+_WORKLOAD_KEYS = {"name", "path", "example", "holdout"}
+_METHOD_KEYS = {"name", "params"}
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One profile to sample: ``path`` (bundle folder or profile file), optional holdout."""
+
+    name: str
+    path: Path
+    holdout: Path | None = None
+
+
+@dataclass(frozen=True)
+class MethodGrid:
+    """A method and its parameter grid: ``fixed`` values plus ``axes`` (lists) to cross."""
+
+    name: str
+    fixed: dict[str, Any]
+    axes: dict[str, list[Any]]
+
+    def settings(self) -> list[tuple[str, dict[str, Any]]]:
+        """(label, params) for every point of the grid; the label names the grid values."""
+        keys = sorted(self.axes)
+        out = []
+        for values in itertools.product(*(self.axes[k] for k in keys)):
+            point = dict(zip(keys, values, strict=True))
+            label = self.name
+            if point:
+                label += "(" + ", ".join(f"{k}={v}" for k, v in point.items()) + ")"
+            out.append((label, {**self.fixed, **point}))
+        return out
+
+
+@dataclass
+class SweepSpec:
+    """A parsed sweep spec (see the module docstring and ``docs/sweep.md``)."""
+
+    workloads: list[Workload]
+    methods: list[MethodGrid]
+    seeds: list[int]
+    simulate: bool = False
+    cards: list[str] = field(default_factory=list)
+    source: Path | None = None
+
+
+def _fail(source: Path, message: str) -> HilsimError:
+    return HilsimError(f"{source}: {message}")
+
+
+def _unknown(source: Path, where: str, table: dict[str, Any], allowed: set[str]) -> None:
+    extra = sorted(set(table) - allowed)
+    if extra:
+        raise _fail(
+            source,
+            f"{where}: unknown key(s) {', '.join(extra)} (known: {', '.join(sorted(allowed))})",
+        )
+
+
+def _resolve(base: Path, value: Any, source: Path, where: str) -> Path:
+    if not isinstance(value, str) or not value:
+        raise _fail(source, f"{where}: expected a path string, got {value!r}")
+    path = Path(value).expanduser()
+    path = path if path.is_absolute() else base / path
+    if not path.exists():
+        raise _fail(source, f"{where}: {path} does not exist")
+    return path.resolve()
+
+
+def _workload(base: Path, entry: Any, index: int, source: Path) -> Workload:
+    where = f"workloads[{index}]"
+    if not isinstance(entry, dict):
+        raise _fail(source, f"{where}: expected a table")
+    _unknown(source, where, entry, _WORKLOAD_KEYS)
+    if ("path" in entry) == ("example" in entry):
+        raise _fail(source, f"{where}: give either 'path' or 'example'")
+    if "example" in entry:
+        from hilsim.analyzer.examples import EXAMPLES
+
+        known = {e.name: e for e in EXAMPLES}
+        example = known.get(entry["example"])
+        if example is None:
+            raise _fail(
+                source, f"{where}: unknown example {entry['example']!r} (known: {', '.join(known)})"
+            )
+        path = example.path(example.profile).resolve()
+        default_name = example.name
+    else:
+        path = _resolve(base, entry["path"], source, f"{where}.path")
+        default_name = path.name.split(".")[0]
+    holdout = (
+        _resolve(base, entry["holdout"], source, f"{where}.holdout") if "holdout" in entry else None
+    )
+    name = entry.get("name", default_name)
+    if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
+        raise _fail(source, f"{where}.name: {name!r} is not a usable folder name")
+    return Workload(name, path, holdout)
+
+
+def _method(entry: Any, index: int, source: Path) -> MethodGrid:
+    from hilsim.analyzer import methods
+
+    where = f"methods[{index}]"
+    if not isinstance(entry, dict):
+        raise _fail(source, f"{where}: expected a table")
+    _unknown(source, where, entry, _METHOD_KEYS)
+    name = entry.get("name")
+    if name not in methods.available():
+        raise _fail(
+            source,
+            f"{where}.name: unknown method {name!r} (known: {', '.join(methods.available())})",
+        )
+    params = entry.get("params", {})
+    if not isinstance(params, dict):
+        raise _fail(source, f"{where}.params: expected a table of parameters")
+    axes = {k: v for k, v in params.items() if isinstance(v, list)}
+    if any(not v for v in axes.values()):
+        raise _fail(source, f"{where}.params: an empty list gives no grid point")
+    fixed = {k: v for k, v in params.items() if k not in axes}
+    grid = MethodGrid(name, fixed, axes)
+    if "seed" in params:
+        raise _fail(source, f"{where}.params: set seeds with the top-level 'seeds', not params")
+    for _, point in grid.settings():
+        try:
+            methods.create(name, **point)
+        except HilsimError as exc:
+            raise _fail(source, f"{where}: {exc}") from exc
+        except (TypeError, ValueError) as exc:
+            raise _fail(source, f"{where}: parameters {point}: {exc}") from exc
+    return grid
+
+
+def parse_spec(data: dict[str, Any], source: Path, base: Path | None = None) -> SweepSpec:
+    """Validate a spec's tables; one-line :class:`HilsimError` naming the key on a problem."""
+    base = base if base is not None else source.parent
+    _unknown(source, "spec", data, _SPEC_KEYS)
+    seeds_value = data.get("seeds", 10)
+    if isinstance(seeds_value, int) and not isinstance(seeds_value, bool) and seeds_value >= 1:
+        seeds = list(range(seeds_value))
+    elif (
+        isinstance(seeds_value, list)
+        and seeds_value
+        and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds_value)
+    ):
+        seeds = sorted(set(seeds_value))
+    else:
+        raise _fail(source, f"seeds: expected a count >= 1 or a list of seeds, got {seeds_value!r}")
+    simulate = data.get("simulate", False)
+    if not isinstance(simulate, bool):
+        raise _fail(source, f"simulate: expected true or false, got {simulate!r}")
+    cards = data.get("cards", [])
+    if not isinstance(cards, list) or not all(isinstance(c, str) for c in cards):
+        raise _fail(source, "cards: expected a list of card names or config paths")
+    workloads_raw = data.get("workloads")
+    if not isinstance(workloads_raw, list) or not workloads_raw:
+        raise _fail(source, "workloads: expected at least one [[workloads]] table")
+    methods_raw = data.get("methods")
+    if not isinstance(methods_raw, list) or not methods_raw:
+        raise _fail(source, "methods: expected at least one [[methods]] table")
+    workloads = [_workload(base, w, i, source) for i, w in enumerate(workloads_raw)]
+    names = [w.name for w in workloads]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise _fail(source, f"workloads: name(s) {', '.join(dup)} used twice (set 'name')")
+    grids = [_method(m, i, source) for i, m in enumerate(methods_raw)]
+    if simulate and not cards:
+        raise _fail(source, "simulate = true needs 'cards' (the simulated cards to run on)")
+    return SweepSpec(workloads, grids, seeds, simulate, list(cards), source)
+
+
+def load_spec(path: str | Path) -> SweepSpec:
+    """Read a TOML sweep spec (paths in it are relative to its folder)."""
+    source = Path(path)
+    try:
+        data = tomllib.loads(source.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise HilsimError(f"{source}: no such sweep spec") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HilsimError(f"{source}: cannot read ({exc})") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise HilsimError(f"{source}: not valid TOML ({exc})") from exc
+    return parse_spec(data, source)
+
+
+def simulate_available() -> bool:
+    """Whether this hilsim has the ``hilsim simulate`` command a simulating sweep needs."""
+    from hilsim.analyzer.cli import cli
+
+    return "simulate" in cli.commands
+
+
+# ----------------------------------------------------------------------------- digests
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def input_digest(path: Path, cache: dict[str, Any] | None = None) -> str:
+    """sha256 identifying a profile's contents.
+
+    A bundle folder: the digest of its ``manifest.json`` (which holds the sha256 of every
+    table). A profile file: the file's sha256, remembered in ``cache`` under its path,
+    size and modification time so a rerun does not hash it again.
+    """
+    if path.is_dir():
+        manifest = path / "manifest.json"
+        if not manifest.is_file():
+            raise HilsimError(f"{path}: not a hilsim bundle (no manifest.json)")
+        return _file_sha256(manifest)
+    stat = path.stat()
+    stamp = f"{stat.st_size}:{stat.st_mtime_ns}"
+    hit = (cache or {}).get(str(path))
+    if hit and hit.get("stamp") == stamp:
+        return str(hit["sha256"])
+    digest = _file_sha256(path)
+    if cache is not None:
+        cache[str(path)] = {"stamp": stamp, "sha256": digest}
+    return digest
+
+
+# ----------------------------------------------------------------------------- tasks
+
+
+@dataclass(frozen=True)
+class Task:
+    """One (workload, method, params, seed[, card]) run; what a worker receives."""
+
+    key: str
+    workload: str
+    path: str
+    holdout: str | None
+    workload_digest: str
+    holdout_digest: str | None
+    method: str
+    label: str
+    params: dict[str, Any]
+    seed: int
+    card: str | None = None
+
+    def row(self) -> dict[str, Any]:
+        """The row's input columns (results are added by :func:`run_task`)."""
+        return {
+            "task_key": self.key,
+            "workload": self.workload,
+            "workload_path": self.path,
+            "workload_digest": self.workload_digest,
+            "holdout_digest": self.holdout_digest,
+            "method": self.method,
+            "label": self.label,
+            "params": json.dumps(self.params, sort_keys=True),
+            "seed": self.seed,
+            "card": self.card,
+        }
+
+
+def task_key(
+    workload_digest: str,
+    holdout_digest: str | None,
+    method: str,
+    params: dict[str, Any],
+    seed: int,
+    card: str | None,
+) -> str:
+    """sha256 over a task's inputs: what makes two tasks the same."""
+    payload = json.dumps(
+        [workload_digest, holdout_digest, method, params, seed, card], sort_keys=True
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def build_tasks(spec: SweepSpec, digest_cache: dict[str, Any] | None = None) -> list[Task]:
+    """Every task of ``spec``, grouped by workload then method (deterministic methods once)."""
+    from hilsim.analyzer import methods
+
+    tasks: list[Task] = []
+    cards: list[str | None] = list(spec.cards) if spec.simulate else [None]
+    for workload in spec.workloads:
+        digest = input_digest(workload.path, digest_cache)
+        hold = input_digest(workload.holdout, digest_cache) if workload.holdout else None
+        for grid in spec.methods:
+            stochastic = methods.get(grid.name).stochastic
+            for label, params in grid.settings():
+                for seed in spec.seeds if stochastic else spec.seeds[:1]:
+                    for card in cards:
+                        tasks.append(
+                            Task(
+                                task_key(digest, hold, grid.name, params, seed, card),
+                                workload.name,
+                                str(workload.path),
+                                str(workload.holdout) if workload.holdout else None,
+                                digest,
+                                hold,
+                                grid.name,
+                                label,
+                                params,
+                                seed,
+                                card,
+                            )
+                        )
+    return tasks
+
+
+# ----------------------------------------------------------------------------- worker side
+
+_WORKER_LOCK = threading.Lock()
+_LOADED: dict[str, Any] = {}
+
+
+def _load(path: str, digest: str) -> Any:
+    """The profile at ``path``, read once per worker process (the last one is kept)."""
+    from hilsim.analyzer.importers.profile import load_profile
+
+    hit = _LOADED.get(digest)
+    if hit is not None:
+        return hit
+    _LOADED.clear()  # one workload's bundles at a time: memory stays one profile
+    bundle = load_profile(path)
+    _LOADED[digest] = bundle
+    return bundle
+
+
+def _cache_for(digest: str) -> Any:
+    from hilsim.analyzer.tablecache import TableCache
+
+    key = f"cache:{digest}"
+    if key not in _LOADED:
+        _LOADED[key] = TableCache()
+    return _LOADED[key]
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    if isinstance(exc, HilsimError):
+        return text
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def run_task(task: Task) -> dict[str, Any]:
+    """Plan and score one task on this worker; never raises (a failure is a row).
+
+    Tasks in one worker process run one at a time (a lock): each holds the profile and
+    its working arrays, so threads of one worker would only add memory.
+    """
+    import socket
+
+    from hilsim.analyzer import methods
+    from hilsim.analyzer.bundle import hilsim_version
+    from hilsim.analyzer.evaluate import score_plan
+
+    row: dict[str, Any] = task.row()
+    row.update(
+        worker=f"{socket.gethostname()}:{os.getpid()}",
+        hilsim_version=hilsim_version(),
+        status="failed",
+        message=None,
+    )
+    t_task = time.perf_counter()
+    with _WORKER_LOCK:
+        try:
+            t0 = time.perf_counter()
+            bundle = _load(task.path, task.workload_digest)
+            target = _load_holdout(task) if task.holdout else bundle
+            row["load_seconds"] = time.perf_counter() - t0
+            row["n_launches"] = int(bundle.n_launches)
+            method = methods.create(task.method, **task.params)
+            if method.stochastic:
+                method = method.with_seed(task.seed)
+            with _cache_for(task.workload_digest):
+                t0 = time.perf_counter()
+                plan = method.plan(bundle)
+                row["plan_seconds"] = time.perf_counter() - t0
+                t0 = time.perf_counter()
+                score = score_plan(plan, target)
+                row["score_seconds"] = time.perf_counter() - t0
+            if task.card is not None:
+                raise HilsimError("sweep: simulate = true: `hilsim simulate` is not available yet")
+            row.update(
+                status="ok",
+                error=float(score.error),
+                speedup=float(score.speedup),
+                n_samples=int(score.n_samples),
+                n_clusters=int(score.n_clusters),
+                truth_ns=float(score.truth_ns),
+                estimate_ns=float(score.estimate_ns),
+            )
+        except Exception as exc:  # noqa: BLE001 - every failure becomes the task's row
+            row["message"] = _one_line(exc)
+    row["task_seconds"] = time.perf_counter() - t_task
+    return row
+
+
+def _load_holdout(task: Task) -> Any:
+    from hilsim.analyzer.importers.profile import load_profile
+
+    assert task.holdout is not None and task.holdout_digest is not None
+    key = f"holdout:{task.holdout_digest}"
+    if key not in _LOADED:
+        _LOADED[key] = load_profile(task.holdout)
+    return _LOADED[key]
+
+
+# ----------------------------------------------------------------------------- results
+
+
+def empty_results() -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=object) for c in RESULT_COLUMNS})
+
+
+def results_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    """Rows as the typed results table (one row per task, :data:`RESULT_COLUMNS`)."""
+    frame = pd.DataFrame(list(rows), columns=list(RESULT_COLUMNS))
+    for column in ("seed", "n_samples", "n_clusters", "n_launches"):
+        frame[column] = pd.to_numeric(frame[column]).astype("Int64")
+    for column in (
+        "error",
+        "speedup",
+        "truth_ns",
+        "estimate_ns",
+        "load_seconds",
+        "plan_seconds",
+        "score_seconds",
+        "task_seconds",
+    ):
+        frame[column] = pd.to_numeric(frame[column]).astype("float64")
+    return frame
+
+
+def read_results(folder: Path) -> pd.DataFrame:
+    """``results.parquet`` of an earlier run in ``folder`` (empty if none)."""
+    path = folder / RESULTS
+    if not path.is_file():
+        return empty_results()
+    try:
+        frame = pd.read_parquet(path)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds
+        raise HilsimError(f"{path}: cannot read the earlier results ({exc})") from exc
+    missing = [c for c in RESULT_COLUMNS if c not in frame.columns]
+    if missing:
+        raise HilsimError(f"{path}: not a sweep results table (missing {', '.join(missing)})")
+    return frame[list(RESULT_COLUMNS)]
+
+
+def write_results(folder: Path, frame: pd.DataFrame) -> Path:
+    """Write the results table atomically (sorted by task key: a stable order)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from hilsim.analyzer.atomic import write_bytes_atomic
+
+    frame = frame.sort_values("task_key", kind="stable").reset_index(drop=True)
+    buffer = io.BytesIO()
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), buffer, compression="zstd")
+    return write_bytes_atomic(folder / RESULTS, buffer.getvalue())
+
+
+def summarize(results: pd.DataFrame, workload: str) -> dict[str, Any]:
+    """One workload's rows as a ``compare`` result (same keys as
+    :func:`hilsim.analyzer.compare.compare_methods` returns), one entry per grid point."""
+    from hilsim.analyzer import methods
+    from hilsim.analyzer.compare import MethodResult
+
+    rows = results[results["workload"] == workload]
+    summaries, skipped, notes = [], {}, []
+    for label, group in rows.groupby("label", sort=True):
+        ok = group[group["status"] == "ok"]
+        failed = group[group["status"] != "ok"]
+        if ok.empty:
+            skipped[str(label)] = str(failed["message"].iloc[0])
+            continue
+        if len(failed):
+            notes.append(f"{label}: {len(failed)} of {len(group)} runs failed")
+        result = MethodResult(
+            str(label),
+            tuple(methods.get(str(group["method"].iloc[0])).needs),
+            errors=ok["error"].astype(float).tolist(),
+            speedups=ok["speedup"].astype(float).tolist(),
+            samples=ok["n_samples"].astype(int).tolist(),
+            plan_seconds=ok["plan_seconds"].astype(float).tolist(),
+        )
+        summaries.append(result.summary())
+    summaries.sort(key=lambda s: s["mean_error"])
+    return {
+        "workload": workload,
+        "methods": summaries,
+        "skipped": skipped,
+        "holdout": bool(rows["holdout_digest"].notna().any()),
+        "seeds": int(rows["seed"].nunique()) if len(rows) else 0,
+        "workers_note": "; ".join(notes) or None,
+    }
+
+
+# ----------------------------------------------------------------------------- the run
+
+
+@dataclass
+class SweepOutcome:
+    """What a sweep did: rows run now, rows kept from before, where it ran."""
+
+    results: pd.DataFrame
+    ran: int
+    failed: int
+    skipped: int
+    workers: int
+    wall_seconds: float
+    where: str
+
+
+def _worker_bytes(spec: SweepSpec) -> int:
+    """Memory one worker needs at its peak (compare's factor on the largest profile).
+
+    A bundle's in-memory size is about 250 bytes per launch (``n_launches`` of its
+    manifest; measured at 10M launches); a profile file is counted at its size on disk.
+    """
+    from hilsim.analyzer.compare import WORKER_BUNDLE_FACTOR
+
+    largest = 0
+    for workload in spec.workloads:
+        size = 0
+        for path in (workload.path, workload.holdout):
+            if path is None:
+                continue
+            if path.is_dir():
+                try:
+                    manifest = json.loads((path / "manifest.json").read_text())
+                    size += 250 * int(manifest.get("n_launches", 0))
+                except (OSError, ValueError, TypeError):
+                    size += sum(f.stat().st_size for f in path.iterdir() if f.is_file())
+            else:
+                size += path.stat().st_size
+        largest = max(largest, size)
+    return int(WORKER_BUNDLE_FACTOR * largest)
+
+
+def local_workers(spec: SweepSpec, n_tasks: int, requested: int | None) -> tuple[int, str | None]:
+    """Workers for the embedded cluster: cores (or ``requested``), capped by memory."""
+    from hilsim.analyzer.compare import available_bytes, memory_capped_workers
+
+    wanted = requested or min(max(n_tasks, 1), os.cpu_count() or 1)
+    return memory_capped_workers(wanted, _worker_bytes(spec), available_bytes())
+
+
+def run_sweep(
+    spec: SweepSpec,
+    output: Path,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    retry_failed: bool = False,
+    on_event: Callable[[str, dict[str, Any] | int], None] | None = None,
+    checkpoint_seconds: float = 5.0,
+) -> SweepOutcome:
+    """Run every task of ``spec`` not already in ``output/results.parquet``.
+
+    ``scheduler`` (``tcp://HOST:PORT``) uses an existing Dask cluster; otherwise an
+    embedded ``LocalCluster`` of :func:`local_workers` single-threaded worker processes
+    on 127.0.0.1 runs the tasks. ``on_event("start", n)`` is called with the number of
+    tasks to run, then ``on_event("row", row)`` per finished task.
+    """
+    if spec.simulate and not simulate_available():
+        raise HilsimError(
+            "sweep: simulate = true: `hilsim simulate` is not available yet in this hilsim"
+        )
+    output.mkdir(parents=True, exist_ok=True)
+    digests_path = output / DIGESTS
+    try:
+        digest_cache = json.loads(digests_path.read_text()) if digests_path.is_file() else {}
+    except (OSError, ValueError):
+        digest_cache = {}
+    tasks = build_tasks(spec, digest_cache)
+    from hilsim.analyzer.atomic import write_text_atomic
+
+    write_text_atomic(digests_path, json.dumps(digest_cache, indent=1))
+    previous = read_results(output)
+    keys = {t.key for t in tasks}
+    keep_status = {"ok", "failed"} if not retry_failed else {"ok"}
+    kept = previous[previous["task_key"].isin(keys) & previous["status"].isin(keep_status)]
+    done = set(kept["task_key"])
+    todo = [t for t in tasks if t.key not in done]
+    # rows of tasks outside this spec stay in the table (another spec shares the folder)
+    others = previous[~previous["task_key"].isin(keys)]
+    base_rows = pd.concat([others, kept], ignore_index=True) if len(others) else kept
+    if on_event:
+        on_event("start", len(todo))
+    t_start = time.perf_counter()
+    new_rows: list[dict[str, Any]] = []
+    n_workers = 0
+    where = "nothing to run"
+    if todo:
+        n_workers, where = _run_on_dask(
+            todo,
+            scheduler,
+            workers,
+            spec,
+            output,
+            base_rows,
+            new_rows,
+            on_event,
+            checkpoint_seconds,
+        )
+    results = (
+        results_frame(itertools.chain(base_rows.to_dict("records"), new_rows))
+        if new_rows or len(base_rows)
+        else empty_results()
+    )
+    write_results(output, results)
+    failed = sum(1 for r in new_rows if r["status"] != "ok")
+    return SweepOutcome(
+        results=results,
+        ran=len(new_rows),
+        failed=failed,
+        skipped=len(kept),
+        workers=n_workers,
+        wall_seconds=time.perf_counter() - t_start,
+        where=where,
+    )
+
+
+def _run_on_dask(
+    todo: list[Task],
+    scheduler: str | None,
+    workers: int | None,
+    spec: SweepSpec,
+    output: Path,
+    base_rows: pd.DataFrame,
+    new_rows: list[dict[str, Any]],
+    on_event: Callable[[str, dict[str, Any] | int], None] | None,
+    checkpoint_seconds: float,
+) -> tuple[int, str]:
+    try:
+        from dask.distributed import Client, LocalCluster, as_completed
+    except ImportError as exc:  # pragma: no cover - a dependency of hilsim
+        raise HilsimError(f"sweep: dask.distributed is not installed ({exc})") from exc
+    import logging
+
+    logging.getLogger("distributed").setLevel(logging.ERROR)
+    cluster = None
+    try:
+        if scheduler:
+            try:
+                client = Client(scheduler, timeout="20s")
+            except (OSError, TimeoutError) as exc:
+                raise HilsimError(
+                    f"sweep: cannot reach the Dask scheduler {scheduler} ({exc})"
+                ) from exc
+            n_workers = len(client.scheduler_info(n_workers=-1).get("workers", {}))
+            if n_workers == 0:
+                client.wait_for_workers(1, timeout=60)
+                n_workers = len(client.scheduler_info(n_workers=-1).get("workers", {}))
+            where = f"Dask cluster {scheduler} ({n_workers} workers)"
+        else:
+            n_workers, note = local_workers(spec, len(todo), workers)
+            cluster = LocalCluster(
+                n_workers=n_workers,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address="127.0.0.1:0",
+                memory_limit=0,
+                silence_logs=logging.ERROR,
+            )
+            client = Client(cluster)
+            where = f"embedded LocalCluster ({n_workers} workers)" + (f"; {note}" if note else "")
+        with client:
+            # earlier tasks first (priority): workers finish one workload's tasks before the
+            # next one's, so each reads a profile about once
+            futures = [
+                client.submit(run_task, t, key=f"hilsim-sweep-{t.key}", priority=-i, pure=False)
+                for i, t in enumerate(todo)
+            ]
+            by_key = {f.key: t for f, t in zip(futures, todo, strict=True)}
+            last = time.perf_counter()
+            for future in as_completed(futures):
+                try:
+                    row = future.result()
+                except Exception as exc:  # noqa: BLE001 - a lost worker, not the task
+                    task = by_key[future.key]
+                    row = task.row()
+                    row.update(status="failed", message=_one_line(exc))
+                future.release()
+                new_rows.append(row)
+                if on_event:
+                    on_event("row", row)
+                if time.perf_counter() - last > checkpoint_seconds:
+                    write_results(
+                        output,
+                        results_frame(itertools.chain(base_rows.to_dict("records"), new_rows)),
+                    )
+                    last = time.perf_counter()
+    finally:
+        if cluster is not None:
+            cluster.close()
+    return n_workers, where

@@ -1,0 +1,142 @@
+"""``hilsim sweep SPEC -o DIR``: workloads x methods x grids x seeds on Dask (issue 18 §1).
+
+The work is :mod:`hilsim.analyzer.sweep`; this module is the command, its progress bar
+(tasks done / failed / ETA) and the per-workload summary tables and Pareto plots that
+``hilsim compare`` makes (:func:`hilsim.analyzer.report.print_comparison`,
+:func:`hilsim.analyzer.report.write_comparison`, :func:`hilsim.analyzer.compare.pareto_plot`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+
+@click.command("sweep")
+@click.argument("spec_path", metavar="SPEC", type=click.Path(path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Folder for results.parquet, summary.csv and one compare folder per workload; "
+    "a rerun into the same folder skips the tasks already there.",
+)
+@click.option(
+    "--scheduler",
+    metavar="tcp://HOST:PORT",
+    help="Run on this existing Dask cluster (default: an embedded LocalCluster).",
+)
+@click.option(
+    "--workers",
+    type=int,
+    default=None,
+    help="Worker processes of the embedded cluster (default: CPUs, capped by memory).",
+)
+@click.option("--retry-failed", is_flag=True, help="Run again the tasks that failed before.")
+def sweep_cmd(
+    spec_path: Path,
+    output: Path,
+    scheduler: str | None,
+    workers: int | None,
+    retry_failed: bool,
+) -> None:
+    """Run a sweep SPEC (TOML: workloads, methods with parameter grids, seeds) on Dask.
+
+    Every (workload, method, params, seed) is one task: plan, then score (error,
+    speedup, samples, times). Writes OUTPUT/results.parquet (one row per task, failed
+    tasks with their one-line error), OUTPUT/summary.csv and, per workload,
+    OUTPUT/<workload>/compare.{json,csv} and pareto.png. See docs/sweep.md.
+    """
+    from hilsim.analyzer.errors import HilsimError
+    from hilsim.analyzer.sweep import load_spec, run_sweep
+
+    if workers is not None and workers < 1:
+        raise HilsimError("--workers: expected 1 or more")
+    if scheduler and workers:
+        raise HilsimError("--workers sizes the embedded cluster; with --scheduler the cluster's")
+    if scheduler and not scheduler.startswith(("tcp://", "tls://", "inproc://", "ucx://")):
+        raise HilsimError(f"--scheduler {scheduler!r}: expected an address like tcp://HOST:PORT")
+    spec = load_spec(spec_path)
+    with _progress() as on_event:
+        outcome = run_sweep(spec, output, scheduler, workers, retry_failed, on_event)
+    _report(spec, outcome, output)
+
+
+class _progress:
+    """Rich progress bar on stderr: tasks done of total, failed, elapsed, ETA."""
+
+    def __enter__(self) -> Any:
+        from hilsim.analyzer.console import err
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self.progress = Progress(
+            TextColumn("[progress.description]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("[red]{task.fields[failed]} failed"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=err,
+            transient=True,
+            disable=not err.is_terminal,
+        )
+        self.progress.__enter__()
+        self.task = None
+        self.failed = 0
+        return self.event
+
+    def event(self, kind: str, value: Any) -> None:
+        if kind == "start":
+            self.task = self.progress.add_task("sweep", total=int(value), failed=0)
+        elif self.task is not None:
+            self.failed += value.get("status") != "ok"
+            self.progress.update(self.task, advance=1, failed=self.failed)
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.__exit__(*exc)
+
+
+def _report(spec: Any, outcome: Any, output: Path) -> None:
+    from hilsim.analyzer.atomic import write_text_atomic
+    from hilsim.analyzer.compare import pareto_plot
+    from hilsim.analyzer.console import out
+    from hilsim.analyzer.report import print_comparison, write_comparison
+    from hilsim.analyzer.sweep import RESULTS, SUMMARY, summarize
+
+    results = outcome.results
+    frames = []
+    for workload in spec.workloads:
+        result = summarize(results, workload.name)
+        out.print(f"[bold]{workload.name}[/bold] ({workload.path})", highlight=False)
+        print_comparison(result)
+        write_comparison(output / workload.name, result)
+        if result["methods"]:
+            n = results.loc[results["workload"] == workload.name, "n_launches"].dropna()
+            launches = f": {int(n.iloc[0]):,} launches" if len(n) else ""
+            pareto_plot(
+                result["methods"],
+                output / workload.name / "pareto.png",
+                f"{workload.name}{launches}",
+            )
+        for summary in result["methods"]:
+            frames.append({"workload": workload.name, **summary})
+    import pandas as pd
+
+    write_text_atomic(output / SUMMARY, pd.DataFrame(frames).to_csv(index=False))
+    out.print(
+        f"sweep: {outcome.ran} task(s) run ({outcome.failed} failed), {outcome.skipped} "
+        f"already done, on {outcome.where}, in {outcome.wall_seconds:.1f} s; "
+        f"wrote {output / RESULTS}",
+        highlight=False,
+    )
