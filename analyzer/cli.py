@@ -161,7 +161,8 @@ def plan_cmd(profile: Path, method_name: str, params: tuple[str, ...], output: P
 
     method = methods.create(method_name, **_parse_params(params))
     with status(f"reading {profile}"):
-        bundle = load_profile(profile)
+        # only the launch columns the method reads (a bundle's other columns stay on disk)
+        bundle = load_profile(profile, columns=method.launch_columns)
     with status(f"planning with {method_name}"):
         plan = method.plan(bundle).attach_names(bundle.launches["name"])
     plan.save(output)
@@ -224,16 +225,19 @@ def evaluate_cmd(
 
     if (plan_path is None) == (method_name is None):
         raise HilsimError("evaluate: give either --plan PLAN.json or --method NAME")
+    method = methods.create(method_name, **_parse_params(params)) if method_name else None
+    # scoring reads names and durations; planning what the method reads
+    columns = () if method is None else method.launch_columns
     with status(f"reading {profile}"):
-        bundle = load_profile(profile)
-        target = load_profile(on_path) if on_path else bundle
+        bundle = load_profile(profile, columns=columns)
+        target = load_profile(on_path, columns=columns) if on_path else bundle
     if plan_path is not None:
         plan = load_plan(plan_path)
         score = score_plan(plan, target)
         result = {"plan": str(plan_path), "method": plan.method, "score": score.to_dict()}
         print_summary([(plan.method, score, None)])
     else:
-        method = methods.create(method_name, **_parse_params(params))
+        assert method is not None and method_name is not None
         runs = seeds if method.stochastic else 1
         with progress_bar(f"{method_name} over {runs} seed(s)", runs) as advance:
             summary = evaluate_method(method, bundle, seeds, on=target, progress=advance)

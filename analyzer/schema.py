@@ -204,20 +204,40 @@ def normalize_launches(frame: pd.DataFrame, source: str) -> pd.DataFrame:
 def launch_config_key(launches: pd.DataFrame, by_config: bool = True) -> np.ndarray:
     """Integer cluster key per launch: kernel name (+ grid/block when known).
 
-    Returns int64 codes 0..G-1 (first-appearance order), vectorised with
-    ``pandas.factorize`` on integer columns only.
+    Returns int64 codes 0..G-1 in order of first appearance (as
+    ``groupby(sort=False).ngroup()`` numbers the (name, grid, block) tuples). Columns
+    are folded into one int64 key one at a time (mixed radix of each column's value
+    range, or of its factorized codes when the range is wide) and the key is factorized
+    once: a few N-long integer arrays at any time, no N-row DataFrame or group-by
+    (at 50M launches a 7-column group-by's temporaries alone exceed several GB).
+    All-null and constant columns are skipped (they split nothing).
     """
-    parts: list[np.ndarray] = [launches["name"].cat.codes.to_numpy(dtype=np.int64)]
+    key = launches["name"].cat.codes.to_numpy(dtype=np.int64)
+    span = int(key.max()) + 2 if len(key) else 1  # codes are >= -1
     if by_config:
         for column in LAUNCH_CONFIG_COLUMNS:
-            if column in launches.columns and launches[column].notna().any():
-                parts.append(launches[column].fillna(-1).to_numpy(dtype=np.int64))
-    if len(parts) == 1:
-        codes, _ = pd.factorize(parts[0])
-        return codes.astype(np.int64)
-    frame = pd.DataFrame({str(i): p for i, p in enumerate(parts)})
-    codes = frame.groupby(list(frame.columns), sort=False).ngroup().to_numpy(dtype=np.int64)
-    return codes
+            if column not in launches.columns:
+                continue
+            series = launches[column]
+            if not series.notna().any():
+                continue
+            values = series.to_numpy(dtype=np.int64, na_value=-1)
+            low, high = int(values.min()), int(values.max())
+            if low == high:
+                continue
+            width = high - low + 1
+            if width > (1 << 24):
+                values, uniques = pd.factorize(values)
+                low, width = 0, len(uniques)
+            if span * width >= (1 << 62):  # re-densify the key before it could overflow
+                key, uniques = pd.factorize(key)
+                span = len(uniques)
+            key *= width
+            key += values - low if low else values
+            span *= width
+            del values
+    codes, _ = pd.factorize(key)
+    return codes.astype(np.int64, copy=False)
 
 
 def missing_columns(frame: pd.DataFrame, required: Iterable[str]) -> list[str]:

@@ -188,3 +188,36 @@ def test_verify_reads_each_file_once(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(module, "_sha256", lambda item: pytest.fail(f"{item} read twice"))
     read_bundle(path)
     assert sorted(opened) == ["launches.parquet", "metrics.parquet"]
+
+
+def test_read_some_columns_only(tmp_path) -> None:
+    """columns=...: the named launch columns plus launch_id, name, kernel, duration_ns;
+    the same values as the whole read; plans and scores on it are the whole read's."""
+    from hilsim.analyzer import methods
+    from hilsim.analyzer.evaluate import score_plan
+    from hilsim.analyzer.methods.stem import STEM
+    from hilsim.analyzer.schema import LAUNCH_CONFIG_COLUMNS
+
+    path = write_bundle(small_bundle(), tmp_path / "b")
+    whole = read_bundle(path)
+    some = read_bundle(path, columns=STEM.launch_columns)
+    assert list(some.launches.columns) == [
+        "launch_id",
+        "name",
+        "kernel",
+        *LAUNCH_CONFIG_COLUMNS,
+        "duration_ns",
+    ]
+    pd.testing.assert_frame_equal(some.launches, whole.launches[some.launches.columns])
+    bare = read_bundle(path, columns=())
+    assert list(bare.launches.columns) == ["launch_id", "name", "kernel", "duration_ns"]
+    assert bare.metrics is not None and bare.sequence_digest() == whole.sequence_digest()
+    for name in ("stem", "random", "first-n"):
+        method = methods.create(name)
+        columns = method.launch_columns
+        assert columns is not None
+        part = read_bundle(path, columns=columns)
+        a, b = method.plan(whole), method.plan(part)
+        pd.testing.assert_frame_equal(a.samples, b.samples)
+        assert a.clusters == b.clusters
+        assert score_plan(b, bare).error == score_plan(a, whole).error

@@ -1,3 +1,4 @@
+import numpy as np
 import pandas as pd
 import pytest
 from hilsim.analyzer.errors import HilsimError
@@ -68,3 +69,44 @@ def test_missing_region_is_an_all_null_categorical_without_categories() -> None:
     region = normalize_launches(frame, "f.csv")["region"]
     expected = pd.Series(pd.Categorical([None] * 3, categories=[]), name="region")
     pd.testing.assert_series_equal(region, expected)
+
+
+def _config_key_by_groupby(launches: pd.DataFrame, by_config: bool) -> np.ndarray:
+    """The definition: (name, grid, block) tuples numbered in order of first appearance."""
+    from hilsim.analyzer.schema import LAUNCH_CONFIG_COLUMNS
+
+    parts = {"name": launches["name"].cat.codes.to_numpy(dtype=np.int64)}
+    if by_config:
+        for column in LAUNCH_CONFIG_COLUMNS:
+            if launches[column].notna().any():
+                parts[column] = launches[column].fillna(-1).to_numpy(dtype=np.int64)
+    frame = pd.DataFrame(parts)
+    return frame.groupby(list(frame.columns), sort=False).ngroup().to_numpy(dtype=np.int64)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_config_key_is_the_groupby_numbering(seed: int) -> None:
+    """Folded key (radix / factorized, constant and null columns skipped) == group-by."""
+    from hilsim.analyzer.schema import LAUNCH_CONFIG_COLUMNS
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 4000))
+    frame = pd.DataFrame(
+        {"name": pd.Categorical.from_codes(rng.integers(0, 5, n), categories=list("abcde"))}
+    )
+    for column in LAUNCH_CONFIG_COLUMNS:
+        kind = rng.integers(0, 4)
+        if kind == 0:  # all null
+            values = pd.array(np.zeros(n, dtype=np.int64), dtype="Int64")
+            values[:] = pd.NA
+        elif kind == 1:  # constant
+            values = pd.array(np.full(n, 7), dtype="Int64")
+        elif kind == 2:  # few values, some null
+            values = pd.array(rng.integers(0, 4, n), dtype="Int64")
+            values[rng.random(n) < 0.2] = pd.NA
+        else:  # a wide range (factorized, not radix)
+            values = pd.array(rng.integers(0, 1 << 40, n) * rng.integers(0, 2, n), dtype="Int64")
+        frame[column] = values
+    for by_config in (True, False):
+        expected = _config_key_by_groupby(frame, by_config)
+        assert np.array_equal(launch_config_key(frame, by_config), expected)

@@ -14,6 +14,7 @@ plus Nsight Compute CSV metrics (``--ncu``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -118,11 +119,15 @@ def import_profile(
     return bundle
 
 
-def load_profile(path: str | Path) -> Bundle:
-    """A bundle folder, or any importable profile file, as a Bundle."""
+def load_profile(path: str | Path, columns: Iterable[str] | None = None) -> Bundle:
+    """A bundle folder, or any importable profile file, as a Bundle.
+
+    ``columns``: of a bundle folder, read only these launch columns (see
+    :func:`~hilsim.analyzer.bundle.read_bundle`); a profile file is imported whole.
+    """
     source = Path(path)
     if source.is_dir():
-        return read_bundle(source)
+        return read_bundle(source, columns=columns)
     if not source.exists():
         raise HilsimError(f"{source}: no such file or bundle folder")
     bundle = import_profile(source)

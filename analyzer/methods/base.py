@@ -26,6 +26,9 @@ class Method(ABC):
     needs: ClassVar[tuple[str, ...]] = ("durations",)
     #: whether the method draws at random (evaluation repeats it over seeds)
     stochastic: ClassVar[bool] = False
+    #: the launch columns :meth:`plan` reads (``None``: any); commands read only these
+    #: from a bundle (``launch_id``, ``name``, ``kernel``, ``duration_ns`` always)
+    launch_columns: ClassVar[tuple[str, ...] | None] = None
 
     @abstractmethod
     def params(self) -> dict[str, Any]:

@@ -38,6 +38,7 @@ class RandomUniform(Method):
 
     name: ClassVar[str] = "random"
     stochastic: ClassVar[bool] = True
+    launch_columns: ClassVar[tuple[str, ...] | None] = ()
 
     def __init__(self, fraction: float = 0.001, seed: int = 0, min_samples: int = 1) -> None:
         if not 0 < float(fraction) <= 1:
@@ -87,6 +88,7 @@ class FirstN(Method):
     """
 
     name: ClassVar[str] = "first-n"
+    launch_columns: ClassVar[tuple[str, ...] | None] = ()
 
     def __init__(self, n_launches: int = 1000, n_instructions: float | None = None) -> None:
         if int(n_launches) < 1:

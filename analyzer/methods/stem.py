@@ -263,6 +263,7 @@ class STEM(Method):
     name: ClassVar[str] = "stem"
     needs: ClassVar[tuple[str, ...]] = ("durations",)
     stochastic: ClassVar[bool] = True
+    launch_columns: ClassVar[tuple[str, ...] | None] = LAUNCH_CONFIG_COLUMNS
 
     def __init__(
         self,
