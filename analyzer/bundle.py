@@ -253,8 +253,14 @@ def _table_to_frame(table: pa.Table) -> pd.DataFrame:
     nullable = {
         c.get("name") for c in metadata.get("columns", []) if c.get("numpy_type") == "Int64"
     }
-    ints = {name: _nullable_int64(table.column(name)) for name in names if name in nullable}
-    rest = table.drop_columns(list(ints)).combine_chunks()
+    ints = {}
+    for name in names:
+        if name in nullable:
+            ints[name] = _nullable_int64(table.column(name))
+            # drop the Arrow column as soon as it is converted: the table shrinks while the
+            # frame grows, so the peak is about one copy of the columns, not two
+            table = table.drop_columns([name])
+    rest = table.combine_chunks()
     del table
     frame = rest.to_pandas(split_blocks=True, self_destruct=True)
     del rest

@@ -43,7 +43,16 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_scale import NSYS_FIXTURE, _casio_sequence  # noqa: E402
 
 GB = 1024**3
-STEPS = ("gen-csv", "gen-sqlite", "import-csv", "import-sqlite", "plan", "evaluate", "compare")
+STEPS = (
+    "gen-csv",
+    "gen-sqlite",
+    "gen-bundle",
+    "import-csv",
+    "import-sqlite",
+    "plan",
+    "evaluate",
+    "compare",
+)
 
 
 def _text(values: np.ndarray) -> pa.Array:
@@ -161,12 +170,77 @@ def write_nsys_sqlite(path: Path, n: int, chunk: int = 1_000_000) -> str:
     return f"{n:,} launches, {path.stat().st_size / 1e9:.2f} GB"
 
 
+def write_bundle_direct(path: Path, n: int, chunk: int = 2_000_000) -> str:
+    """The bundle ``hilsim import`` makes of the nsys CSV (same columns, types, pandas
+    metadata and manifest), written row group by row group: the input of ``plan``,
+    ``evaluate`` and ``compare`` without importing N launches first.
+    """
+    import json
+
+    import pandas as pd
+    import pyarrow.parquet as pq
+    from hilsim.analyzer.atomic import atomic_directory
+    from hilsim.analyzer.bundle import LAUNCHES, MANIFEST, _sha256, default_manifest
+    from hilsim.analyzer.schema import LAUNCH_COLUMNS, normalize_launches
+
+    codes, durations, names = _casio_sequence(n)
+    full = [f"void {name}Kernel(float*, int)" for name in names]
+    grid = np.array([1024, 512, 256, 2048, 128, 64], dtype=np.int64)
+    starts = 268525307 + np.concatenate([[0], np.cumsum(durations[:-1] + 1500)])
+
+    def frame(lo: int, hi: int) -> pd.DataFrame:
+        c = codes[lo:hi]
+        raw = pd.DataFrame(
+            {
+                "name": pd.Categorical.from_codes(c, categories=full),
+                "duration_ns": durations[lo:hi],
+                "start_ns": starts[lo:hi],
+                "grid_x": grid[c % len(grid)],
+                "grid_y": 1,
+                "grid_z": 1,
+                "block_x": 256,
+                "block_y": 1,
+                "block_z": 1,
+                "regs": 32,
+                "smem_static": 0,
+                "smem_dynamic": 0,
+                "stream": 7,
+                "device": 0,
+                "correlation_id": np.arange(lo, hi) * 2 + 123,
+            }
+        )
+        out = normalize_launches(raw, "generated")
+        out["launch_id"] += lo
+        # every chunk with every name (one dictionary for the whole column)
+        for column in ("name", "kernel"):
+            out[column] = out[column].cat.set_categories(
+                sorted(set(full)) if column == "name" else sorted({f"{x}Kernel" for x in names})
+            )
+        return out[list(LAUNCH_COLUMNS)]
+
+    with atomic_directory(path, overwrite=True) as tmp:
+        first = pa.Table.from_pandas(frame(0, min(n, 1000)), preserve_index=False)
+        with pq.ParquetWriter(tmp / LAUNCHES, first.schema, compression="zstd") as writer:
+            for lo in range(0, n, chunk):
+                table = pa.Table.from_pandas(frame(lo, min(n, lo + chunk)), preserve_index=False)
+                writer.write_table(table.cast(first.schema))
+        manifest = default_manifest(
+            profilers=[{"name": "nsys stats", "format": "nsys-gpu-trace-csv", "file": "gen"}]
+        )
+        manifest["files"] = {
+            LAUNCHES: {"sha256": _sha256(tmp / LAUNCHES), "bytes": (tmp / LAUNCHES).stat().st_size}
+        }
+        manifest["n_launches"] = n
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
+    return f"{n:,} launches, {(path / LAUNCHES).stat().st_size / 1e9:.2f} GB launches.parquet"
+
+
 class TreePeak(threading.Thread):
     """Peak summed RSS (bytes) of a process and its descendants, sampled every 50 ms."""
 
     def __init__(self, pid: int) -> None:
         super().__init__(daemon=True)
-        self.pid, self.peak, self._stop = pid, 0, threading.Event()
+        self.pid, self.peak, self._halt = pid, 0, threading.Event()
 
     def run(self) -> None:
         import psutil
@@ -175,7 +249,7 @@ class TreePeak(threading.Thread):
             root = psutil.Process(self.pid)
         except psutil.Error:
             return
-        while not self._stop.wait(0.05):
+        while not self._halt.wait(0.05):
             try:
                 procs = [root, *root.children(recursive=True)]
             except psutil.Error:
@@ -187,7 +261,7 @@ class TreePeak(threading.Thread):
             self.peak = max(self.peak, total)
 
     def stop(self) -> int:
-        self._stop.set()
+        self._halt.set()
         self.join()
         return self.peak
 
@@ -241,6 +315,10 @@ def main() -> None:
         if step == "gen-csv":
             note = "exists" if csv.exists() else write_nsys_csv(csv, n)
             print(f"{'gen-csv':14s} {note}", flush=True)
+            continue
+        if step == "gen-bundle":
+            note = "exists" if bundle.exists() else write_bundle_direct(bundle, n)
+            print(f"{'gen-bundle':14s} {note}", flush=True)
             continue
         if step == "gen-sqlite":
             note = "exists" if db.exists() else write_nsys_sqlite(db, n)
