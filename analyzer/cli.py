@@ -350,6 +350,7 @@ def _register_commands() -> None:
     from hilsim.analyzer.export_cli import export_cmd
     from hilsim.analyzer.pkp_cli import pkp_cmd
     from hilsim.analyzer.portability_cli import portability_cmd
+    from hilsim.analyzer.recommend_cli import recommend_cmd
     from hilsim.analyzer.sweep_cli import sweep_cmd
     from hilsim.analyzer.tune_cli import tune_cmd
     from hilsim.analyzer.validate_cli import validate_cmd
@@ -368,6 +369,7 @@ def _register_commands() -> None:
     cli.add_command(gpgpusim)
     cli.add_command(simulate_cmd)
     cli.add_command(sweep_cmd)
+    cli.add_command(recommend_cmd)
 
 
 _register_commands()

@@ -1,0 +1,82 @@
+"""``hilsim recommend``: the fastest method and parameters that meet a target error.
+
+See :mod:`hilsim.analyzer.recommend` for the search grid, the split / holdout
+protocol and the confidence rule.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from hilsim.analyzer.errors import HilsimError
+
+
+def parse_error(text: str) -> float:
+    """``"1%"`` -> 0.01, ``"0.01"`` -> 0.01."""
+    raw = text.strip()
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise HilsimError(f"--target-error {text!r}: expected a fraction or a percentage") from None
+    if not 0 < value < 1:
+        raise HilsimError(f"--target-error {text!r}: must be between 0 and 100%")
+    return value
+
+
+@click.command("recommend")
+@click.argument("profile", type=click.Path(path_type=Path))
+@click.option("--target-error", required=True, help="Largest acceptable error: 1% or 0.01.")
+@click.option("--holdout", type=click.Path(path_type=Path),
+              help="Another run of the workload: plans made on PROFILE are scored on it "
+                   "(default: PROFILE split in halves by launch order).")
+@click.option("--seeds", default=20, show_default=True, help="Seeds per stochastic candidate.")
+@click.option("--quantile", default=0.95, show_default=True,
+              help="The error quantile over seeds that must stay under the target.")
+@click.option("--budget", "budget_s", default=300.0, show_default=True,
+              help="Search time budget in seconds (candidates past it are not run).")
+@click.option("-o", "--output", type=click.Path(path_type=Path),
+              help="Write the winner's plan (built on the whole PROFILE, seed 0) here.")
+@click.option("--json", "json_path", type=click.Path(path_type=Path),
+              help="Write every candidate's figures as JSON here.")
+def recommend_cmd(profile: Path, target_error: str, holdout: Path | None, seeds: int,
+                  quantile: float, budget_s: float, output: Path | None,
+                  json_path: Path | None) -> None:
+    """Choose the sampling method and parameters with the highest speedup whose error
+    stays under --target-error (its --quantile over --seeds), and write its plan."""
+    from hilsim.analyzer import methods
+    from hilsim.analyzer.console import out, progress_bar, status
+    from hilsim.analyzer.importers.profile import load_profile
+    from hilsim.analyzer.recommend import default_candidates, recommend, result_table
+    from hilsim.analyzer.report import write_result
+
+    target = parse_error(target_error)
+    with status(f"reading {profile}"):
+        bundle = load_profile(profile)
+        other = load_profile(holdout) if holdout else None
+    grid = default_candidates()
+    with progress_bar("candidates", len(grid)) as advance:
+        result = recommend(bundle, target, other, seeds, quantile, grid, budget_s, advance)
+    out.print(result_table(result))
+    winner = result["winner"]
+    if json_path:
+        write_result(json_path, {
+            "profile": str(profile),
+            "holdout": str(holdout) if holdout else None,
+            **{k: v for k, v in result.items() if k not in ("winner", "candidates")},
+            "winner": winner.to_dict() if winner else None,
+            "candidates": [c.to_dict() for c in result["candidates"]],
+        })
+    if winner is None:
+        raise HilsimError(
+            f"recommend: no candidate meets {100 * target:g}% (see the table); "
+            "a larger target or a holdout run may help"
+        )
+    out.print(f"recommended: {winner.label}: {100 * winner.quantile_error:.3g}% error at the "
+              f"{100 * quantile:g}th percentile, {winner.hmean_speedup:,.0f}x speedup")
+    if output:
+        method = methods.create(winner.method, **winner.params)
+        plan = method.plan(bundle).attach_names(bundle.launches["name"])
+        plan.save(output)
+        out.print(f"wrote {output}: {len(plan.clusters)} clusters, {plan.n_samples} launches "
+                  f"to simulate of {bundle.n_launches}")
