@@ -150,7 +150,7 @@ def recommend(
     for name, params in grid:
         cand = Candidate(name, dict(params))
         results.append(cand)
-        if time.perf_counter() - t_start > budget_s:
+        if results[:-1] and time.perf_counter() - t_start > budget_s:  # the first always runs
             cand.reason = f"time budget of {budget_s:.0f} s used up"
             continue
         t0 = time.perf_counter()
@@ -189,7 +189,9 @@ def recommend(
     )
     winner = passing[0] if passing else None
     for c in passing[1:]:
-        c.reason = f"passes, but {c.hmean_speedup:,.0f}x < winner's {winner.hmean_speedup:,.0f}x"
+        c.reason = (
+            f"passes, but {_speedup(c.hmean_speedup)} < winner's {_speedup(winner.hmean_speedup)}"
+        )
     order = {"pass": 0, "fail": 1, "skipped": 2, "not run": 3}
     results.sort(
         key=lambda c: (
@@ -206,6 +208,10 @@ def recommend(
         "seeds": seeds,
         "seconds": time.perf_counter() - t_start,
     }
+
+
+def _speedup(x: float) -> str:
+    return f"{x:,.0f}x" if x >= 100 else f"{x:.3g}x"
 
 
 def _pct(x: float) -> str:
@@ -233,7 +239,7 @@ def result_table(result: dict[str, Any]):
             c.label,
             "" if c.quantile_error is None else _pct(c.quantile_error),
             "" if c.mean_error is None else _pct(c.mean_error),
-            "" if c.hmean_speedup is None else f"{c.hmean_speedup:,.0f}x",
+            "" if c.hmean_speedup is None else _speedup(c.hmean_speedup),
             f"{c.seconds:.1f}",
             "chosen: fastest that meets the target" if c is winner else (c.reason or c.status),
         )
