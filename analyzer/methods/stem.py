@@ -389,42 +389,47 @@ def refine_tree(
     floor = 1.0 if min_draw else 0.0
     split_node = all_left >= 0
 
+    per_level = [np.flatnonzero((level_of == lvl) & split_node) for lvl in range(len(starts))]
+    kids = [(at, all_left[at], all_right[at]) for at in reversed(per_level) if len(at)]
+    var_one = n * n * std * std
+    roots = np.arange(len(group_start))
+
     def solve(lam: float):
         m = np.maximum(np.ceil(math.sqrt(lam) * spread), floor)
         census = m >= n
         m = np.where(census, n, m)
-        cost = m * mean
+        best_cost = m * mean
         with np.errstate(divide="ignore", invalid="ignore"):
-            var = np.where(census | (m <= 0), 0.0, n * n * std * std / m)
-        best_cost, best_var = cost.copy(), var.copy()
+            best_var = np.where(census | (m <= 0), 0.0, var_one / m)
         use_kids = np.zeros(len(n), dtype=bool)
-        for lvl in range(len(starts) - 1, -1, -1):
-            at = np.flatnonzero((level_of == lvl) & split_node)
-            if not len(at):
-                continue
-            kc = best_cost[all_left[at]] + best_cost[all_right[at]]
-            kv = best_var[all_left[at]] + best_var[all_right[at]]
+        for at, left, right in kids:  # deepest level first
+            kc = best_cost[left] + best_cost[right]
+            kv = best_var[left] + best_var[right]
             better = kc + lam * kv < best_cost[at] + lam * best_var[at]
             use_kids[at] = better
             best_cost[at] = np.where(better, kc, best_cost[at])
             best_var[at] = np.where(better, kv, best_var[at])
-        roots = np.arange(len(group_start))
         return float(best_cost[roots].sum()), float(best_var[roots].sum()), use_kids, m, census
 
+    memo: dict[float, tuple[float, float]] = {}
+
     def score(lam: float) -> tuple[float, float]:
-        cost, var = solve(lam)[:2]
-        return max(cost / anchor_cost, var / anchor_var), cost / anchor_cost - var / anchor_var
+        if lam not in memo:
+            cost, var = solve(lam)[:2]
+            memo[lam] = (max(cost / anchor_cost, var / anchor_var),
+                         cost / anchor_cost - var / anchor_var)
+        return memo[lam]
 
     lo = hi = anchor_cost / anchor_var  # the exchange rate at the anchor
-    for _ in range(60):
+    for _ in range(40):
         if score(lo)[1] <= 0:
             break
-        lo /= 4.0
-    for _ in range(60):
+        lo /= 16.0
+    for _ in range(40):
         if score(hi)[1] >= 0:
             break
-        hi *= 4.0
-    for _ in range(40):
+        hi *= 16.0
+    for _ in range(20):  # tau(lam) / anchor - var(lam) / anchor rises with lam
         mid = math.sqrt(lo * hi)
         if score(mid)[1] < 0:
             lo = mid
@@ -545,6 +550,12 @@ class STEM(Method):
             "census": self.census,
         }
 
+    @staticmethod
+    def refine_depth(root_depth: int) -> int:
+        """Depth of the tree the refine searches: two levels below ROOT's deepest split
+        (at least 3, at most 8): a cluster ROOT left at one draw may pay to split."""
+        return int(min(max(root_depth + 2, 3), 8))
+
     def _clusters(self, points: tuple[np.ndarray, ...], z: float) -> dict[str, Any]:
         """Clusters and their draws: everything but the random draws (seed-free)."""
         _, run_start, values, counts, group_start, group_end = points
@@ -571,7 +582,7 @@ class STEM(Method):
             cost, var = _cost_and_variance(sizes, means, stds, draws, census)
             refined = refine_tree(
                 values, counts, group_start, group_end, cost, var,
-                depth=max(8, _depth_of(pstart, pend, group_start, group_end)),
+                depth=self.refine_depth(_depth_of(pstart, pend, group_start, group_end)),
                 min_draw=self.min_draw,
             )
         if refined is not None:
