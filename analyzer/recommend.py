@@ -230,7 +230,8 @@ def result_table(result: dict[str, Any]):
     )
     for column in ("", "candidate", f"p{100 * q:g} error", "mean error", "hmean speedup",
                    "seconds", "why not chosen"):
-        table.add_column(column, justify="left" if column in ("candidate", "why not chosen") else "right")
+        left = column in ("candidate", "why not chosen")
+        table.add_column(column, justify="left" if left else "right")
     winner = result["winner"]
     for c in result["candidates"]:
         mark = "★" if c is winner else ""

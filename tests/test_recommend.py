@@ -49,7 +49,8 @@ def test_split_halves_are_renumbered_launch_order_halves(casio_bundle) -> None:
     a, b = split_halves(casio_bundle)
     assert a.n_launches + b.n_launches == casio_bundle.n_launches
     assert a.launches["launch_id"].tolist() == list(range(a.n_launches))
-    assert b.launches["duration_ns"].iloc[0] == casio_bundle.launches["duration_ns"].iloc[a.n_launches]
+    durations = casio_bundle.launches["duration_ns"]
+    assert b.launches["duration_ns"].iloc[0] == durations.iloc[a.n_launches]
 
 
 def test_holdout_mode_scores_on_the_other_run() -> None:

@@ -139,7 +139,8 @@ def test_bad_parameters_are_one_line_errors() -> None:
 
 
 def test_printed_eq6_draws_fewer_and_breaks_eq5() -> None:
-    sizes, mu, sigma = np.array([1000, 4000, 500]), np.array([10.0, 40.0, 5.0]), np.array([5.0, 4.0, 2.0])
+    sizes, mu = np.array([1000, 4000, 500]), np.array([10.0, 40.0, 5.0])
+    sigma = np.array([5.0, 4.0, 2.0])
     c = (0.05 * np.sum(sizes * mu) / 1.96) ** 2
     printed = kkt_sample_sizes(sizes, mu, sigma, 0.05, 1.96, eq6="printed")
     derived = kkt_sample_sizes(sizes, mu, sigma, 0.05, 1.96)
@@ -148,7 +149,8 @@ def test_printed_eq6_draws_fewer_and_breaks_eq5() -> None:
 
 
 def test_fpc_sizes_meet_the_without_replacement_bound_with_fewer_draws() -> None:
-    sizes, mu, sigma = np.array([60, 4000, 90]), np.array([10.0, 40.0, 5.0]), np.array([5.0, 4.0, 3.0])
+    sizes, mu = np.array([60, 4000, 90]), np.array([10.0, 40.0, 5.0])
+    sigma = np.array([5.0, 4.0, 3.0])
     c = (0.01 * np.sum(sizes * mu) / 1.96) ** 2
     plain = kkt_sample_sizes(sizes, mu, sigma, 0.01, 1.96)
     fpc = kkt_sample_sizes(sizes, mu, sigma, 0.01, 1.96, fpc=True)

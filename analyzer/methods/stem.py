@@ -520,7 +520,9 @@ class STEM(Method):
             ("eq6", eq6, EQ6_FORMS),
         ):
             if value not in allowed:
-                raise HilsimError(f"stem: {label} must be one of {', '.join(allowed)}, got {value!r}")
+                raise HilsimError(
+                    f"stem: {label} must be one of {', '.join(allowed)}, got {value!r}"
+                )
         self.epsilon = float(epsilon)
         self.confidence = float(confidence)
         self.seed = int(seed)
