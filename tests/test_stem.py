@@ -73,7 +73,7 @@ def test_weights_sum_to_launch_count_and_draws_are_with_replacement() -> None:
 
 def test_small_cluster_is_simulated_whole() -> None:
     bundle = mixture_bundle([("rare", 1_000, 800, 5), ("common", 50_000, 10, 5000)])
-    plan = STEM(epsilon=0.01, refine="none").plan(bundle)  # the census rule on eq. (6) sizes
+    plan = STEM(epsilon=0.01, stop="eq7", refine="none").plan(bundle)  # census rule
     rare = [c for c in plan.clusters if c["label"] == "rare"]
     assert all(c["census"] for c in rare)
     rare_ids = set(np.flatnonzero(bundle.launches["name"].astype(str) == "rare"))
