@@ -22,7 +22,8 @@ GRID = [("stem", {"epsilon": e}) for e in (0.01, 0.02, 0.05, 0.1)] + [
 
 @pytest.fixture(scope="module")
 def casio_result(casio_bundle):
-    return recommend(casio_bundle, 0.01, seeds=8, candidates=GRID)
+    # no time budget: the choice must not depend on the machine's load
+    return recommend(casio_bundle, 0.01, seeds=8, candidates=GRID, budget_s=float("inf"))
 
 
 def test_casio_winner_is_the_fastest_candidate_under_the_target(casio_result) -> None:
@@ -40,7 +41,7 @@ def test_casio_winner_is_the_fastest_candidate_under_the_target(casio_result) ->
 
 
 def test_casio_recommendation_is_deterministic(casio_bundle, casio_result) -> None:
-    again = recommend(casio_bundle, 0.01, seeds=8, candidates=GRID[:3])
+    again = recommend(casio_bundle, 0.01, seeds=8, candidates=GRID[:3], budget_s=float("inf"))
     first = {c.label: c.quantile_error for c in casio_result["candidates"]}
     assert all(first[c.label] == c.quantile_error for c in again["candidates"])
 
@@ -55,7 +56,8 @@ def test_split_halves_are_renumbered_launch_order_halves(casio_bundle) -> None:
 
 def test_holdout_mode_scores_on_the_other_run() -> None:
     nerf = load_profile(NERF)
-    result = recommend(nerf, 0.02, holdout=nerf, seeds=4, candidates=GRID[:4])
+    result = recommend(nerf, 0.02, holdout=nerf, seeds=4, candidates=GRID[:4],
+                       budget_s=float("inf"))
     assert result["protocol"].startswith("planned on the profile, scored on the holdout")
     assert result["winner"] is not None and result["winner"].quantile_error <= 0.02
 
