@@ -24,10 +24,13 @@ err = Console(stderr=True)
 
 
 @contextmanager
-def progress_bar(description: str, total: int | None) -> Iterator[Callable[..., None]]:
-    """A rich progress bar on stderr; yields ``advance()``.
+def progress_bar(
+    description: str, total: int | None, enabled: bool = True
+) -> Iterator[Callable[..., None]]:
+    """A rich progress bar on stderr; yields ``advance(step=1, description=None)``.
 
-    Transient, and silent when stderr is not a terminal (CI logs stay clean).
+    Transient, and silent when stderr is not a terminal (CI logs stay clean) or when
+    ``enabled`` is False. A ``description`` replaces the bar's text (e.g. simulated time).
     """
     progress = Progress(
         SpinnerColumn(),
@@ -37,13 +40,16 @@ def progress_bar(description: str, total: int | None) -> Iterator[Callable[..., 
         TimeElapsedColumn(),
         console=err,
         transient=True,
-        disable=not err.is_terminal,
+        disable=not (enabled and err.is_terminal),
     )
     with progress:
         task = progress.add_task(description, total=total)
 
-        def advance(step: int = 1) -> None:
-            progress.advance(task, step)
+        def advance(step: int = 1, description: str | None = None) -> None:
+            if description is None:
+                progress.advance(task, step)
+            else:
+                progress.update(task, advance=step, description=description)
 
         yield advance
 

@@ -26,15 +26,45 @@ from hilsim.microbench.runner import FAMILIES, device_facts, parse_only, run_sui
     help=f"Run only these families: {', '.join(FAMILIES)} (default: all).",
 )
 @click.option("--device", type=int, default=0, show_default=True, help="CUDA device index.")
-def microbench_cmd(output: Path, only: str | None, device: int) -> None:
+@click.option(
+    "--backend",
+    type=click.Choice(["cupy", "gpgpusim"]),
+    default="cupy",
+    show_default=True,
+    help="cupy: the GPU of this host; gpgpusim: a card simulated by GPGPU-Sim (--card).",
+)
+@click.option(
+    "--card",
+    default=None,
+    metavar="NAME|PATH",
+    help="gpgpusim backend: a shipped card (SM7_QV100, SM75_RTX2060, SM86_RTX3070, ...) "
+    "or a path to any gpgpusim.config.",
+)
+@click.option(
+    "--sms",
+    type=int,
+    default=2,
+    show_default=True,
+    help="gpgpusim backend: SM count (-gpgpu_n_clusters) of the bandwidth, compute and "
+    "atomics runs.",
+)
+def microbench_cmd(
+    output: Path, only: str | None, device: int, backend: str, card: str | None, sms: int
+) -> None:
     """Measure latencies, bandwidths, unit throughputs, atomics, launch overhead and the
-    SM clock of one GPU with CuPy microbenchmarks (needs a CUDA GPU)."""
+    SM clock of one GPU with CuPy microbenchmarks (needs a CUDA GPU), or of a card
+    simulated by GPGPU-Sim (``--backend gpgpusim --card SM7_QV100``)."""
     from hilsim.analyzer.console import out  # noqa: PLC0415
     from hilsim.microbench.measurement import write_microbench_json  # noqa: PLC0415
 
     families = parse_only(only)
-    facts = device_facts(device)
-    results = run_suite(families, device=device, facts=facts)
+    if backend == "gpgpusim":
+        results, facts = _simulated(families, card, sms)
+    else:
+        if card is not None:
+            raise click.UsageError("--card needs --backend gpgpusim")
+        facts = device_facts(device)
+        results = run_suite(families, device=device, facts=facts)
     write_microbench_json(output, results, facts)
     from rich.table import Table  # noqa: PLC0415
 
@@ -52,3 +82,34 @@ def microbench_cmd(output: Path, only: str | None, device: int) -> None:
 
     for line in sanity_warnings(results, facts):  # docs/agent.md, "Is it sane?"
         click.echo(f"hilsim: warning: {line}", err=True)
+    skips = [m for m in results if m.note.startswith("skipped:")]
+    for m in skips:
+        out.print(f"skipped {m.name}: {m.note.removeprefix('skipped: ')}")
+    sim = facts.get("simulation")
+    if sim:
+        out.print(
+            f"simulated {sim['sim_cycles']:,.0f} cycles in {sim['wall_s']:.0f} s wall "
+            f"({len(sim['runs'])} simulator runs, build {sim['build']})"
+        )
+
+
+def _simulated(families: list[str], card: str | None, sms: int) -> tuple[list, dict]:
+    """Run the suite on a simulated card (:mod:`hilsim.microbench.simsuite`)."""
+    from hilsim.analyzer.errors import HilsimError  # noqa: PLC0415
+    from hilsim.microbench.simsuite import run_sim_suite  # noqa: PLC0415
+    from hilsim.simmodel.gpgpusim.build import find_build  # noqa: PLC0415
+    from hilsim.simmodel.gpgpusim.cards import card_config  # noqa: PLC0415
+
+    if card is None:
+        raise HilsimError("--backend gpgpusim needs --card (e.g. SM7_QV100 or a gpgpusim.config)")
+    if sms < 1:
+        raise HilsimError(f"--sms {sms}: needs at least 1 SM")
+    build = find_build()
+    if build is None:
+        raise HilsimError(
+            "no GPGPU-Sim build found: run `hilsim gpgpusim setup` "
+            "(or set HILSIM_GPGPUSIM_HOME to a built source tree)"
+        )
+    config = card_config(card, build)
+    results, facts, _runs = run_sim_suite(config, families, build=build, throughput_sms=sms)
+    return results, facts

@@ -1,0 +1,113 @@
+"""Measure GPGPU-Sim's option -> latency map on a card (see
+:mod:`hilsim.simmodel.gpgpusim.calibration` for the model and the file).
+
+``python -m hilsim.microbench.simcalibrate SM7_QV100 [-o FILE]`` runs the latency chases
+and the shared chase at a calibration point (the card's values raised by ``BASE``) and
+once per option raised by ``STEP`` more, plus an empty-kernel launch at two
+``-gpgpu_kernel_launch_latency`` values, and merges the result into the calibration
+file under the card's compute capability.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from hilsim.analyzer.atomic import write_text_atomic
+from hilsim.simmodel.gpgpusim.calibration import (
+    LATENCY_OPTIONS,
+    LAUNCH_OPTION,
+    SCHEMA,
+    quantities,
+)
+
+BASE = {"-gpgpu_l1_latency": 8, "-gpgpu_l2_rop_latency": 20, "-dram_latency": 20,
+        "-gpgpu_smem_latency": 8}
+STEP = {"-gpgpu_l1_latency": 16, "-gpgpu_l2_rop_latency": 40, "-dram_latency": 40,
+        "-gpgpu_smem_latency": 16}
+LAUNCH_POINTS = (1000, 3000)
+STEPS = 128
+
+
+def measure_point(ctx: Any, options: dict[str, int]) -> dict[str, float]:
+    """Latency measurements (by name) with ``options`` overriding the card."""
+    from hilsim.microbench.simsuite import chase_latencies, shared_latency  # noqa: PLC0415
+
+    opts = {k: str(v) for k, v in options.items()}
+    ms = chase_latencies(ctx, opts, steps=STEPS) + shared_latency(ctx, steps=STEPS, options=opts)
+    bad = [m.name for m in ms if not m.valid]
+    if bad:
+        raise SystemExit(f"calibration run failed validation: {', '.join(bad)}")
+    return {m.name: float(m.value) for m in ms if m.value is not None}
+
+
+def calibrate(card_name: str) -> dict[str, Any]:
+    """The calibration entry for one card (runs the simulator ~10 times)."""
+    from hilsim.microbench.simsuite import SimContext, card_device_facts, launch_latency  # noqa: PLC0415
+    from hilsim.simmodel.gpgpusim.build import find_build  # noqa: PLC0415
+    from hilsim.simmodel.gpgpusim.cards import card_config  # noqa: PLC0415
+
+    build = find_build()
+    card = card_config(card_name, build)
+    ctx = SimContext(card, card_device_facts(card), build=build)
+    own = {o: int(float(card.option(o))) for o in LATENCY_OPTIONS}
+    base = {o: own[o] + BASE[o] for o in LATENCY_OPTIONS}
+    points = []
+    for j in range(-1, len(LATENCY_OPTIONS)):
+        opts = dict(base)
+        if j >= 0:
+            opts[LATENCY_OPTIONS[j]] += STEP[LATENCY_OPTIONS[j]]
+        values = measure_point(ctx, opts)
+        points.append({"options": opts, "measured": values,
+                       "quantities": quantities(values).tolist()})
+    launch = []
+    for x in LAUNCH_POINTS:
+        m = launch_latency(ctx, options={LAUNCH_OPTION: str(x)})[0]
+        launch.append([x, m.params["cycles"]])
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, check=False, cwd=Path(__file__).parent).stdout.strip()
+    return {
+        "card": card.name,
+        "build": build.key,
+        "commit": commit,
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "card_values": own,
+        "steps_per_chase": STEPS,
+        "points": points,
+        "launch": {"option": LAUNCH_OPTION, "points": launch},
+        "runs": ctx.runs,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: calibrate one card and merge it into the file."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("card")
+    ap.add_argument("-o", "--output", type=Path,
+                    default=Path(__file__).resolve().parents[1] / "simmodel" / "gpgpusim"
+                    / "latency_calibration.json")
+    args = ap.parse_args(argv)
+    from hilsim.simmodel.gpgpusim.cards import card_config  # noqa: PLC0415
+    from hilsim.simmodel.gpgpusim.build import find_build  # noqa: PLC0415
+
+    card = card_config(args.card, find_build())
+    cc = (f"{int(float(card.option('-gpgpu_compute_capability_major')))}."
+          f"{int(float(card.option('-gpgpu_compute_capability_minor')))}")
+    entry = calibrate(args.card)
+    data = {"schema": SCHEMA, "calibrations": {}}
+    if args.output.is_file():
+        data = json.loads(args.output.read_text())
+    data["calibrations"][cc] = entry
+    data["calibrations"] = dict(sorted(data["calibrations"].items()))
+    write_text_atomic(args.output, json.dumps(data, indent=1) + "\n")
+    print(f"{args.card} (cc {cc}): wrote {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""GPGPU-Sim's latency pipeline, measured: config option -> microbenchmark value.
+
+The tuner's latency quantities (Accel-Sim paper, Section II-C: ``l1_lat``, ``l2_lat`` =
+L2 hit - L1 hit, ``mem_lat`` = DRAM - L2 hit, ``shd_lat``; ``kernel_lat``) are not the
+config options themselves: GPGPU-Sim adds its pipeline (issue, operand collection, the
+interconnect, L2 and DRAM clock domains) and the chase kernel its own instructions. The
+map is measured on the simulator (:mod:`hilsim.microbench.simcalibrate`): the latency
+suite runs at a calibration point and once more per option with that option raised;
+the finite differences give a matrix ``A`` and an offset ``c`` with
+
+    m = A @ x + c,   m = (L1, L2 - L1, DRAM - L2, shared) in core cycles,
+                     x = (-gpgpu_l1_latency, -gpgpu_l2_rop_latency, -dram_latency,
+                          -gpgpu_smem_latency)
+
+(off-diagonal terms included: e.g. ``L2 - L1`` falls when ``-gpgpu_l1_latency`` rises,
+since an L1-bypassing load does not pay it), and ``launch cycles = a x + b`` for
+``-gpgpu_kernel_launch_latency``. The tuner's ``gpgpusim`` convention inverts it:
+``x = A^-1 (m - c)``, rounded. The calibration points are not the card's own values, so
+tuning a card's own measurements is a prediction, not an identity.
+
+The measured maps are in ``latency_calibration.json`` beside this module, one per
+compute capability (the card each was measured on, its build and every point).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from hilsim.analyzer.errors import HilsimError
+
+LATENCY_OPTIONS = (
+    "-gpgpu_l1_latency",
+    "-gpgpu_l2_rop_latency",
+    "-dram_latency",
+    "-gpgpu_smem_latency",
+)
+QUANTITIES = ("l1", "l2_minus_l1", "dram_minus_l2", "shared")
+LAUNCH_OPTION = "-gpgpu_kernel_launch_latency"
+SCHEMA = "hilsim.gpgpusim-calibration/1"
+FILE = "latency_calibration.json"
+
+
+def quantities(values: dict[str, float]) -> np.ndarray:
+    """(L1, L2 - L1, DRAM - L2, shared) from measurement values by name."""
+    l1, l2 = values["l1_hit_latency"], values["l2_hit_latency"]
+    return np.asarray(
+        [l1, l2 - l1, values["dram_latency"] - l2, values["shared_latency"]], dtype=float
+    )
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """One measured map (see the module docstring)."""
+
+    compute_capability: str
+    card: str
+    matrix: np.ndarray  # 4 x 4, A[i, j] = d quantity i / d option j
+    offset: np.ndarray  # c
+    launch_slope: float | None
+    launch_offset: float | None
+    source: str
+
+    def options_for(self, measured: np.ndarray) -> np.ndarray:
+        """Option values (unrounded) that reproduce ``measured`` quantities."""
+        return np.linalg.solve(self.matrix, np.asarray(measured, dtype=float) - self.offset)
+
+    def predict(self, options: np.ndarray) -> np.ndarray:
+        """Quantities the simulator gives for ``options``."""
+        return self.matrix @ np.asarray(options, dtype=float) + self.offset
+
+    def launch_option_for(self, cycles: float) -> float | None:
+        """``-gpgpu_kernel_launch_latency`` (unrounded) for a measured launch in cycles."""
+        if not self.launch_slope:
+            return None
+        return (cycles - float(self.launch_offset or 0.0)) / self.launch_slope
+
+
+def fit(points: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+    """``A``, ``c`` from a base point and one point per option (finite differences).
+
+    Each point: ``{"options": {name: value}, "quantities": [4 values]}``; the first is
+    the base, point ``j + 1`` differs from it in option ``j`` only.
+    """
+    if len(points) != len(LATENCY_OPTIONS) + 1:
+        raise HilsimError(f"calibration: need {len(LATENCY_OPTIONS) + 1} points, got {len(points)}")
+    x0 = np.asarray([float(points[0]["options"][o]) for o in LATENCY_OPTIONS])
+    m0 = np.asarray(points[0]["quantities"], dtype=float)
+    a = np.zeros((4, 4))
+    for j, opt in enumerate(LATENCY_OPTIONS):
+        xj = np.asarray([float(points[j + 1]["options"][o]) for o in LATENCY_OPTIONS])
+        dx = xj - x0
+        if np.count_nonzero(dx) != 1 or dx[j] == 0:
+            raise HilsimError(f"calibration: point {j + 1} must change {opt} only")
+        a[:, j] = (np.asarray(points[j + 1]["quantities"], dtype=float) - m0) / dx[j]
+    return a, m0 - a @ x0
+
+
+def _from_entry(cc: str, entry: dict[str, Any], where: str) -> Calibration:
+    try:
+        a, c = fit(entry["points"])
+        launch = entry.get("launch") or {}
+        slope = offset = None
+        if launch.get("points"):
+            (x1, y1), (x2, y2) = launch["points"][:2]
+            slope = (float(y2) - float(y1)) / (float(x2) - float(x1))
+            offset = float(y1) - slope * float(x1)
+        return Calibration(
+            cc, str(entry["card"]), a, c, slope, offset,
+            f"{where}: {entry['card']}, build {entry.get('build')}, hilsim {entry.get('commit')}",
+        )
+    except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
+        raise HilsimError(f"{where}: compute capability {cc}: malformed ({exc})") from None
+
+
+def load_calibrations(path: str | Path | None = None) -> dict[str, Calibration]:
+    """Every measured map by compute capability (the shipped file unless ``path``)."""
+    if path is None:
+        text = resources.files("hilsim.simmodel.gpgpusim").joinpath(FILE).read_text()
+        where = FILE
+    else:
+        where = str(path)
+        try:
+            text = Path(path).read_text()
+        except OSError as exc:
+            raise HilsimError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise HilsimError(f"{where}: not JSON ({exc})") from None
+    if data.get("schema") != SCHEMA:
+        raise HilsimError(f"{where}: schema {data.get('schema')!r}, expected {SCHEMA}")
+    return {cc: _from_entry(cc, e, where) for cc, e in (data.get("calibrations") or {}).items()}
+
+
+def round_option(value: float) -> int:
+    """Nearest integer option value, at least 1."""
+    return max(1, int(math.floor(value + 0.5)))
