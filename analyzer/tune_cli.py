@@ -23,10 +23,12 @@ from hilsim.analyzer.errors import HilsimError
               help="Device facts JSON (probe output or cudaDeviceProp fields).")
 @click.option("--preset", "preset_name", help="Start from this preset (QV100, RTX2060, "
               "RTX3070, H100-SXM) instead of the nearest one.")
-@click.option("--convention", type=click.Choice(["accelsim-tuner", "simulator-corrected"]),
+@click.option("--convention",
+              type=click.Choice(["accelsim-tuner", "simulator-corrected", "gpgpusim"]),
               default="accelsim-tuner", show_default=True,
-              help="Latency options as Accel-Sim's tuner prints them, or minus GPGPU-Sim's "
-              "pipeline offset where known.")
+              help="Latency options as Accel-Sim's tuner prints them, minus GPGPU-Sim's "
+              "pipeline offset where known, or (gpgpusim) the values that make GPGPU-Sim "
+              "reproduce the measurements (map measured on the simulator, docs/tuner.md).")
 @click.option("-o", "--output", required=True, type=click.Path(path_type=Path),
               help="Output folder (written atomically).")
 @click.option("--force", is_flag=True, help="Replace an existing output folder.")

@@ -31,7 +31,7 @@ from hilsim.simmodel.accelsim import EmitOption, UbenchOutput, emit_options
 from hilsim.simmodel.config import Source, Sourced, TimingConfig, unit_for, vtype_for
 from hilsim.simmodel.presets import Preset, load_preset, nearest_preset
 
-CONVENTIONS = ("accelsim-tuner", "simulator-corrected")
+CONVENTIONS = ("accelsim-tuner", "simulator-corrected", "gpgpusim")
 
 # GPGPU-Sim pipeline offsets per compute capability: tuner value - shipped value.
 # sm_70: TITAN V, Accel-Sim GPU_Microbenchmark output (accel-sim-framework commit 2260456,
@@ -699,6 +699,14 @@ def derive_options(
                 "floor(shared) (shared_lat)",
             )
         )
+    if convention == "gpgpusim":  # measured on the simulator: simmodel/gpgpusim/calibration.py
+        from hilsim.simmodel.gpgpusim.calibration import tuned_options  # noqa: PLC0415
+
+        launch = g("core.launch_latency_cycles")
+        cycles = float(launch.value) if launch is not None else None
+        for name, value, ins, formula, note in tuned_options(lat, cycles, str(cc.value)):
+            add(name, value, ins, formula, convention="gpgpusim", note=note)
+        lat = []
     for name, x, ins, formula in lat:
         raw = max(1, math.floor(x))
         if convention == "simulator-corrected" and name in offsets:
@@ -718,7 +726,7 @@ def derive_options(
                 note = "no pipeline offset known for this compute capability; tuner value"
             add(name, raw, ins, formula, note=note)
     launch = g("core.launch_latency_cycles")
-    if launch is not None:
+    if launch is not None and convention != "gpgpusim":
         add(
             "-gpgpu_kernel_launch_latency",
             math.floor(float(launch.value)),

@@ -141,3 +141,51 @@ def load_calibrations(path: str | Path | None = None) -> dict[str, Calibration]:
 def round_option(value: float) -> int:
     """Nearest integer option value, at least 1."""
     return max(1, int(math.floor(value + 0.5)))
+
+
+def tuned_options(
+    lat: list[tuple[str, float, list[str], str]],
+    launch_cycles: float | None,
+    compute_capability: str,
+    calibrations: dict[str, Calibration] | None = None,
+) -> list[tuple[str, int, list[str], str, str]]:
+    """The tuner's ``gpgpusim`` convention: (option, value, inputs, formula, note) rows.
+
+    ``lat`` is the tuner's latency list (option, raw quantity, inputs, formula) in
+    :data:`LATENCY_OPTIONS` order; all four are needed (the map couples them). Raises a
+    one-line :class:`HilsimError` without a calibration for ``compute_capability``.
+    """
+    cals = load_calibrations() if calibrations is None else calibrations
+    cal = cals.get(str(compute_capability))
+    if cal is None:
+        raise HilsimError(
+            f"convention gpgpusim: no GPGPU-Sim calibration for compute capability "
+            f"{compute_capability} (have {', '.join(sorted(cals)) or 'none'}; run "
+            "python -m hilsim.microbench.simcalibrate CARD)"
+        )
+    by_name = {name: (x, ins, formula) for name, x, ins, formula in lat}
+    missing = [o for o in LATENCY_OPTIONS if o not in by_name]
+    if missing:
+        raise HilsimError(
+            f"convention gpgpusim: needs L1, L2, DRAM and shared latencies (missing {', '.join(missing)})"
+        )
+    measured = np.asarray([by_name[o][0] for o in LATENCY_OPTIONS])
+    values = cal.options_for(measured)
+    inputs = sorted({i for o in LATENCY_OPTIONS for i in by_name[o][1]})
+    rows = []
+    for j, opt in enumerate(LATENCY_OPTIONS):
+        row = ", ".join(f"{a:+.3g}" for a in cal.matrix[j])
+        rows.append((
+            opt, round_option(values[j]), inputs,
+            f"x = A^-1 (m - c), m = (L1, L2-L1, DRAM-L2, shared); row {j}: A [{row}], "
+            f"c {cal.offset[j]:+.3g}",
+            f"GPGPU-Sim map measured on {cal.source}",
+        ))
+    if launch_cycles is not None and cal.launch_slope:
+        x = cal.launch_option_for(launch_cycles)
+        rows.append((
+            LAUNCH_OPTION, round_option(float(x)), ["core.launch_latency_cycles"],
+            f"(launch cycles - {cal.launch_offset:.4g}) / {cal.launch_slope:.4g}",
+            f"GPGPU-Sim map measured on {cal.source}",
+        ))
+    return rows
