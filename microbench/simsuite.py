@@ -89,11 +89,20 @@ def card_device_facts(card: Any) -> dict[str, Any]:
         "max_threads_per_sm": threads,
         "warp_size": warp,
         "regs_per_sm": int(float(opts.get("-gpgpu_shader_registers", "65536"))),
-        "memory_type": "HBM" if opts.get("-dram_dual_bus_interface", "0").strip() == "1" else "GDDR",
+        "memory_type": _memory_type(opts),
     }
     if "unified_l1d_kib" in f:
         facts["unified_l1_shared_bytes"] = f["unified_l1d_kib"] * 1024
     return {k: v for k, v in facts.items() if v is not None}
+
+
+def _memory_type(opts: dict[str, str]) -> str:
+    """DRAM type of a config, by Accel-Sim's mem_config models (inverted): HBM has the
+    dual bus interface, GDDR6 a 16-beat burst on 2-byte channels, GDDR5 an 8-beat one."""
+    if opts.get("-dram_dual_bus_interface", "0").split()[0] == "1":
+        return "HBM"
+    burst = int(float(opts.get("-gpgpu_dram_burst_length", "8").split()[0]))
+    return "GDDR6" if burst >= 16 else "GDDR5"
 
 
 @dataclass

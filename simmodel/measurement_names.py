@@ -163,6 +163,9 @@ DEVICE_FACTS: tuple[DeviceFact, ...] = (
     DeviceFact("core.shared_mem_per_block", 1,
                ("sharedMemPerBlock", "shared_mem_per_block_bytes", "shared_mem_per_block")),
     DeviceFact("l2.capacity_bytes", 1, ("l2CacheSize", "l2_cache_bytes", "l2_bytes")),
+    # unified L1 + shared size (Accel-Sim l1_config L1_SIZE); a simulated card's config
+    # gives it (-gpgpu_unified_l1d_size), CUDA device properties do not
+    DeviceFact("l1.capacity_bytes", 1, ("unified_l1_shared_bytes",)),
     DeviceFact("dram.clock_mhz", 1e-3, ("memoryClockRate",)),
     DeviceFact("dram.clock_mhz", 1, ("max_mem_clock_mhz", "memory_clock_mhz")),
     DeviceFact("dram.bus_width_bits", 1,

@@ -917,6 +917,16 @@ def tune(
         cfg = apply_ubench_output(cfg, ubench)
     if facts:
         cfg = apply_device_facts(cfg, facts, facts_where)
+    boost = cfg.get("core.boost_clock_mhz")
+    if (
+        boost is not None
+        and boost.source.kind == "device-query"
+        and not any(r.name == mn.SM_CLOCK_MHZ for r in measurements or [])
+    ):  # no clock under load was measured (e.g. a simulated card): the queried max clock
+        cfg = _put(
+            cfg, "core.core_clock_mhz", boost.value, None, "device-query",
+            f"{boost.source.detail} (no {mn.SM_CLOCK_MHZ} measurement: the max SM clock)",
+        )
     if measurements:
         cfg = apply_measurements(cfg, measurements)
     # channels and L2 banks follow from bus width and memory type when not given

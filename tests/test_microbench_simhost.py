@@ -1,0 +1,98 @@
+"""The GPGPU-Sim backend of the suite without the simulator: program text, plans,
+device facts from a card config, chase validation (issue 12, part 2)."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hilsim.microbench import simhost, simsuite
+from hilsim.microbench.latency import single_cycle
+from hilsim.microbench.sources import all_sources, kernel_names
+from hilsim.simmodel.gpgpusim.cards import card_config
+
+CONFIGS = Path(__file__).parent / "data" / "accelsim"
+
+
+@pytest.mark.parametrize("module", sorted(all_sources()))
+def test_program_text_is_the_suite_source_plus_driver(module: str) -> None:
+    text = simhost.program_source(module)
+    assert all_sources()[module] in text  # the same kernel text, unchanged
+    assert "#define clock64 hilsim_clock64" in text
+    assert text.index("#define clock64") < text.index(all_sources()[module])
+    for name in kernel_names()[module]:
+        assert f'{{"{name}", (const void*){name}}}' in text
+    assert "int main(int argc" in text
+    # one source of truth: the driver holds no kernel of its own
+    assert "__global__" not in simhost.driver_source()
+
+
+def test_plan_lines_and_argument_encoding() -> None:
+    plan = simhost.Plan("latency.chase")
+    plan.buf("c", 1024).chain("c", 64, np.array([1, 0])).buf("o", 32)
+    idx = plan.launch("chase_ca", 1, (32, 1), [("buf", "c"), ("i64", -1), ("f32", 1.5),
+                                               ("f64", 0.25), ("u32", 7)])
+    plan.dump("o")
+    assert idx == 0 and plan.launches == ["chase_ca"] and plan.dumps == ["o"]
+    f32 = struct.unpack("<I", struct.pack("<f", 1.5))[0]
+    f64 = struct.unpack("<Q", struct.pack("<d", 0.25))[0]
+    assert plan.lines[3] == f"launch chase_ca 1 1 1 32 1 1 0 buf:c i64:-1 f32:{f32} f64:{f64} u32:7"
+    assert plan.lines[-1] == "dump o out_o.bin"
+    assert np.frombuffer(plan.files["in_0.bin"], dtype="<i8").tolist() == [1, 0]
+    with pytest.raises(Exception, match="unknown argument type"):
+        plan.launch("k", 1, 1, [("half", 1)])
+
+
+@pytest.mark.parametrize(
+    ("card", "sms", "l2", "unified", "bus", "mtype", "core"),
+    [
+        ("SM7_QV100", 80, 6 << 20, 128 << 10, 4096, "HBM", 1132.0),
+        ("SM75_RTX2060", 30, 3 << 20, 96 << 10, 192, "GDDR6", 1365.0),
+        ("SM86_RTX3070", 46, 4 << 20, 128 << 10, 256, "GDDR6", 1132.0),
+    ],
+)
+def test_device_facts_from_card_config(card, sms, l2, unified, bus, mtype, core) -> None:
+    cfg = card_config(CONFIGS / f"{card}.gpgpusim.config")
+    facts = simsuite.card_device_facts(cfg)
+    assert facts["sm_count"] == sms
+    assert facts["l2_cache_bytes"] == l2
+    assert facts["unified_l1_shared_bytes"] == unified
+    assert facts["memory_bus_width_bits"] == bus
+    assert facts["memory_type"] == mtype
+    assert facts["max_sm_clock_mhz"] == core
+    assert simhost.card_arch(cfg) == "sm_" + facts["compute_capability"].replace(".", "")
+
+
+def _kernel_out(nxt: np.ndarray, stride: int, base: int, warm: int, steps: int) -> np.ndarray:
+    """What chase_{ca,cg} stores: end pointer, sum of the warm steps, cycles, overhead."""
+    node, total = 0, 0
+    for _ in range(warm):
+        node = int(nxt[node])
+        total += base + stride * node
+    for _ in range(steps):
+        node = int(nxt[node])
+    return np.array([base + stride * node, total % (1 << 64), 100 * steps + 7, 7],
+                    dtype=np.uint64)
+
+
+def test_chase_check_follows_the_path() -> None:
+    nxt = single_cycle(64, np.random.default_rng(3))
+    chase = simsuite.Chase(64, 128, nxt, warm=64, steps=40)
+    out = _kernel_out(nxt, 128, 0x7F0000000000, 64, 40)
+    value, ok, _ = chase.check(out)
+    assert ok and value == 100.0
+    wrong = _kernel_out(nxt, 128, 0x7F0000000000, 64, 41)  # one step too many
+    assert not chase.check(wrong)[1]
+    bad_sum = out.copy()
+    bad_sum[1] += np.uint64(128)
+    assert not chase.check(bad_sum)[1]
+
+
+def test_reduced_sweep_brackets_the_unified_l1() -> None:
+    ctx = simsuite.SimContext(card=None, facts={"unified_l1_shared_bytes": 128 << 10})
+    points = simsuite.sweep_points(ctx)
+    assert points[0] == 8192 and points[-1] == 512 << 10
+    ratios = np.diff(np.log2(points))
+    assert np.allclose(ratios, 0.5, atol=0.01)
