@@ -26,12 +26,20 @@ from hilsim.simmodel.gpgpusim.calibration import (
     quantities,
 )
 
-BASE = {"-gpgpu_l1_latency": 8, "-gpgpu_l2_rop_latency": 20, "-dram_latency": 20,
-        "-gpgpu_smem_latency": 8}
-STEP = {"-gpgpu_l1_latency": 16, "-gpgpu_l2_rop_latency": 40, "-dram_latency": 40,
-        "-gpgpu_smem_latency": 16}
+BASE = {
+    "-gpgpu_l1_latency": 8,
+    "-gpgpu_l2_rop_latency": 20,
+    "-dram_latency": 20,
+    "-gpgpu_smem_latency": 8,
+}
+STEP = {
+    "-gpgpu_l1_latency": 16,
+    "-gpgpu_l2_rop_latency": 40,
+    "-dram_latency": 40,
+    "-gpgpu_smem_latency": 16,
+}
 LAUNCH_POINTS = (1000, 3000)
-STEPS = 128
+STEPS = 64
 
 
 def measure_point(ctx: Any, options: dict[str, int]) -> dict[str, float]:
@@ -63,14 +71,20 @@ def calibrate(card_name: str) -> dict[str, Any]:
         if j >= 0:
             opts[LATENCY_OPTIONS[j]] += STEP[LATENCY_OPTIONS[j]]
         values = measure_point(ctx, opts)
-        points.append({"options": opts, "measured": values,
-                       "quantities": quantities(values).tolist()})
+        points.append(
+            {"options": opts, "measured": values, "quantities": quantities(values).tolist()}
+        )
     launch = []
     for x in LAUNCH_POINTS:
         m = launch_latency(ctx, options={LAUNCH_OPTION: str(x)})[0]
         launch.append([x, m.params["cycles"]])
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, check=False, cwd=Path(__file__).parent).stdout.strip()
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).parent,
+    ).stdout.strip()
     return {
         "card": card.name,
         "build": build.key,
@@ -88,16 +102,24 @@ def main(argv: list[str] | None = None) -> int:
     """Command line: calibrate one card and merge it into the file."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("card")
-    ap.add_argument("-o", "--output", type=Path,
-                    default=Path(__file__).resolve().parents[1] / "simmodel" / "gpgpusim"
-                    / "latency_calibration.json")
+    ap.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=Path(__file__).resolve().parents[1]
+        / "simmodel"
+        / "gpgpusim"
+        / "latency_calibration.json",
+    )
     args = ap.parse_args(argv)
-    from hilsim.simmodel.gpgpusim.cards import card_config  # noqa: PLC0415
     from hilsim.simmodel.gpgpusim.build import find_build  # noqa: PLC0415
+    from hilsim.simmodel.gpgpusim.cards import card_config  # noqa: PLC0415
 
     card = card_config(args.card, find_build())
-    cc = (f"{int(float(card.option('-gpgpu_compute_capability_major')))}."
-          f"{int(float(card.option('-gpgpu_compute_capability_minor')))}")
+    cc = (
+        f"{int(float(card.option('-gpgpu_compute_capability_major')))}."
+        f"{int(float(card.option('-gpgpu_compute_capability_minor')))}"
+    )
     entry = calibrate(args.card)
     data = {"schema": SCHEMA, "calibrations": {}}
     if args.output.is_file():

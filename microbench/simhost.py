@@ -229,7 +229,9 @@ def run_plan(
         (run_dir / "plan.txt").write_text("\n".join(plan.lines) + "\n")
         run = run_program([prog, "plan.txt"], cfg, run_dir, timeout_s=timeout_s, build=build)
         if "HILSIM_DONE" not in run.stdout:
-            raise HilsimError(f"{plan.module} on {cfg.name}: plan did not finish: log {run.log_path}")
+            raise HilsimError(
+                f"{plan.module} on {cfg.name}: plan did not finish: log {run.log_path}"
+            )
         dumps = {name: (run_dir / f"out_{name}.bin").read_bytes() for name in plan.dumps}
         cycles: list[float] = []
         total = 0.0

@@ -44,7 +44,11 @@ from hilsim.microbench.measurement import Measurement
 from hilsim.microbench.simhost import Plan, PlanResult, run_plan
 
 _MASK64 = (1 << 64) - 1
-ONE_SM = {"-gpgpu_n_clusters": "1", "-gpgpu_perf_sim_memcpy": "0", "-gpgpu_kernel_launch_latency": "0"}
+ONE_SM = {
+    "-gpgpu_n_clusters": "1",
+    "-gpgpu_perf_sim_memcpy": "0",
+    "-gpgpu_kernel_launch_latency": "0",
+}
 
 
 def card_device_facts(card: Any) -> dict[str, Any]:
@@ -175,8 +179,14 @@ class Chase:
 
 
 def add_chase(
-    plan: Plan, name: str, op: str, footprint: int, stride: int, rng: np.random.Generator | None,
-    warm_laps: float, steps: int,
+    plan: Plan,
+    name: str,
+    op: str,
+    footprint: int,
+    stride: int,
+    rng: np.random.Generator | None,
+    warm_laps: float,
+    steps: int,
 ) -> Chase:
     """Add one chain buffer and one ``chase_{op}`` launch (+ its result buffer) to ``plan``."""
     n = max(2, footprint // stride)
@@ -209,7 +219,9 @@ def chase_measurement(
     return Measurement(name, value, "cycles", base, [value], 0.0, ok, note)
 
 
-def latency_plan(ctx: SimContext, steps: int = 256) -> tuple[Plan, dict[str, tuple[Chase, str, dict]]]:
+def latency_plan(
+    ctx: SimContext, steps: int = 256
+) -> tuple[Plan, dict[str, tuple[Chase, str, dict]]]:
     """L1, L2 and DRAM chases in one program (one SM, cold L2 after the copies)."""
     plan = Plan("latency.chase")
     l2 = int(ctx.facts.get("l2_cache_bytes") or (4 << 20))
@@ -220,7 +232,16 @@ def latency_plan(ctx: SimContext, steps: int = 256) -> tuple[Plan, dict[str, tup
             {"order": "random", "warm_lap": True},
         ),
         "l2_hit_latency": (
-            add_chase(plan, "l2_hit_latency", "cg", min(32 << 10, l2 // 4), 128, ctx.rng(2), 1, steps),
+            add_chase(
+                plan,
+                "l2_hit_latency",
+                "cg",
+                min(32 << 10, l2 // 4, steps * 128),
+                128,
+                ctx.rng(2),
+                1,
+                steps,
+            ),
             "cg",
             {"order": "random", "warm_lap": True},
         ),
@@ -242,12 +263,20 @@ def chase_latencies(
     return [chase_measurement(name, c, result, op, p) for name, (c, op, p) in chases.items()]
 
 
-def shared_latency(ctx: SimContext, n: int = 256, steps: int = 256, options: dict | None = None) -> list[Measurement]:
+def shared_latency(
+    ctx: SimContext, n: int = 256, steps: int = 256, options: dict | None = None
+) -> list[Measurement]:
     """``shared_latency``: the suite's shared-memory chase (one warp, thread 0 chases)."""
     nxt = single_cycle(n, ctx.rng(7))
     plan = Plan("latency.shared_chase")
     plan.buf("next", 4 * n).data("next", nxt.astype("<u4")).buf("out", 40)
-    plan.launch("chase_shared", 1, 32, [("buf", "next"), ("i32", n), ("i64", steps), ("buf", "out")], smem=4 * n)
+    plan.launch(
+        "chase_shared",
+        1,
+        32,
+        [("buf", "next"), ("i32", n), ("i64", steps), ("buf", "out")],
+        smem=4 * n,
+    )
     plan.dump("out")
     result = ctx.run("shared_latency", plan, {**ONE_SM, **(options or {})})
     end_addr, total, cycles, overhead, base = (int(v) for v in result.array("out", np.uint64)[:5])
@@ -255,15 +284,33 @@ def shared_latency(ctx: SimContext, n: int = 256, steps: int = 256, options: dic
     lap_sum = walk(nxt, n)[1]
     ok = end_addr == base + 4 * node and total == (n * base + 4 * lap_sum) & _MASK64
     value = (cycles - overhead) / steps
-    params = {"load": "ld.shared.u32", "nodes": n, "stride_bytes": 4, "steps": steps,
-              "backend": "gpgpusim", "clock": "%clock (simulated core cycles)"}
-    return [Measurement("shared_latency", value, "cycles", params, [value], 0.0, ok,
-                        "" if ok else "shared chase left its path")]
+    params = {
+        "load": "ld.shared.u32",
+        "nodes": n,
+        "stride_bytes": 4,
+        "steps": steps,
+        "backend": "gpgpusim",
+        "clock": "%clock (simulated core cycles)",
+    }
+    return [
+        Measurement(
+            "shared_latency",
+            value,
+            "cycles",
+            params,
+            [value],
+            0.0,
+            ok,
+            "" if ok else "shared chase left its path",
+        )
+    ]
 
 
 def sweep_points(ctx: SimContext, per_octave: int = 2) -> list[int]:
     """Reduced sweep: 8 KiB to 4 x the unified L1 (or 4 x L1), ``per_octave`` points."""
-    l1 = int(ctx.facts.get("unified_l1_shared_bytes") or ctx.facts.get("l1_cache_bytes") or (128 << 10))
+    l1 = int(
+        ctx.facts.get("unified_l1_shared_bytes") or ctx.facts.get("l1_cache_bytes") or (128 << 10)
+    )
     stop = 4 * l1
     count = int(math.ceil(math.log2(stop / 8192) * per_octave)) + 1
     raw = 8192 * 2.0 ** (np.arange(count) / per_octave)
@@ -293,11 +340,21 @@ def footprint_sweep(ctx: SimContext, steps: int = 128) -> list[Measurement]:
     x = np.asarray([c.n * c.stride for c in chases], dtype=float)
     y = np.asarray(lat, dtype=float)
     curve = Measurement(
-        "latency_footprint_sweep", float(y[-1]), "cycles",
-        {"load": "ld.global.ca", "stride_bytes": 128, "order": "random",
-         "footprint_bytes": x.tolist(), "latency_cycles": y.tolist(), "backend": "gpgpusim",
-         "reduced": "8 KiB .. 4 x unified L1, 2 points per octave (L2 capacity not reached)"},
-        y.tolist(), 0.0, ok,
+        "latency_footprint_sweep",
+        float(y[-1]),
+        "cycles",
+        {
+            "load": "ld.global.ca",
+            "stride_bytes": 128,
+            "order": "random",
+            "footprint_bytes": x.tolist(),
+            "latency_cycles": y.tolist(),
+            "backend": "gpgpusim",
+            "reduced": "8 KiB .. 4 x unified L1, 2 points per octave (L2 capacity not reached)",
+        },
+        y.tolist(),
+        0.0,
+        ok,
         "value = latency at the largest footprint" + ("" if ok else "; validation failed"),
     )
     try:
@@ -305,26 +362,48 @@ def footprint_sweep(ctx: SimContext, steps: int = 128) -> list[Measurement]:
         reason = ""
     except ValueError as exc:
         levels, reason = None, str(exc)
-    plateaus = [[p.first_footprint, p.last_footprint, p.latency] for p in levels.plateaus] if levels else []
+    plateaus = (
+        [[p.first_footprint, p.last_footprint, p.latency] for p in levels.plateaus]
+        if levels
+        else []
+    )
     l1 = levels.l1_bytes if levels and len(levels.plateaus) >= 2 else None
     method = "reduced footprint sweep, plateau detection (hilsim.microbench.analysis)"
-    out = [curve, Measurement(
-        "l1_capacity_bytes", l1, "bytes",
-        {"upper_bytes": levels.l1_upper_bytes if l1 else None,
-         "plateau_latency_cycles": levels.l1_latency if l1 else None,
-         "plateaus": plateaus, "method": method},
-        [], 0.0, bool(ok and l1 is not None),
-        "" if l1 is not None else (reason or "no L1 step inside the reduced sweep"),
-    ), Measurement(
-        "l2_capacity_bytes", None, "bytes", {"plateaus": plateaus, "method": method},
-        [], 0.0, False,
-        f"not measured: the reduced sweep ends at {int(x[-1])} B; a sweep past 2 x L2 "
-        "is 10^5 dependent loads per point on the simulator (device facts give the L2 size)",
-    )]
+    out = [
+        curve,
+        Measurement(
+            "l1_capacity_bytes",
+            l1,
+            "bytes",
+            {
+                "upper_bytes": levels.l1_upper_bytes if l1 else None,
+                "plateau_latency_cycles": levels.l1_latency if l1 else None,
+                "plateaus": plateaus,
+                "method": method,
+            },
+            [],
+            0.0,
+            bool(ok and l1 is not None),
+            "" if l1 is not None else (reason or "no L1 step inside the reduced sweep"),
+        ),
+        Measurement(
+            "l2_capacity_bytes",
+            None,
+            "bytes",
+            {"plateaus": plateaus, "method": method},
+            [],
+            0.0,
+            False,
+            f"not measured: the reduced sweep ends at {int(x[-1])} B; a sweep past 2 x L2 "
+            "is 10^5 dependent loads per point on the simulator (device facts give the L2 size)",
+        ),
+    ]
     return out
 
 
-def launch_latency(ctx: SimContext, launches: int = 3, options: dict | None = None) -> list[Measurement]:
+def launch_latency(
+    ctx: SimContext, launches: int = 3, options: dict | None = None
+) -> list[Measurement]:
     """``launch_latency_us``: simulated cycles of an empty kernel launch, in microseconds.
 
     Back-to-back launches of a near-empty kernel on the card as configured (its
@@ -345,9 +424,15 @@ def launch_latency(ctx: SimContext, launches: int = 3, options: dict | None = No
     cycles = float(np.median(result.kernel_cycles))
     mhz = float(ctx.facts["max_sm_clock_mhz"])
     us = cycles / mhz
-    params = {"launches": launches, "cycles": cycles, "per_launch_cycles": result.kernel_cycles,
-              "sm_clock_mhz": mhz, "clock_source": "card config -gpgpu_clock_domains",
-              "timer": "simulated cycles per kernel (GPGPU-Sim statistics)", "backend": "gpgpusim"}
+    params = {
+        "launches": launches,
+        "cycles": cycles,
+        "per_launch_cycles": result.kernel_cycles,
+        "sm_clock_mhz": mhz,
+        "clock_source": "card config -gpgpu_clock_domains",
+        "timer": "simulated cycles per kernel (GPGPU-Sim statistics)",
+        "backend": "gpgpusim",
+    }
     note = "" if ok else "a launch did not run (no statistics block or no result)"
     return [
         Measurement("launch_latency_us", us, "us", params, [us], 0.0, ok, note),
@@ -368,10 +453,19 @@ SimBench = tuple[str, Callable[[SimContext], list[Measurement]]]
 def sim_benchmarks(family: str) -> list[SimBench]:
     """The simulated benchmarks of one family (skips included, each with its reason)."""
     if family == "clock":
-        return [("sm_clock_mhz", lambda ctx: [skipped(
-            "sm_clock_mhz", "MHz",
-            "GPGPU-Sim has no %globaltimer; the SM clock is the card config's "
-            "-gpgpu_clock_domains (device facts max_sm_clock_mhz)")])]
+        return [
+            (
+                "sm_clock_mhz",
+                lambda ctx: [
+                    skipped(
+                        "sm_clock_mhz",
+                        "MHz",
+                        "GPGPU-Sim has no %globaltimer; the SM clock is the card config's "
+                        "-gpgpu_clock_domains (device facts max_sm_clock_mhz)",
+                    )
+                ],
+            )
+        ]
     if family == "launch":
         return [("launch_latency", launch_latency)]
     if family == "latency":
@@ -379,11 +473,22 @@ def sim_benchmarks(family: str) -> list[SimBench]:
             ("latency.chase", chase_latencies),
             ("shared_latency", shared_latency),
             ("latency_footprint_sweep", footprint_sweep),
-            ("dram_latency_page_stride", lambda ctx: [skipped(
-                "dram_latency_page_stride", "cycles", "GPGPU-Sim models no TLB")]),
-            ("latency_stride_sweep", lambda ctx: [skipped(
-                "latency_stride_sweep", "cycles",
-                "a 2 MiB sequential stride sweep is ~10^6 dependent loads on the simulator")]),
+            (
+                "dram_latency_page_stride",
+                lambda ctx: [
+                    skipped("dram_latency_page_stride", "cycles", "GPGPU-Sim models no TLB")
+                ],
+            ),
+            (
+                "latency_stride_sweep",
+                lambda ctx: [
+                    skipped(
+                        "latency_stride_sweep",
+                        "cycles",
+                        "a 2 MiB sequential stride sweep is ~10^6 dependent loads on the simulator",
+                    )
+                ],
+            ),
         ]
     from hilsim.microbench import simthroughput  # noqa: PLC0415
 
@@ -413,11 +518,16 @@ def run_sim_suite(
     from hilsim.analyzer.console import progress_bar  # noqa: PLC0415
 
     with progress_bar(f"{card.name} (simulated)", total=len(benches), enabled=progress) as advance:
+
         def on_run(entry: dict[str, Any]) -> None:
             cycles = sum(r["sim_cycles"] for r in ctx.runs)
-            advance(0, description=(
-                f"{card.name}: {entry['benchmark']} done, simulated "
-                f"{cycles / float(facts['max_sm_clock_mhz']):,.0f} us ({cycles:,.0f} cycles)"))
+            advance(
+                0,
+                description=(
+                    f"{card.name}: {entry['benchmark']} done, simulated "
+                    f"{cycles / float(facts['max_sm_clock_mhz']):,.0f} us ({cycles:,.0f} cycles)"
+                ),
+            )
 
         ctx.on_run = on_run
         for name, bench in benches:
@@ -426,8 +536,11 @@ def run_sim_suite(
                 results.extend(bench(ctx))
             except HilsimError as exc:
                 line = (str(exc).strip() or type(exc).__name__).splitlines()[0]
-                results.append(Measurement(name, None, "", {"backend": "gpgpusim"}, [], 0.0,
-                                           False, f"failed: {line}"))
+                results.append(
+                    Measurement(
+                        name, None, "", {"backend": "gpgpusim"}, [], 0.0, False, f"failed: {line}"
+                    )
+                )
             advance(1)
     facts["simulation"] = {
         "wall_s": round(time.monotonic() - started, 1),

@@ -32,8 +32,9 @@ def test_program_text_is_the_suite_source_plus_driver(module: str) -> None:
 def test_plan_lines_and_argument_encoding() -> None:
     plan = simhost.Plan("latency.chase")
     plan.buf("c", 1024).chain("c", 64, np.array([1, 0])).buf("o", 32)
-    idx = plan.launch("chase_ca", 1, (32, 1), [("buf", "c"), ("i64", -1), ("f32", 1.5),
-                                               ("f64", 0.25), ("u32", 7)])
+    idx = plan.launch(
+        "chase_ca", 1, (32, 1), [("buf", "c"), ("i64", -1), ("f32", 1.5), ("f64", 0.25), ("u32", 7)]
+    )
     plan.dump("o")
     assert idx == 0 and plan.launches == ["chase_ca"] and plan.dumps == ["o"]
     f32 = struct.unpack("<I", struct.pack("<f", 1.5))[0]
@@ -73,8 +74,7 @@ def _kernel_out(nxt: np.ndarray, stride: int, base: int, warm: int, steps: int) 
         total += base + stride * node
     for _ in range(steps):
         node = int(nxt[node])
-    return np.array([base + stride * node, total % (1 << 64), 100 * steps + 7, 7],
-                    dtype=np.uint64)
+    return np.array([base + stride * node, total % (1 << 64), 100 * steps + 7, 7], dtype=np.uint64)
 
 
 def test_chase_check_follows_the_path() -> None:

@@ -111,7 +111,12 @@ def _from_entry(cc: str, entry: dict[str, Any], where: str) -> Calibration:
             slope = (float(y2) - float(y1)) / (float(x2) - float(x1))
             offset = float(y1) - slope * float(x1)
         return Calibration(
-            cc, str(entry["card"]), a, c, slope, offset,
+            cc,
+            str(entry["card"]),
+            a,
+            c,
+            slope,
+            offset,
             f"{where}: {entry['card']}, build {entry.get('build')}, hilsim {entry.get('commit')}",
         )
     except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
@@ -167,7 +172,8 @@ def tuned_options(
     missing = [o for o in LATENCY_OPTIONS if o not in by_name]
     if missing:
         raise HilsimError(
-            f"convention gpgpusim: needs L1, L2, DRAM and shared latencies (missing {', '.join(missing)})"
+            "convention gpgpusim: needs L1, L2, DRAM and shared latencies "
+            f"(missing {', '.join(missing)})"
         )
     measured = np.asarray([by_name[o][0] for o in LATENCY_OPTIONS])
     values = cal.options_for(measured)
@@ -175,17 +181,25 @@ def tuned_options(
     rows = []
     for j, opt in enumerate(LATENCY_OPTIONS):
         row = ", ".join(f"{a:+.3g}" for a in cal.matrix[j])
-        rows.append((
-            opt, round_option(values[j]), inputs,
-            f"x = A^-1 (m - c), m = (L1, L2-L1, DRAM-L2, shared); row {j}: A [{row}], "
-            f"c {cal.offset[j]:+.3g}",
-            f"GPGPU-Sim map measured on {cal.source}",
-        ))
+        rows.append(
+            (
+                opt,
+                round_option(values[j]),
+                inputs,
+                f"x = A^-1 (m - c), m = (L1, L2-L1, DRAM-L2, shared); row {j}: A [{row}], "
+                f"c {cal.offset[j]:+.3g}",
+                f"GPGPU-Sim map measured on {cal.source}",
+            )
+        )
     if launch_cycles is not None and cal.launch_slope:
         x = cal.launch_option_for(launch_cycles)
-        rows.append((
-            LAUNCH_OPTION, round_option(float(x)), ["core.launch_latency_cycles"],
-            f"(launch cycles - {cal.launch_offset:.4g}) / {cal.launch_slope:.4g}",
-            f"GPGPU-Sim map measured on {cal.source}",
-        ))
+        rows.append(
+            (
+                LAUNCH_OPTION,
+                round_option(float(x)),
+                ["core.launch_latency_cycles"],
+                f"(launch cycles - {cal.launch_offset:.4g}) / {cal.launch_slope:.4g}",
+                f"GPGPU-Sim map measured on {cal.source}",
+            )
+        )
     return rows

@@ -103,24 +103,25 @@ def tune_simulated(microbench: str | os.PathLike[str], convention: str = "gpgpus
     from hilsim.simmodel.tuner import read_microbench, tune  # noqa: PLC0415
 
     rows, facts = read_microbench(microbench)
-    return tune(measurements=rows, facts=facts, facts_where=Path(microbench).name,
-                convention=convention)
+    return tune(
+        measurements=rows, facts=facts, facts_where=Path(microbench).name, convention=convention
+    )
 
 
 def compare(card_options: dict[str, str], tuned_options: dict[str, str]) -> list[Row]:
     """Configured vs tuned for every quantity of :data:`TOLERANCE`."""
     want, got = values_of(card_options), values_of(tuned_options)
-    return [
-        Row(q, want.get(q), got.get(q), tol, unit) for q, (tol, unit) in TOLERANCE.items()
-    ]
+    return [Row(q, want.get(q), got.get(q), tol, unit) for q, (tol, unit) in TOLERANCE.items()]
 
 
 def markdown_table(rows: list[Row]) -> str:
     """The docs table: quantity | configured | tuned | tolerance | ok."""
     lines = ["| quantity | configured | tuned | tolerance | ok |", "|---|---:|---:|---|---|"]
     for r in rows:
+
         def fmt(v: float | None) -> str:
             return "-" if v is None else f"{v:g}"
+
         lines.append(
             f"| `{r.quantity}` | {fmt(r.configured)} | {fmt(r.tuned)} | "
             f"±{r.tolerance:g} {r.unit} | {'yes' if r.ok else 'NO'} |"

@@ -1,0 +1,102 @@
+"""Simulation wall time of the microbenchmark suite per family and per card (issue 12).
+
+    python benchmarks/sim_microbench.py                      # the committed runs
+    python benchmarks/sim_microbench.py FILE.microbench.json ...
+    python benchmarks/sim_microbench.py --run SM7_QV100 --only latency,launch
+
+Every ``hilsim agent microbench --backend gpgpusim`` file records each simulator run
+(benchmark, options, simulated cycles, wall seconds) under ``device.simulation.runs``;
+this prints them grouped by family, with the simulation rate. ``--run`` runs the suite
+first (needs a GPGPU-Sim build), writing ``<card>.microbench.json`` in the current folder.
+Wall times depend on the machine's load: the committed files say where they were made.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+COMMITTED = Path(__file__).resolve().parents[1] / "tests" / "data" / "microbench" / "gpgpusim"
+FAMILY_OF = {
+    "latency.chase": "latency",
+    "shared_latency": "latency",
+    "latency_footprint_sweep": "latency",
+    "launch_latency": "launch",
+}
+
+
+def family(bench: str) -> str:
+    """The suite family a simulated run belongs to."""
+    return FAMILY_OF.get(bench, bench.split(".")[0])
+
+
+def report(path: Path) -> float:
+    """Print one file's table; return its total wall seconds."""
+    doc = json.loads(path.read_text())
+    sim = doc["device"].get("simulation") or {}
+    runs = sim.get("runs") or []
+    by_family: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0])
+    for r in runs:
+        row = by_family[family(r["benchmark"])]
+        row[0] += r["wall_s"]
+        row[1] += r["sim_cycles"]
+        row[2] += 1
+    card = doc["device"].get("card", path.name)
+    print(f"\n{card}  ({path.name}; build {sim.get('build')}; host {doc.get('host')})")
+    print(f"  {'family':<12} {'runs':>4} {'sim cycles':>12} {'wall s':>8} {'cycles/s':>9}")
+    total = 0.0
+    for fam, (wall, cycles, n) in sorted(by_family.items()):
+        total += wall
+        print(f"  {fam:<12} {n:>4} {cycles:>12,.0f} {wall:>8.1f} {cycles / max(wall, 1e-9):>9,.0f}")
+    print(
+        f"  {'total':<12} {len(runs):>4} {sum(r['sim_cycles'] for r in runs):>12,.0f} "
+        f"{total:>8.1f}   (suite wall {sim.get('wall_s')} s incl. compiles)"
+    )
+    skipped = [
+        m["name"] for m in doc["measurements"] if str(m.get("note", "")).startswith("skipped")
+    ]
+    if skipped:
+        print(f"  skipped: {', '.join(skipped)}")
+    return total
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("files", nargs="*", type=Path)
+    ap.add_argument("--run", metavar="CARD", action="append", default=[])
+    ap.add_argument("--only", default="launch,latency,clock")
+    args = ap.parse_args(argv)
+    files = list(args.files)
+    for card in args.run:
+        out = Path(f"{card}.microbench.json")
+        subprocess.run(
+            [
+                "hilsim",
+                "agent",
+                "microbench",
+                "--backend",
+                "gpgpusim",
+                "--card",
+                card,
+                "--only",
+                args.only,
+                "-o",
+                str(out),
+            ],
+            check=True,
+        )
+        files.append(out)
+    if not files:
+        files = sorted(COMMITTED.glob("*.microbench.json"))
+    grand = sum(report(f) for f in files)
+    print(f"\nall cards: {grand:.1f} s of simulator wall time")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
