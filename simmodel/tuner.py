@@ -919,7 +919,8 @@ def tune(
         cfg = apply_device_facts(cfg, facts, facts_where)
     boost = cfg.get("core.boost_clock_mhz")
     if (
-        boost is not None
+        ubench is None
+        and boost is not None
         and boost.source.kind == "device-query"
         and not any(r.name == mn.SM_CLOCK_MHZ for r in measurements or [])
     ):  # no clock under load was measured (e.g. a simulated card): the queried max clock
