@@ -103,7 +103,7 @@ def compute_unit(ctx: Any, key: str, n_tput: int = 2, n_lat: int = 2) -> list[Me
     return [tput, lat]
 
 
-def atomics(ctx: Any, n_lat: int = 256) -> list[Measurement]:
+def atomics(ctx: Any, n_lat: int = 64) -> list[Measurement]:
     """``atomic_latency`` (one thread) and ``atomic_throughput_{distinct,same}``."""
     from hilsim.microbench.simsuite import ONE_SM  # noqa: PLC0415
 
