@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from hilsim.analyzer.atomic import write_text_atomic
+from hilsim.microbench.simsuite import CHASE_STEPS
 from hilsim.simmodel.gpgpusim.calibration import (
     LATENCY_OPTIONS,
     LAUNCH_OPTION,
@@ -39,7 +40,7 @@ STEP = {
     "-gpgpu_smem_latency": 16,
 }
 LAUNCH_POINTS = (1000, 3000)
-STEPS = 64
+STEPS = CHASE_STEPS
 
 
 def measure_point(ctx: Any, options: dict[str, int]) -> dict[str, float]:

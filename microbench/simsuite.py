@@ -43,6 +43,10 @@ from hilsim.microbench.measurement import Measurement
 from hilsim.microbench.simhost import Plan, PlanResult, run_plan
 
 _MASK64 = (1 << 64) - 1
+#: timed loads per chase. The kernel's last load is not waited for inside the timed
+#: interval, so a chase of s steps reads (s - 1)/s of the latency plus a constant: the
+#: calibration (simmodel/gpgpusim/calibration.py) is measured with the same count.
+CHASE_STEPS = 64
 ONE_SM = {
     "-gpgpu_n_clusters": "1",
     "-gpgpu_perf_sim_memcpy": "0",
@@ -254,7 +258,7 @@ def latency_plan(
 
 
 def chase_latencies(
-    ctx: SimContext, options: dict[str, str] | None = None, steps: int = 256
+    ctx: SimContext, options: dict[str, str] | None = None, steps: int = CHASE_STEPS
 ) -> list[Measurement]:
     """``l1_hit_latency``, ``l2_hit_latency``, ``dram_latency`` (one simulated program)."""
     plan, chases = latency_plan(ctx, steps)
@@ -263,7 +267,7 @@ def chase_latencies(
 
 
 def shared_latency(
-    ctx: SimContext, n: int = 256, steps: int = 256, options: dict | None = None
+    ctx: SimContext, n: int = 256, steps: int = CHASE_STEPS, options: dict | None = None
 ) -> list[Measurement]:
     """``shared_latency``: the suite's shared-memory chase (one warp, thread 0 chases)."""
     nxt = single_cycle(n, ctx.rng(7))

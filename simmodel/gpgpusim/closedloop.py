@@ -127,3 +127,30 @@ def markdown_table(rows: list[Row]) -> str:
             f"±{r.tolerance:g} {r.unit} | {'yes' if r.ok else 'NO'} |"
         )
     return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m hilsim.simmodel.gpgpusim.closedloop CONFIG MICROBENCH [...]``: tables."""
+    import sys  # noqa: PLC0415
+
+    from hilsim.simmodel.gpgpusim.cards import card_config  # noqa: PLC0415
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or len(args) % 2:
+        print("usage: closedloop CONFIG MICROBENCH [CONFIG MICROBENCH ...]", file=sys.stderr)
+        return 2
+    bad = 0
+    for config, bench in zip(args[::2], args[1::2], strict=True):
+        result = tune_simulated(bench)
+        options = {o.name: o.value for o in result.options if o.file == "gpgpusim.config"}
+        rows = compare(card_config(config).options(), options)
+        bad += sum(not r.ok for r in rows)
+        print(
+            f"\n### {Path(config).name} vs `hilsim tune --convention gpgpusim {Path(bench).name}`\n"
+        )
+        print(markdown_table(rows))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
