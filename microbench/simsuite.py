@@ -223,7 +223,7 @@ def chase_measurement(
 
 
 def latency_plan(
-    ctx: SimContext, steps: int = 256
+    ctx: SimContext, steps: int = CHASE_STEPS
 ) -> tuple[Plan, dict[str, tuple[Chase, str, dict]]]:
     """L1, L2 and DRAM chases in one program (one SM, cold L2 after the copies)."""
     plan = Plan("latency.chase")

@@ -57,7 +57,7 @@ def test_reduced_sweep_sees_the_configured_l1() -> None:
 
 def test_tolerances_are_stated_for_every_latency() -> None:
     assert set(LATENCIES) <= set(TOLERANCE)
-    assert all(tol <= 2 for name, (tol, _) in TOLERANCE.items() if name in LATENCIES)
+    assert all(tol <= 1 for name, (tol, _) in TOLERANCE.items() if name in LATENCIES)
 
 
 def test_gpgpusim_convention_without_calibration_is_one_line() -> None:

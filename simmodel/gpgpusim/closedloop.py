@@ -24,9 +24,9 @@ from hilsim.simmodel.tuner import _geometry
 TOLERANCE: dict[str, tuple[float, str]] = {
     "-gpgpu_l1_latency": (1, "cycles"),
     "-gpgpu_smem_latency": (1, "cycles"),
-    "-gpgpu_l2_rop_latency": (2, "L2 cycles"),
-    "-dram_latency": (2, "DRAM cycles"),
-    "-gpgpu_kernel_launch_latency": (5, "cycles"),
+    "-gpgpu_l2_rop_latency": (1, "cycles"),
+    "-dram_latency": (1, "cycles"),
+    "-gpgpu_kernel_launch_latency": (1, "cycles"),
     "sm_count": (0, "SMs (-gpgpu_n_clusters x cores per cluster)"),
     "core_clock_mhz": (0, "MHz (-gpgpu_clock_domains core)"),
     "dram_clock_mhz": (0.5, "MHz (-gpgpu_clock_domains DRAM)"),
