@@ -40,16 +40,8 @@ from hilsim.microbench.runner import FAMILIES, device_facts, parse_only, run_sui
     help="gpgpusim backend: a shipped card (SM7_QV100, SM75_RTX2060, SM86_RTX3070, ...) "
     "or a path to any gpgpusim.config.",
 )
-@click.option(
-    "--sms",
-    type=int,
-    default=2,
-    show_default=True,
-    help="gpgpusim backend: SM count (-gpgpu_n_clusters) of the bandwidth, compute and "
-    "atomics runs.",
-)
 def microbench_cmd(
-    output: Path, only: str | None, device: int, backend: str, card: str | None, sms: int
+    output: Path, only: str | None, device: int, backend: str, card: str | None
 ) -> None:
     """Measure latencies, bandwidths, unit throughputs, atomics, launch overhead and the
     SM clock of one GPU with CuPy microbenchmarks (needs a CUDA GPU), or of a card
@@ -59,7 +51,7 @@ def microbench_cmd(
 
     families = parse_only(only)
     if backend == "gpgpusim":
-        results, facts = _simulated(families, card, sms)
+        results, facts = _simulated(families, card)
     else:
         if card is not None:
             raise click.UsageError("--card needs --backend gpgpusim")
@@ -93,7 +85,7 @@ def microbench_cmd(
         )
 
 
-def _simulated(families: list[str], card: str | None, sms: int) -> tuple[list, dict]:
+def _simulated(families: list[str], card: str | None) -> tuple[list, dict]:
     """Run the suite on a simulated card (:mod:`hilsim.microbench.simsuite`)."""
     from hilsim.analyzer.errors import HilsimError  # noqa: PLC0415
     from hilsim.microbench.simsuite import run_sim_suite  # noqa: PLC0415
@@ -102,8 +94,6 @@ def _simulated(families: list[str], card: str | None, sms: int) -> tuple[list, d
 
     if card is None:
         raise HilsimError("--backend gpgpusim needs --card (e.g. SM7_QV100 or a gpgpusim.config)")
-    if sms < 1:
-        raise HilsimError(f"--sms {sms}: needs at least 1 SM")
     build = find_build()
     if build is None:
         raise HilsimError(
@@ -111,5 +101,5 @@ def _simulated(families: list[str], card: str | None, sms: int) -> tuple[list, d
             "(or set HILSIM_GPGPUSIM_HOME to a built source tree)"
         )
     config = card_config(card, build)
-    results, facts, _runs = run_sim_suite(config, families, build=build, throughput_sms=sms)
+    results, facts, _runs = run_sim_suite(config, families, build=build)
     return results, facts
