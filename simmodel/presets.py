@@ -144,7 +144,7 @@ _CACHE: dict[str, Preset] = {}
 
 def _load(name: str) -> Preset:
     if name not in _CACHE:
-        ref = resources.files("simmodel") / "presets" / f"{name}.json"
+        ref = resources.files("hilsim.simmodel") / "presets" / f"{name}.json"
         where = f"simmodel/presets/{name}.json"
         try:
             data = json.loads(ref.read_text(encoding="utf-8"))
