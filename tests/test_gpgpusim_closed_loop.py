@@ -130,9 +130,12 @@ def test_a_card_nobody_shipped_is_recovered(tmp_path: Path) -> None:
         "-gpgpu_l2_rop_latency": int(rng.integers(100, 260)),
         "-dram_latency": int(rng.integers(60, 260)),
         "-gpgpu_unified_l1d_size": int(rng.choice([96, 128])),
+        # shared memory up to the unified size minus 32 KB (QV100: 128 - 32 = 96 KB)
         # 32..64 sets per bank x 24 ways x 128 B x 64 banks
         "-gpgpu_cache:dl2": f"S:{int(rng.choice([32, 64]))}:128:24,L:B:m:L:P,A:192:4,32:0,32",
     }
+    drawn["-gpgpu_shmem_size"] = (drawn["-gpgpu_unified_l1d_size"] - 32) * 1024
+    drawn["-gpgpu_shmem_option"] = "0,8,16,32,64"
     base = (DATA / "accelsim" / "SM7_QV100.gpgpusim.config").read_text()
     lines = "".join(f"{k} {v}\n" for k, v in drawn.items())
     path = tmp_path / "SM7_DRAWN" / "gpgpusim.config"
