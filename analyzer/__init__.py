@@ -1,7 +1,34 @@
-"""hilsim analyzer: importers, sampling methods, evaluation (runs without a GPU)."""
+"""hilsim analyzer: importers, sampling methods, evaluation (runs without a GPU).
 
-from hilsim.analyzer.bundle import Bundle, read_bundle, write_bundle
-from hilsim.analyzer.errors import HilsimError
-from hilsim.analyzer.plan import Plan, load_plan
+The names below are imported on first use (PEP 562), so ``from hilsim.analyzer.errors
+import HilsimError`` and ``hilsim --help`` do not pay for pandas and pyarrow.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+_LAZY = {
+    "Bundle": "hilsim.analyzer.bundle",
+    "read_bundle": "hilsim.analyzer.bundle",
+    "write_bundle": "hilsim.analyzer.bundle",
+    "HilsimError": "hilsim.analyzer.errors",
+    "Plan": "hilsim.analyzer.plan",
+    "load_plan": "hilsim.analyzer.plan",
+}
 
 __all__ = ["Bundle", "HilsimError", "Plan", "load_plan", "read_bundle", "write_bundle"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hilsim.analyzer' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])

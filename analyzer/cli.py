@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 from hilsim.analyzer.errors import HilsimError
-from hilsim.analyzer.importers.profile import FORMATS
+from hilsim.analyzer.importers import FORMATS
 
 
 def _parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -30,9 +30,132 @@ def _parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
     return params
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    import hilsim
+
+    click.echo(f"hilsim {hilsim.__version__}")
+    ctx.exit()
+
+
+#: commands living in their own modules: (module, attribute, short help). They are imported
+#: only when run (or asked for their own --help), so `hilsim --help` and `--version` stay
+#: fast; tests/test_cli.py checks each short help against the command's docstring.
+LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "agent": (
+        "hilsim.agent.cli",
+        "agent",
+        "Commands for the GPU host: device probe, microbenchmarks, two-level profiling.",
+    ),
+    "dse": (
+        "hilsim.analyzer.dse_cli",
+        "dse_cmd",
+        "Speedup of each hardware variation: full (all launches) vs sampled (the plan).",
+    ),
+    "export": (
+        "hilsim.analyzer.export_cli",
+        "export_cmd",
+        "Write PLAN's sampled launches as an Accel-Sim kernelslist and weights CSV.",
+    ),
+    "gpgpusim": (
+        "hilsim.simmodel.gpgpusim.cli",
+        "gpgpusim",
+        "The simulated GPU: GPGPU-Sim built from source, runs of CUDA programs on its cards.",
+    ),
+    "pkp": (
+        "hilsim.analyzer.pkp_cli",
+        "pkp_cmd",
+        "Project the sampled launches of PLAN intra-kernel (PKA section 3.2).",
+    ),
+    "portability": (
+        "hilsim.analyzer.portability_cli",
+        "portability_cmd",
+        "Error, per-kernel-class changes and predicted speedup of an A-plan on B.",
+    ),
+    "recommend": (
+        "hilsim.analyzer.recommend_cli",
+        "recommend_cmd",
+        "Choose the sampling method and parameters with the highest speedup whose error "
+        "stays under --target-error (its --quantile over --seeds), and write its plan.",
+    ),
+    "simulate": (
+        "hilsim.simmodel.gpgpusim.simulate_cli",
+        "simulate_cmd",
+        "Run only PLAN's launches of PROGRAM on a simulated card (sampled simulation).",
+    ),
+    "sweep": (
+        "hilsim.analyzer.sweep_cli",
+        "sweep_cmd",
+        "Run a sweep SPEC (TOML: workloads, methods with parameter grids, seeds) on Dask.",
+    ),
+    "tune": (
+        "hilsim.analyzer.tune_cli",
+        "tune_cmd",
+        "Build a timing config and Accel-Sim gpgpusim.config/trace.config.",
+    ),
+    "validate": (
+        "hilsim.analyzer.validate_cli",
+        "validate_cmd",
+        "Compare sampled simulation with silicon: one self-contained HTML + JSON.",
+    ),
+}
+
+
+def _load_command(name: str) -> click.Command:
+    """Import a command of :data:`LAZY_COMMANDS` (GPU imports inside it stay lazy)."""
+    from importlib import import_module
+
+    module, attribute, _ = LAZY_COMMANDS[name]
+    command: click.Command = getattr(import_module(module), attribute)
+    group = isinstance(command, click.Group)
+    if name == "agent" and group and "microbench" not in command.commands:
+        from hilsim.microbench.cli import microbench_cmd
+
+        command.add_command(microbench_cmd)
+    return command
+
+
+class LazyGroup(click.Group):
+    """A click group whose :data:`LAZY_COMMANDS` are imported on first use; the group's
+    --help lists them from their stored short help without importing them."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(LAZY_COMMANDS))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in LAZY_COMMANDS:
+            self.add_command(_load_command(cmd_name), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max((len(n) for n in names), default=0)
+        for name in names:
+            if name in self.commands:
+                command = self.commands[name]
+                if command.hidden:
+                    continue
+                rows.append((name, command.get_short_help_str(limit)))
+            else:
+                stub = click.Command(name, help=LAZY_COMMANDS[name][2])
+                rows.append((name, stub.get_short_help_str(limit)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
-@click.version_option(package_name="hilsim", message="hilsim %(version)s")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and exit.",
+)
 def cli(debug: bool) -> None:
     """hilsim: profile real GPUs, sample kernel launches, validate sampled simulation.
 
@@ -115,18 +238,36 @@ def import_cmd(
 
 
 @cli.command("methods")
-def methods_cmd() -> None:
-    """List the sampling methods and their parameters."""
+@click.argument("name", required=False)
+def methods_cmd(name: str | None) -> None:
+    """List the sampling methods, or show one method's parameters.
+
+    NAME: a method (e.g. `hilsim methods stem`): its paper and section, what its
+    profile must hold, and every parameter with its default and meaning.
+    """
     from hilsim.analyzer import methods
     from hilsim.analyzer.console import out
     from rich.table import Table
 
+    if name is not None:
+        from hilsim.analyzer.methods.describe import describe
+
+        info = describe(name)
+        out.print(f"[bold]{name}[/bold]: {info.summary}", highlight=False)
+        out.print(f"paper: {info.paper}", highlight=False)
+        out.print(f"needs: {', '.join(info.needs)}; stochastic: {info.stochastic}")
+        table = Table("parameter", "default", "meaning")
+        for param in info.params:
+            table.add_row(param.name, param.default, param.meaning)
+        out.print(table)
+        return
     table = Table("method", "needs", "parameters (defaults)")
-    for name in methods.available():
-        method = methods.create(name)
+    for method_name in methods.available():
+        method = methods.create(method_name)
         params = ", ".join(f"{k}={v}" for k, v in method.params().items())
-        table.add_row(name, ", ".join(method.needs), params)
+        table.add_row(method_name, ", ".join(method.needs), params)
     out.print(table)
+    out.print("`hilsim methods NAME` shows one method's parameters and paper section.")
 
 
 @cli.command("plan")
@@ -341,38 +482,6 @@ def compare_cmd(
             f", scored on {holdout.name}" if holdout else ""
         )
         pareto_plot(result["methods"], output / "pareto.png", title)
-
-
-def _register_commands() -> None:
-    """Commands that live in their own modules (GPU imports inside them stay lazy)."""
-    from hilsim.agent.cli import agent
-    from hilsim.analyzer.dse_cli import dse_cmd
-    from hilsim.analyzer.export_cli import export_cmd
-    from hilsim.analyzer.pkp_cli import pkp_cmd
-    from hilsim.analyzer.portability_cli import portability_cmd
-    from hilsim.analyzer.recommend_cli import recommend_cmd
-    from hilsim.analyzer.sweep_cli import sweep_cmd
-    from hilsim.analyzer.tune_cli import tune_cmd
-    from hilsim.analyzer.validate_cli import validate_cmd
-    from hilsim.microbench.cli import microbench_cmd
-    from hilsim.simmodel.gpgpusim.cli import gpgpusim
-    from hilsim.simmodel.gpgpusim.simulate_cli import simulate_cmd
-
-    agent.add_command(microbench_cmd)
-    cli.add_command(agent)
-    cli.add_command(tune_cmd)
-    cli.add_command(validate_cmd)
-    cli.add_command(export_cmd)
-    cli.add_command(portability_cmd)
-    cli.add_command(dse_cmd)
-    cli.add_command(pkp_cmd)
-    cli.add_command(gpgpusim)
-    cli.add_command(simulate_cmd)
-    cli.add_command(sweep_cmd)
-    cli.add_command(recommend_cmd)
-
-
-_register_commands()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,8 +21,10 @@ def summary_table(
     rows: list[tuple[str, PlanScore, MethodSummary | None]], title: str | None = None
 ) -> Table:
     """Table columns: method, clusters, samples, speedup, mean and max error over seeds,
-    the 95% interval half-width of the first seed's estimate, and how often the
-    interval held the truth over seeds."""
+    the 95% interval half-width of the first seed's estimate ("95% CI"), and the
+    interval's coverage: the share of seeds whose 95% interval contained the true
+    total ("CI coverage"; near 95% when the interval is honest, n/a for deterministic
+    plans, which have no sampling distribution)."""
     table = Table(title=title)
     columns = (
         "method",
@@ -32,7 +34,7 @@ def summary_table(
         "error",
         "max err",
         "95% CI",
-        "held",
+        "CI coverage",
         "seeds",
     )
     for column in columns:
@@ -53,10 +55,10 @@ def summary_table(
             interval = f"±{_pct((hi - lo) / 2 / score.truth_ns)}"
         else:
             interval = "n/a"
-        held = "n/a"
+        coverage = "n/a"
         if summary is not None and summary.covered:
-            held = f"{sum(summary.covered) / len(summary.covered):.0%}"
-        row = (name, clusters, samples, speedup, error, max_error, interval, held, seeds)
+            coverage = f"{sum(summary.covered) / len(summary.covered):.0%}"
+        row = (name, clusters, samples, speedup, error, max_error, interval, coverage, seeds)
         table.add_row(*row)
     return table
 
@@ -64,8 +66,13 @@ def summary_table(
 def print_summary(
     rows: list[tuple[str, PlanScore, MethodSummary | None]], title: str | None = None
 ) -> None:
-    """Print the summary table to stdout."""
+    """Print the summary table to stdout, with what its interval columns mean."""
     out.print(summary_table(rows, title))
+    out.print(
+        "[dim]95% CI: half-width of the first seed's 95% interval of the total; CI coverage: "
+        "share of seeds whose interval contained the true total (should be near 95%).[/dim]",
+        highlight=False,
+    )
 
 
 def write_result(path: str | Path, result: dict[str, Any]) -> Path:

@@ -7,11 +7,21 @@ mapping installs them as ``hilsim.agent``, ``hilsim.analyzer``, ``hilsim.simmode
 ``hilsim --version`` stay fast and need no GPU.
 """
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("hilsim")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0+unknown"
+from typing import Any
 
 __all__ = ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    """``hilsim.__version__`` read from the installed metadata on first use (importing
+    ``importlib.metadata`` costs ~50 ms that ``hilsim --help`` does not need)."""
+    if name != "__version__":
+        raise AttributeError(f"module 'hilsim' has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        value = version("hilsim")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        value = "0+unknown"
+    globals()["__version__"] = value
+    return value

@@ -181,3 +181,74 @@ def test_installed_console_script(tmp_path) -> None:
 
     proc = subprocess.run([script, "methods"], capture_output=True, text=True, check=False)
     assert proc.returncode == 0 and "stem" in proc.stdout and "pka" in proc.stdout
+
+
+def test_lazy_commands_short_help_matches_their_docstrings() -> None:
+    """`hilsim --help` lists lazily imported commands from stored short helps: they must
+    say what the commands' own docstrings say."""
+    import inspect
+
+    from hilsim.analyzer.cli import LAZY_COMMANDS, _load_command
+
+    for name, (_, _, short) in LAZY_COMMANDS.items():
+        command = _load_command(name)
+        first = inspect.cleandoc(command.help or "").split("\n\n")[0].replace("\n", " ")
+        assert first == short, name
+
+
+def test_help_and_version_import_no_pandas() -> None:
+    """Start-up (issue 18 section 3): --help and --version import neither pandas nor the
+    command modules."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from hilsim.analyzer.cli import main; "
+        "rc = main(['--help']); rc |= main(['--version']); "
+        "heavy = [m for m in ('pandas', 'pyarrow', 'numpy', 'rich', 'sklearn', 'scipy', "
+        "'hilsim.analyzer.dse_cli', 'hilsim.agent.cli') if m in sys.modules]; "
+        "print('HEAVY', heavy); sys.exit(rc)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "HEAVY []" in done.stdout
+    assert "validate" in done.stdout and "hilsim " in done.stdout
+
+
+def test_plan_imports_only_the_named_method(tmp_path: Path) -> None:
+    """`hilsim plan -m stem` imports stem, not scikit-learn or scipy (methods load by name)."""
+    import subprocess
+    import sys
+
+    from hilsim.analyzer.examples import EXAMPLES
+
+    example = next(e for e in EXAMPLES if e.profile.endswith(".csv"))
+    code = (
+        "import sys; from hilsim.analyzer.cli import main; "
+        f"rc = main(['plan', {str(example.path(example.profile))!r}, '-m', 'stem', "
+        f"'-o', {str(tmp_path / 'p.json')!r}]); "
+        "heavy = [m for m in ('sklearn', 'scipy', 'matplotlib', 'hilsim.analyzer.methods.pka') "
+        "if m in sys.modules]; print('HEAVY', heavy); sys.exit(rc)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "HEAVY []" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize(
+    ("param", "needle"),
+    [("epsilon=abc", "bad parameter value"), ("bogus=1", "unknown parameter(s) bogus")],
+)
+def test_bad_method_parameter_is_one_line_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], param: str, needle: str
+) -> None:
+    from hilsim.analyzer.cli import main
+    from hilsim.analyzer.examples import EXAMPLES
+
+    example = next(e for e in EXAMPLES if e.profile.endswith(".csv"))
+    rc = main(["plan", str(example.path(example.profile)), "-m", "stem", "-p", param,
+               "-o", str(tmp_path / "p.json")])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert needle in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "p.json").exists()

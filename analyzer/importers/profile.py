@@ -20,16 +20,7 @@ from typing import Any
 
 from hilsim.analyzer.bundle import Bundle, default_manifest, read_bundle
 from hilsim.analyzer.errors import HilsimError
-
-FORMATS: tuple[str, ...] = (
-    "nsys-gpu-trace-csv",
-    "nsys-kern-exec-csv",
-    "wide-durations-csv",
-    "sqlite",
-    "kineto-json",
-    "cupti-records",
-    "gpgpusim-log",
-)
+from hilsim.analyzer.importers import FORMATS
 
 
 def _csv_bundle(path: Path, fmt: str) -> Bundle:

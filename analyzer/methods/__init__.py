@@ -1,16 +1,31 @@
 """Registry of sampling methods by name (``hilsim plan --method NAME``).
 
 Each method lives in its own module and registers itself with :func:`register`.
+The built-in modules are imported only when their method is named (``hilsim plan -m
+stem`` does not pay for scikit-learn), or all at once when every name is asked for.
 """
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Any
 
 from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.methods.base import Method
 
 _REGISTRY: dict[str, type[Method]] = {}
+
+#: built-in method name -> the module that registers it (imported on first use)
+BUILTIN: dict[str, str] = {
+    "first-n": "hilsim.analyzer.methods.baselines",
+    "megsim": "hilsim.analyzer.methods.megsim",
+    "photon": "hilsim.analyzer.methods.photon",
+    "pka": "hilsim.analyzer.methods.pka",
+    "random": "hilsim.analyzer.methods.baselines",
+    "sieve": "hilsim.analyzer.methods.sieve",
+    "stem": "hilsim.analyzer.methods.stem",
+    "tbpoint": "hilsim.analyzer.methods.tbpoint",
+}
 
 
 def register(cls: type[Method]) -> type[Method]:
@@ -20,39 +35,47 @@ def register(cls: type[Method]) -> type[Method]:
 
 
 def available() -> list[str]:
-    """Names of the registered methods."""
-    _load_builtin()
-    return sorted(_REGISTRY)
+    """Names of the registered methods (built-in ones without importing them)."""
+    return sorted(set(_REGISTRY) | set(BUILTIN))
 
 
 def get(name: str) -> type[Method]:
     """The method class registered as ``name``; one-line error if unknown."""
-    _load_builtin()
+    if name not in _REGISTRY and name in BUILTIN:
+        import_module(BUILTIN[name])
     try:
         return _REGISTRY[name]
     except KeyError:
         raise HilsimError(
-            f"unknown method {name!r}; available: {', '.join(sorted(_REGISTRY))}"
+            f"unknown method {name!r}; available: {', '.join(available())}"
         ) from None
 
 
 def create(name: str, **params: Any) -> Method:
     """Instantiate method ``name`` with ``params`` (validated by the method)."""
     cls = get(name)
+    accepted = parameters(cls)
+    unknown = [key for key in params if key not in accepted]
+    if unknown:
+        raise HilsimError(
+            f"method {name!r}: unknown parameter(s) {', '.join(unknown)}; "
+            f"it takes {', '.join(accepted) or 'none'} (see `hilsim methods {name}`)"
+        )
     try:
         return cls(**params)
-    except TypeError as exc:
-        raise HilsimError(f"method {name!r}: bad parameters ({exc})") from exc
+    except (TypeError, ValueError) as exc:
+        given = ", ".join(f"{k}={v!r}" for k, v in params.items())
+        raise HilsimError(f"method {name!r}: bad parameter value ({given}): {exc}") from exc
 
 
-_BUILTIN_LOADED = False
+def parameters(cls: type[Method]) -> dict[str, Any]:
+    """The keyword parameters of a method class and their defaults (``inspect.Parameter.empty``
+    when there is none), in signature order."""
+    import inspect
 
-
-def _load_builtin() -> None:
-    """Import the built-in method modules once (they register themselves)."""
-    global _BUILTIN_LOADED
-    if _BUILTIN_LOADED:
-        return
-    from hilsim.analyzer.methods import baselines, megsim, photon, pka, sieve, stem, tbpoint  # noqa: F401
-
-    _BUILTIN_LOADED = True
+    signature = inspect.signature(cls.__init__)
+    return {
+        p.name: p.default
+        for p in signature.parameters.values()
+        if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    }

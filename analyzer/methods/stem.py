@@ -33,6 +33,7 @@ Two choices the paper leaves open, stated here:
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 from typing import Any, ClassVar
 
 import numpy as np
@@ -44,12 +45,11 @@ from hilsim.analyzer.methods.base import Method, source_facts
 from hilsim.analyzer.plan import Plan, samples_frame
 from hilsim.analyzer.schema import LAUNCH_CONFIG_COLUMNS, launch_config_key
 from hilsim.analyzer.tablecache import derived
-from scipy.stats import norm
 
 
 def z_score(confidence: float) -> float:
     """Two-sided standard score ``z_{1-alpha/2}`` for ``confidence = 1 - alpha``."""
-    return float(norm.ppf(0.5 + confidence / 2.0))
+    return float(NormalDist().inv_cdf(0.5 + confidence / 2.0))
 
 
 def kkt_sample_sizes(
