@@ -434,6 +434,21 @@ def quickstart_cmd(output: Path, seeds: int) -> None:
     metavar="METHOD.KEY=VALUE",
     help="Method parameter, e.g. -p stem.epsilon=0.01.",
 )
+@click.option(
+    "--budget-of",
+    default="stem",
+    show_default=True,
+    help="Run random and first-n at this method's budget, seed by seed ('none': at "
+    "their own defaults).",
+)
+@click.option(
+    "--budget",
+    type=click.Choice(["time", "launches"]),
+    default="time",
+    show_default=True,
+    help="What the baselines match: the simulated time (same speedup) or the number of "
+    "simulated launches.",
+)
 @click.option("--workers", type=int, default=None, help="Worker processes (default: CPUs).")
 @click.option(
     "-o",
@@ -448,15 +463,28 @@ def compare_cmd(
     seeds: int,
     holdout: Path | None,
     params: tuple[str, ...],
+    budget_of: str,
+    budget: str,
     workers: int | None,
     output: Path,
 ) -> None:
     """Compare every sampling method the profile's data allows (STEM Table 3 / Fig. 9).
 
     Methods whose inputs are missing (e.g. Nsight Compute metrics, NVTX regions)
-    are listed as skipped with the reason.
+    are listed as skipped with the reason; a method run on part of its inputs is
+    labelled with what it had (e.g. "pka (1/12 metrics)") and its warnings are
+    listed. The random and first-n baselines run at the budget of --budget-of
+    (default stem): the same simulated time, seed by seed, so they are compared at
+    the same speedup. Rows whose speedup is below 2x or that simulate half the
+    launches or more are marked "no reduction" and kept off the Pareto front.
     """
-    from hilsim.analyzer.compare import compare_methods, pareto_plot
+    from hilsim.analyzer.bundle import hilsim_version
+    from hilsim.analyzer.compare import (
+        compare_methods,
+        input_digest,
+        pareto_plot,
+        workload_name,
+    )
     from hilsim.analyzer.console import progress_bar, status
     from hilsim.analyzer.importers.profile import load_profile
     from hilsim.analyzer.report import print_comparison, write_comparison
@@ -471,16 +499,32 @@ def compare_cmd(
         bundle = load_profile(profile)
         other = load_profile(holdout) if holdout else None
     names = [m.strip() for m in method_list.split(",") if m.strip()]
+    reference = None if budget_of.lower() == "none" else budget_of
     with progress_bar("comparing methods", None) as advance:
-        result = compare_methods(bundle, names, seeds, other, per_method, workers, advance)
-    result["profile"] = str(profile)
-    result["holdout_profile"] = str(holdout) if holdout else None
+        result = compare_methods(
+            bundle, names, seeds, other, per_method, workers, advance, reference, budget
+        )
+    workload = workload_name(bundle, profile)
+    device = (bundle.manifest.get("device") or {}).get("name")
+    result = {
+        "schema": "hilsim.compare/1",
+        "hilsim_version": hilsim_version(),
+        "workload": workload,
+        "device": device,
+        "n_launches": bundle.n_launches,
+        "input": input_digest(profile) | {"sequence_digest": bundle.sequence_digest()},
+        "holdout_input": input_digest(holdout) if holdout else None,
+        "profile": str(profile),
+        "holdout_profile": str(holdout) if holdout else None,
+    } | result
     print_comparison(result)
     write_comparison(output, result)
     if result["methods"]:
-        title = f"{profile.name}: {bundle.n_launches:,} launches" + (
-            f", scored on {holdout.name}" if holdout else ""
-        )
+        title = (
+            f"{workload}"
+            + (f" on {device}" if device else "")
+            + f": {bundle.n_launches:,} launches"
+        ) + (f", scored on {holdout.name}" if holdout else "")
         pareto_plot(result["methods"], output / "pareto.png", title)
 
 

@@ -45,9 +45,9 @@ from hilsim.analyzer.tablecache import TableCache
 
 #: what each kind of input costs to collect (STEM Table 5 discussion)
 PROFILING_LEVEL = {
-    "durations": "light (every launch timed: nsys / CUPTI / torch)",
-    "metrics": "detailed (Nsight Compute counters)",
-    "regions": "light + NVTX regions (iterations, frames)",
+    "durations": "light (timeline: nsys/CUPTI/torch)",
+    "metrics": "detailed (ncu counters)",
+    "regions": "light + NVTX regions",
 }
 
 _STATE: dict[str, Any] = {}
@@ -67,29 +67,143 @@ def profiling_level(needs: tuple[str, ...]) -> str:
     return ", ".join(needs)
 
 
+#: a method that simulates this big a share of the launches, or buys less than this
+#: speedup, does not reduce the simulation: marked "no reduction" and kept off the Pareto
+#: front (megsim on a short trace, first-n with n >= the launch count rank first at 0%
+#: error otherwise)
+NO_REDUCTION_SPEEDUP = 2.0
+NO_REDUCTION_SHARE = 0.5
+
+#: baselines run at the budget of the method they are compared to (``budget_of``)
+BUDGET_BASELINES: tuple[str, ...] = ("random", "first-n")
+BUDGET_KINDS: tuple[str, ...] = ("time", "launches")
+
+
+def method_label(name: str, plan: Any) -> str:
+    """Method name, flagged with the inputs it really had: PKA on fewer than its 12 Table 2
+    metrics ("pka (1/12 metrics)"), TBPoint on light features instead of counters."""
+    diagnostics = getattr(plan, "diagnostics", None) or {}
+    used = diagnostics.get("features_used")
+    if name == "pka" and used is not None and len(used) < 12:
+        return f"pka ({len(used)}/12 metrics)"
+    if name == "tbpoint" and diagnostics.get("features") == "light":
+        return "tbpoint (light features)"
+    return name
+
+
+def reduction_flag(speedup: float, mean_samples: float, n_launches: int) -> str | None:
+    """Why a row is "no reduction" (None when it reduces the simulation)."""
+    reasons = []
+    if speedup < NO_REDUCTION_SPEEDUP:
+        reasons.append(f"speedup {format_speedup(speedup)} < {NO_REDUCTION_SPEEDUP:g}x")
+    if n_launches and mean_samples >= NO_REDUCTION_SHARE * n_launches:
+        reasons.append(
+            f"simulates {mean_samples / n_launches:.0%} of the launches "
+            f"(>= {NO_REDUCTION_SHARE:.0%})"
+        )
+    return "; ".join(reasons) or None
+
+
+def format_speedup(speedup: float) -> str:
+    """Speedup with 2-3 significant digits (1.21x, 12.1x, 121x, 3,022x)."""
+    if not np.isfinite(speedup):
+        return "inf"
+    if speedup < 10:
+        return f"{speedup:.2f}x"
+    if speedup < 100:
+        return f"{speedup:.1f}x"
+    return f"{speedup:,.0f}x"
+
+
 @dataclass
 class MethodResult:
-    """One method over seeds."""
+    """One method (or one budget-matched baseline) over seeds."""
 
-    method: str
+    method: str  # the row's label
+    name: str  # registry name
     needs: tuple[str, ...]
+    params: dict[str, Any] = field(default_factory=dict)
+    budget: dict[str, Any] | None = None
+    seeds: list[int] = field(default_factory=list)
     errors: list[float] = field(default_factory=list)
     speedups: list[float] = field(default_factory=list)
     samples: list[int] = field(default_factory=list)
+    sampled_ns: list[float] = field(default_factory=list)
     plan_seconds: list[float] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
-    def summary(self) -> dict[str, Any]:
-        speedups = np.asarray(self.speedups, dtype=float)
+    def add(self, outcome: dict[str, Any]) -> None:
+        self.seeds.append(outcome["seed"])
+        self.errors.append(outcome["error"])
+        self.speedups.append(outcome["speedup"])
+        self.samples.append(outcome["n_samples"])
+        self.sampled_ns.append(outcome["sampled_ns"])
+        self.plan_seconds.append(outcome["seconds"])
+        if self.method == self.name and outcome["label"] != self.name:
+            self.method = outcome["label"]
+        for note in outcome["notes"]:
+            if note not in self.warnings:
+                self.warnings.append(note)
+
+    def summary(self, n_launches: int) -> dict[str, Any]:
+        order = np.argsort(self.seeds, kind="stable")
+        errors = [self.errors[i] for i in order]
+        speedups = np.asarray([self.speedups[i] for i in order], dtype=float)
+        mean_samples = float(np.mean(self.samples))
+        hmean = float(len(speedups) / np.sum(1.0 / speedups))
+        flag = reduction_flag(hmean, mean_samples, n_launches)
         return {
             "method": self.method,
+            "name": self.name,
+            "params": self.params,
+            "budget": self.budget,
             "runs": len(self.errors),
-            "mean_error": float(np.mean(self.errors)),
-            "max_error": float(np.max(self.errors)),
-            "hmean_speedup": float(len(speedups) / np.sum(1.0 / speedups)),
-            "mean_samples": float(np.mean(self.samples)),
+            "seeds": sorted(self.seeds),
+            "mean_error": float(np.mean(errors)),
+            "max_error": float(np.max(errors)),
+            "min_error": float(np.min(errors)),
+            "hmean_speedup": hmean,
+            "min_speedup": float(speedups.min()),
+            "max_speedup": float(speedups.max()),
+            "mean_samples": mean_samples,
+            "mean_sampled_ns": float(np.mean(self.sampled_ns)),
             "mean_plan_seconds": float(np.mean(self.plan_seconds)),
             "profiling": profiling_level(self.needs),
+            "no_reduction": flag,
+            "warnings": list(self.warnings),
+            "errors": errors,
+            "speedups": speedups.tolist(),
         }
+
+
+def workload_name(bundle: Bundle, path: str | Path | None = None) -> str:
+    """The workload's name for titles: the manifest's ``workload.name``, else the profiled
+    file's name without its suffixes, else the folder or file given."""
+    workload = (bundle.manifest or {}).get("workload") or {}
+    if workload.get("name"):
+        return str(workload["name"])
+    files = ((bundle.manifest or {}).get("source") or {}).get("files") or []
+    first = Path(files[0]).name if files else (Path(path).name if path else "workload")
+    return first.split(".")[0] or first
+
+
+def input_digest(path: str | Path) -> dict[str, Any]:
+    """What identifies the input: sha256 of a profile file, or for a bundle folder the
+    sha256 over its manifest's file digests (content only, not the import time)."""
+    import hashlib
+    import json
+
+    source = Path(path)
+    if source.is_dir():
+        manifest = json.loads((source / "manifest.json").read_text())
+        files = {k: v.get("sha256") for k, v in sorted((manifest.get("files") or {}).items())}
+        digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+        return {"path": str(source), "kind": "bundle", "sha256": digest, "files": files}
+    digest = hashlib.sha256()
+    with open(source, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return {"path": str(source), "kind": "file", "sha256": digest.hexdigest()}
 
 
 def bundle_bytes(bundles: Iterable[Bundle]) -> int:
@@ -144,25 +258,46 @@ def _init_worker(bundle: Bundle, target: Bundle, params: dict[str, dict[str, Any
     _STATE.update(bundle=bundle, target=target, params=params, cache=TableCache(), cached=None)
 
 
-def _run(name: str, seed: int) -> tuple[str, int, float, float, int, float] | tuple[str, str]:
+def _run(
+    name: str, seed: int, extra: dict[str, Any] | None = None, label: str | None = None
+) -> dict[str, Any]:
+    """Plan ``name`` at ``seed`` (with the run's parameters plus ``extra``) and score it.
+
+    Returns the outcome as a dict: ``label`` (the row), ``name``, ``seed``, ``error``,
+    ``speedup``, ``n_samples``, ``sampled_ns``, ``seconds``, ``notes``, and ``key`` (the
+    result it belongs to: ``label`` as given, else ``name``); or ``key``, ``label``,
+    ``name`` and ``skipped`` (the one-line reason) when the method cannot run.
+    """
     bundle: Bundle = _STATE["bundle"]
     target: Bundle = _STATE["target"]
-    method = methods.create(name, **_STATE["params"].get(name, {}))
-    if method.stochastic:
-        method = method.with_seed(seed)
-    if _STATE["cached"] != name:
+    row = label or name
+    if _STATE["cached"] != row:
         # runs arrive grouped by method: keep one method's shared values at a time, so
         # STEM's sort (~0.3 GB at 10M) is not held while the next method plans
-        _STATE.update(cache=TableCache(), cached=name)
+        _STATE.update(cache=TableCache(), cached=row)
     try:
+        method = methods.create(name, **(_STATE["params"].get(name, {}) | (extra or {})))
+        if method.stochastic:
+            method = method.with_seed(seed)
         with _STATE["cache"]:
             t0 = time.perf_counter()
             plan = method.plan(bundle)
             seconds = time.perf_counter() - t0
             score = score_plan(plan, target)
     except HilsimError as exc:
-        return name, str(exc)
-    return name, seed, score.error, score.speedup, score.n_samples, seconds
+        return {"key": row, "label": row, "name": name, "skipped": str(exc)}
+    return {
+        "key": row,
+        "label": label or method_label(name, plan),
+        "name": name,
+        "seed": seed,
+        "error": score.error,
+        "speedup": score.speedup,
+        "n_samples": score.n_samples,
+        "sampled_ns": score.sampled_ns,
+        "seconds": seconds,
+        "notes": list(plan.notes),
+    }
 
 
 def _tasks(names: list[str], seeds: int) -> list[tuple[str, int]]:
@@ -170,6 +305,36 @@ def _tasks(names: list[str], seeds: int) -> list[tuple[str, int]]:
     for name in names:
         stochastic = methods.get(name).stochastic
         tasks.extend((name, s) for s in (range(seeds) if stochastic else [0]))
+    return tasks
+
+
+def _budget_tasks(
+    reference: MethodResult, baselines: list[str], seeds: int, kind: str
+) -> list[tuple[str, int, dict[str, Any], str]]:
+    """Tasks of the baselines at ``reference``'s budget, seed by seed (STEM Table 3 compares
+    methods at their speedups; here the baselines get the same simulated time, or the same
+    number of simulated launches, as the method they are compared to)."""
+    per_seed = dict(
+        zip(
+            reference.seeds,
+            reference.sampled_ns if kind == "time" else reference.samples,
+            strict=True,
+        )
+    )
+    mean = float(np.mean(list(per_seed.values())))
+    tasks = []
+    for name in baselines:
+        label = f"{name} ({reference.name}'s {kind})"
+        stochastic = methods.get(name).stochastic
+        for seed in range(seeds) if stochastic else [0]:
+            budget = per_seed.get(seed, mean) if stochastic else mean
+            if kind == "time":
+                extra: dict[str, Any] = {"budget_ns": float(budget)}
+            elif name == "random":
+                extra = {"n_samples": max(1, round(budget))}
+            else:
+                extra = {"n_launches": max(1, round(budget))}
+            tasks.append((name, seed, extra, label))
     return tasks
 
 
@@ -181,68 +346,147 @@ def compare_methods(
     params: dict[str, dict[str, Any]] | None = None,
     workers: int | None = None,
     progress: Any = None,
+    budget_of: str | None = "stem",
+    budget: str = "time",
 ) -> dict[str, Any]:
     """Run ``names`` (default: every registered method) over ``seeds`` and score them.
+
+    Baselines at the same budget: when ``budget_of`` (default ``stem``) is among the
+    methods and ran, ``random`` and ``first-n`` (those of them in ``names`` whose
+    parameters were not set in ``params``) run at that method's budget, seed by seed:
+    the same simulated time (``budget="time"``, so the speedups match) or the same
+    number of simulated launches (``budget="launches"``). ``budget_of=None`` runs them
+    at their own defaults.
+
+    Rows that do not reduce the simulation (:func:`reduction_flag`) are marked
+    ``no_reduction`` and left off the Pareto front; every plan note is carried as a
+    row's ``warnings``; a method that ran without its inputs is labelled with what it
+    had (:func:`method_label`).
 
     ``workers`` (default: one per CPU, at most one per run) is lowered to what the
     available memory holds (:func:`memory_capped_workers`).
 
     Returns ``{"methods": [summary...], "skipped": {name: reason}, "holdout": bool,
-    "seeds": int, "workers": int, "workers_note": str | None}``.
+    "seeds": [int], "budget": {...} | None, "thresholds": {...}, "workers": int,
+    "workers_note": str | None}``.
     """
+    if budget not in BUDGET_KINDS:
+        raise HilsimError(f"compare: budget must be one of {', '.join(BUDGET_KINDS)}")
+    if seeds < 1:
+        raise HilsimError("compare: --seeds must be at least 1")
+    params = params or {}
     available = methods.available()
     names = available if not names or names == ["all"] else names
-    unknown = [n for n in names if n not in available]
+    unknown = [n for n in [*names, *params] if n not in available]
     if unknown:
-        raise HilsimError(f"compare: unknown method(s) {', '.join(unknown)}")
-    tasks = _tasks(names, seeds)
-    results: dict[str, MethodResult] = {
-        n: MethodResult(n, tuple(methods.get(n).needs)) for n in names
-    }
+        raise HilsimError(f"compare: unknown method(s) {', '.join(dict.fromkeys(unknown))}")
+    for name, given in params.items():
+        methods.create(name, **given)  # unknown or bad parameters: one line now
+    matched = [
+        n
+        for n in BUDGET_BASELINES
+        if budget_of and budget_of in names and n in names and n != budget_of and n not in params
+    ]
+    first_phase = [n for n in names if n not in matched]
+    results: dict[str, MethodResult] = {}
+    for n in first_phase:
+        cls = methods.get(n)
+        merged = methods.create(n, **params.get(n, {})).params()
+        merged.pop("seed", None)
+        results[n] = MethodResult(n, n, tuple(cls.needs), params=merged)
     skipped: dict[str, str] = {}
-    workers = workers or min(len(tasks), os.cpu_count() or 1)
+    tasks: list[tuple[str, int, dict[str, Any] | None, str | None]] = [
+        (name, seed, None, None) for name, seed in _tasks(first_phase, seeds)
+    ]
+    n_tasks = len(tasks) + sum((seeds if methods.get(n).stochastic else 1) for n in matched)
+    workers = workers or min(n_tasks, os.cpu_count() or 1)
     per_worker = int(WORKER_BUNDLE_FACTOR * bundle_bytes([bundle, holdout or bundle]))
     workers, workers_note = memory_capped_workers(workers, per_worker, available_bytes())
-    outcomes = []
+
+    def collect(outcomes: list[dict[str, Any]]) -> None:
+        for outcome in outcomes:
+            if "skipped" in outcome:
+                skipped[outcome["key"]] = outcome["skipped"]
+                continue
+            results[outcome["key"]].add(outcome)
+
+    def run_all(run: Any, batch: list[tuple[str, int, dict[str, Any] | None, str | None]]):
+        outcomes = []
+        for outcome in run(batch):
+            outcomes.append(outcome)
+            if progress:
+                progress()
+        return outcomes
+
+    def phases(run: Any) -> None:
+        collect(run_all(run, tasks))
+        reference = results.get(budget_of) if budget_of else None
+        if matched and reference is not None and reference.errors:
+            second = _budget_tasks(reference, matched, seeds, budget)
+            for name in matched:
+                label = f"{name} ({reference.name}'s {budget})"
+                fixed = methods.create(name).params()
+                fixed.pop("seed", None)
+                results[label] = MethodResult(
+                    label,
+                    name,
+                    tuple(methods.get(name).needs),
+                    params=fixed,
+                    budget={"of": reference.name, "kind": budget},
+                )
+            collect(run_all(run, second))
+            for label, result in results.items():
+                if result.budget is not None:
+                    result.budget["per_seed"] = {t[1]: t[2] for t in second if t[3] == label}
+        elif matched:
+            # no reference to match: the baselines run at their own defaults
+            for name in matched:
+                cls = methods.get(name)
+                fixed = methods.create(name).params()
+                fixed.pop("seed", None)
+                results[name] = MethodResult(name, name, tuple(cls.needs), params=fixed)
+            collect(run_all(run, [(n, s, None, None) for n, s in _tasks(matched, seeds)]))
+
     if workers > 1:
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(
             max_workers=workers,
             mp_context=context,
             initializer=_init_worker,
-            initargs=(bundle, holdout or bundle, params or {}),
+            initargs=(bundle, holdout or bundle, params),
         ) as pool:
-            futures = [pool.submit(_run, name, seed) for name, seed in tasks]
-            for future in as_completed(futures):
-                outcomes.append(future.result())
-                if progress:
-                    progress()
+
+            def in_pool(batch):
+                futures = [pool.submit(_run, *task) for task in batch]
+                for future in as_completed(futures):
+                    yield future.result()
+
+            phases(in_pool)
     else:
-        _init_worker(bundle, holdout or bundle, params or {})
+        _init_worker(bundle, holdout or bundle, params)
         try:
-            for name, seed in tasks:
-                outcomes.append(_run(name, seed))
-                if progress:
-                    progress()
+            phases(lambda batch: (_run(*task) for task in batch))
         finally:
             _STATE.clear()  # the cache and the bundle references
-    for outcome in outcomes:
-        if len(outcome) == 2:
-            skipped[outcome[0]] = outcome[1]
-            continue
-        name, _, error, speedup, n_samples, seconds = outcome
-        r = results[name]
-        r.errors.append(error)
-        r.speedups.append(speedup)
-        r.samples.append(n_samples)
-        r.plan_seconds.append(seconds)
-    summaries = [r.summary() for n, r in results.items() if n not in skipped and r.errors]
-    summaries.sort(key=lambda s: s["mean_error"])
+    n = (holdout or bundle).n_launches
+    summaries = [r.summary(n) for key, r in results.items() if key not in skipped and r.errors]
+    # rows that reduce the simulation first, by error; then the "no reduction" rows
+    summaries.sort(key=lambda s: (s["no_reduction"] is not None, s["mean_error"]))
+    reduced = [i for i, s in enumerate(summaries) if s["no_reduction"] is None]
+    points = [(summaries[i]["hmean_speedup"], summaries[i]["mean_error"]) for i in reduced]
+    on_front = {reduced[j] for j in pareto_front(points)}
+    for i, summary in enumerate(summaries):
+        summary["pareto"] = i in on_front
     return {
         "methods": summaries,
         "skipped": skipped,
         "holdout": holdout is not None,
-        "seeds": seeds,
+        "seeds": list(range(seeds)),
+        "budget": {"of": budget_of, "kind": budget, "baselines": matched} if matched else None,
+        "thresholds": {
+            "no_reduction_speedup": NO_REDUCTION_SPEEDUP,
+            "no_reduction_share": NO_REDUCTION_SHARE,
+        },
         "workers": workers,
         "workers_note": workers_note,
     }
@@ -262,6 +506,10 @@ def pareto_front(points: list[tuple[float, float]]) -> list[int]:
     return front
 
 
+#: errors below this (in %) are drawn on a linear scale, so 0% is drawn at 0 (symlog)
+ERROR_LINEAR_BELOW_PCT = 0.1
+
+
 def pareto_plot(
     summaries: list[dict[str, Any]],
     path: str | Path,
@@ -269,52 +517,99 @@ def pareto_plot(
     xlabel: str = "speedup (harmonic mean over seeds)",
     ylabel: str = "mean sampling error (%)",
 ) -> Path:
-    """Speedup–error scatter with the Pareto front (STEM Fig. 9), written as PNG."""
+    """Speedup–error scatter with the Pareto front (STEM Fig. 9), written as PNG.
+
+    Each row is one marker (its colour and shape named in the legend beside the plot, so
+    no labels collide), with bars over seeds from the smallest to the largest error and
+    speedup when the summary has them (``min_error``/``max_error``,
+    ``min_speedup``/``max_speedup``). The error axis is symmetric-log: linear below
+    :data:`ERROR_LINEAR_BELOW_PCT` %, so an error of exactly 0 is drawn at 0, not clipped.
+    Rows marked ``no_reduction`` are hollow and left off the front.
+    """
+    import io
+
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from hilsim.analyzer.atomic import write_bytes_atomic
 
-    points = [(s["hmean_speedup"], max(s["mean_error"], 1e-6)) for s in summaries]
-    front = set(pareto_front(points))
-    fig, ax = plt.subplots(figsize=(6, 4.5), dpi=110)
-    for i, (summary, (speedup, error)) in enumerate(zip(summaries, points, strict=True)):
-        ax.scatter(
-            speedup,
-            100 * error,
-            s=60,
-            marker="o" if i in front else "x",
-            color="tab:blue" if i in front else "tab:gray",
+    if summaries and "pareto" in summaries[0]:
+        front = {i for i, s in enumerate(summaries) if s.get("pareto")}
+    else:
+        reduced = [i for i, s in enumerate(summaries) if not s.get("no_reduction")]
+        points = [(summaries[i]["hmean_speedup"], summaries[i]["mean_error"]) for i in reduced]
+        front = {reduced[j] for j in pareto_front(points)}
+    markers = "osD^vPX*h<>p"
+    colors = plt.get_cmap("tab10").colors
+    fig, ax = plt.subplots(figsize=(8.5, 4.8), dpi=110)
+    for i, summary in enumerate(summaries):
+        x, y = summary["hmean_speedup"], 100 * summary["mean_error"]
+        xerr = yerr = None
+        if "min_speedup" in summary and "max_speedup" in summary:
+            xerr = [[max(x - summary["min_speedup"], 0)], [max(summary["max_speedup"] - x, 0)]]
+        if "min_error" in summary and "max_error" in summary:
+            low, high = 100 * summary["min_error"], 100 * summary["max_error"]
+            yerr = [[max(y - low, 0)], [max(high - y, 0)]]
+        hollow = bool(summary.get("no_reduction"))
+        color = colors[i % len(colors)]
+        label = summary["method"] + (
+            " - no reduction" if hollow else (" - Pareto front" if i in front else "")
         )
-        ax.annotate(
-            summary["method"],
-            (speedup, 100 * error),
-            textcoords="offset points",
-            xytext=(5, 4),
-            fontsize=8,
+        ax.errorbar(
+            x,
+            y,
+            xerr=xerr,
+            yerr=yerr,
+            fmt=markers[i % len(markers)],
+            ms=8,
+            color=color,
+            mfc="none" if hollow else color,
+            ecolor=color,
+            elinewidth=1,
+            capsize=3,
+            label=label,
         )
-    ordered = sorted((points[i] for i in front), key=lambda p: p[0])
+    ordered = sorted(
+        ((summaries[i]["hmean_speedup"], 100 * summaries[i]["mean_error"]) for i in front),
+        key=lambda p: p[0],
+    )
     if len(ordered) > 1:
-        ax.plot(
-            [p[0] for p in ordered],
-            [100 * p[1] for p in ordered],
-            color="tab:blue",
-            lw=1,
-            ls="--",
-            label="Pareto front",
-        )
-        ax.legend(loc="best", fontsize=8)
+        ax.plot(*zip(*ordered, strict=True), color="tab:blue", lw=1, ls="--", zorder=0)
     ax.set_xscale("log")
-    ax.set_yscale("log")
+    if any(s.get("no_reduction") for s in summaries):
+        ax.axvspan(
+            ax.get_xlim()[0] / 10,
+            NO_REDUCTION_SPEEDUP,
+            color="0.9",
+            zorder=-1,
+            label=f"speedup < {NO_REDUCTION_SPEEDUP:g}x: no reduction",
+        )
+        ax.set_xlim(
+            left=min(
+                s["min_speedup"] if "min_speedup" in s else s["hmean_speedup"] for s in summaries
+            )
+            / 1.3
+        )
+    ax.set_yscale("symlog", linthresh=ERROR_LINEAR_BELOW_PCT, linscale=0.5)
+    top = max([100 * s.get("max_error", s["mean_error"]) for s in summaries] or [1.0])
+    ax.set_ylim(-0.02, max(top * 1.6, 1.0))
+    ax.axhline(0, color="0.7", lw=0.8, zorder=0)
     ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=9)
+    ax.set_ylabel(ylabel + f" (linear below {ERROR_LINEAR_BELOW_PCT:g}%)")
+    ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
+    if summaries:
+        ax.legend(
+            loc="upper left",
+            bbox_to_anchor=(1.02, 1.0),
+            fontsize=8,
+            title="bars: min-max over seeds",
+            title_fontsize=7,
+            frameon=False,
+        )
     fig.tight_layout()
-    import io
-
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
+    fig.savefig(buffer, format="png", bbox_inches="tight")
     plt.close(fig)
     return write_bytes_atomic(path, buffer.getvalue())

@@ -12,6 +12,7 @@ from typing import Any
 
 from hilsim.analyzer import methods
 from hilsim.analyzer.bundle import write_bundle
+from hilsim.analyzer.compare import method_label
 from hilsim.analyzer.console import out, progress_bar
 from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.evaluate import evaluate_method
@@ -20,14 +21,6 @@ from hilsim.analyzer.importers.profile import import_profile
 from hilsim.analyzer.report import print_summary, write_result
 
 QUICKSTART_METHODS: tuple[str, ...] = ("stem", "pka", "random", "first-n")
-
-
-def _row_label(name: str, plan: Any) -> str:
-    """Method name, flagged when PKA ran on fewer than its 12 Table 2 metrics."""
-    used = plan.diagnostics.get("features_used")
-    if name == "pka" and used is not None and len(used) < 12:
-        return f"pka ({len(used)}/12 metrics)"
-    return name
 
 
 def summary_notes(name: str, result: dict[str, Any]) -> list[str]:
@@ -53,7 +46,7 @@ def run_example(example: Example, output: Path, seeds: int) -> dict[str, Any]:
             continue
         plan = summary.first_plan.attach_names(bundle.launches["name"])
         plan.save(folder / f"plan-{name}.json")
-        rows.append((_row_label(name, plan), summary.first_score, summary))
+        rows.append((method_label(name, plan), summary.first_score, summary))
         results[name] = summary.to_dict() | {"notes": plan.notes}
     print_summary(rows, title=f"{example.name}: {example.description}")
     for name, reason in skipped.items():

@@ -25,6 +25,8 @@ def summary_table(
     interval's coverage: the share of seeds whose 95% interval contained the true
     total ("CI coverage"; near 95% when the interval is honest, n/a for deterministic
     plans, which have no sampling distribution)."""
+    from hilsim.analyzer.compare import format_speedup
+
     table = Table(title=title)
     columns = (
         "method",
@@ -42,12 +44,12 @@ def summary_table(
     for name, score, summary in rows:
         if summary is not None:
             error, max_error = _pct(summary.mean_error), _pct(summary.max_error)
-            speedup = f"{summary.hmean_speedup:,.0f}x"
+            speedup = format_speedup(summary.hmean_speedup)
             samples = f"{sum(summary.samples) / len(summary.samples):,.0f}"
             clusters = f"{sum(summary.clusters) / len(summary.clusters):,.0f}"
             seeds = str(len(summary.seeds))
         else:
-            error, speedup = _pct(score.error), f"{score.speedup:,.0f}x"
+            error, speedup = _pct(score.error), format_speedup(score.speedup)
             max_error = error
             samples, clusters, seeds = f"{score.n_samples:,}", f"{score.n_clusters:,}", "1"
         if score.interval_ns is not None and score.truth_ns:
@@ -81,8 +83,13 @@ def write_result(path: str | Path, result: dict[str, Any]) -> Path:
 
 
 def print_comparison(result: dict[str, Any]) -> None:
-    """The comparison table (STEM Table 3 columns) and the skipped methods."""
+    """The comparison table (STEM Table 3 columns), the budget the baselines had, every
+    method warning (numbered, referenced from the table) and the skipped methods."""
+    from hilsim.analyzer.compare import format_speedup
+
     title = "methods compared" + (" (plans scored on the holdout run)" if result["holdout"] else "")
+    if result.get("workload"):
+        title = f"{result['workload']}: {title}"
     table = Table(title=title)
     for column in (
         "method",
@@ -93,22 +100,51 @@ def print_comparison(result: dict[str, Any]) -> None:
         "samples",
         "plan s",
         "profiling needed",
+        "notes",
     ):
         table.add_column(
-            column, justify="left" if column in ("method", "profiling needed") else "right"
+            column, justify="left" if column in ("method", "profiling needed", "notes") else "right"
         )
+    footnotes: list[str] = []
     for s in result["methods"]:
+        refs = []
+        if s.get("no_reduction"):
+            footnotes.append(f"{s['method']}: no reduction: {s['no_reduction']}")
+            refs.append(str(len(footnotes)))
+        for warning in s.get("warnings", []):
+            footnotes.append(f"{s['method']}: {warning}")
+            refs.append(str(len(footnotes)))
+        pareto = " *" if s.get("pareto") else ""
         table.add_row(
-            s["method"],
+            s["method"] + pareto,
             str(s["runs"]),
-            f"{s['hmean_speedup']:,.0f}x",
+            format_speedup(s["hmean_speedup"]),
             _pct(s["mean_error"]),
             _pct(s["max_error"]),
             f"{s['mean_samples']:,.0f}",
             f"{s['mean_plan_seconds']:.2f}",
             s["profiling"],
+            ("NO REDUCTION " if s.get("no_reduction") else "") + ",".join(f"[{r}]" for r in refs),
         )
     out.print(table)
+    thresholds = result.get("thresholds") or {}
+    legend = "* on the Pareto front (rows marked NO REDUCTION are left off it"
+    if thresholds:
+        legend += (
+            f": speedup below {thresholds['no_reduction_speedup']:g}x or "
+            f"{thresholds['no_reduction_share']:.0%}+ of the launches simulated"
+        )
+    out.print(legend + ")", highlight=False)
+    budget = result.get("budget")
+    if budget:
+        what = "simulated time" if budget["kind"] == "time" else "number of simulated launches"
+        out.print(
+            f"{' and '.join(budget['baselines'])} ran at {budget['of']}'s budget, seed by seed: "
+            f"the same {what}",
+            highlight=False,
+        )
+    for i, note in enumerate(footnotes, 1):
+        out.print(f"[{i}] {note}", markup=False, highlight=False)
     for name, reason in result["skipped"].items():
         out.print(f"[yellow]{name} skipped[/yellow]: {reason}", highlight=False)
     if result.get("workers_note"):
@@ -132,9 +168,14 @@ def write_comparison(folder: str | Path, result: dict[str, Any]) -> Path:
         "mean_samples",
         "mean_plan_seconds",
         "profiling",
+        "no_reduction",
+        "pareto",
+        "warnings",
     ]
     writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore")
     writer.writeheader()
-    writer.writerows(result["methods"])
+    writer.writerows(
+        {**row, "warnings": " | ".join(row.get("warnings", []))} for row in result["methods"]
+    )
     write_text_atomic(target / "compare.csv", buffer.getvalue())
     return target

@@ -24,7 +24,7 @@ def test_pareto_front() -> None:
 def test_compare_skips_methods_without_their_data() -> None:
     bundle = mixture_bundle([("k", 1000, 300, 3000), ("j", 9000, 100, 3000)], seed=3)
     result = compare_methods(bundle, ["stem", "random", "pka"], seeds=3, workers=1)
-    assert [m["method"] for m in result["methods"]] == ["stem", "random"]
+    assert [m["method"] for m in result["methods"]] == ["stem", "random (stem's time)"]
     assert result["methods"][0]["runs"] == 3
     assert "no metrics" in result["skipped"]["pka"]
 
@@ -56,9 +56,21 @@ def test_compare_command_writes_table_and_plot(tmp_path, capsys) -> None:
     )
     assert code == 0, capsys.readouterr().err
     result = json.loads((out / "compare.json").read_text())
-    assert {m["method"] for m in result["methods"]} == {"stem", "pka", "random"}
+    labels = {m["method"] for m in result["methods"]}
+    assert labels == {"stem", "pka (1/12 metrics)", "random (stem's time)"}
     assert (out / "pareto.png").read_bytes()[:4] == b"\x89PNG"
     assert (out / "compare.csv").read_text().startswith("method,runs,hmean_speedup")
+    # what the run was: version, input digest, every method's parameters and seeds
+    assert result["hilsim_version"] and result["seeds"] == [0, 1]
+    assert len(result["input"]["sha256"]) == 64 and result["input"]["kind"] == "file"
+    assert result["workload"] == "casio-nerf-a100"
+    rows = {m["name"]: m for m in result["methods"]}
+    assert rows["stem"]["params"]["epsilon"] == 0.05 and rows["stem"]["seeds"] == [0, 1]
+    assert rows["random"]["budget"]["of"] == "stem"
+    # PKA ran on 1 of its 12 metrics: labelled so, and its notes carried as warnings
+    assert any("missing" in w for w in rows["pka"]["warnings"])
+    printed = capsys.readouterr().out
+    assert "pka (1/12 metrics)" in printed and "missing" in printed
 
 
 def test_memory_capped_workers() -> None:
@@ -101,3 +113,86 @@ def test_a_worker_keeps_one_methods_shared_values_at_a_time() -> None:
         assert compare._STATE["cache"] is not cache
     finally:
         compare._STATE.clear()
+
+
+def test_speedup_keeps_two_to_three_significant_digits() -> None:
+    from hilsim.analyzer.compare import format_speedup
+
+    assert format_speedup(1.214) == "1.21x"
+    assert format_speedup(12.14) == "12.1x"
+    assert format_speedup(121.4) == "121x"
+    assert format_speedup(3021.7) == "3,022x"
+
+
+def test_no_reduction_rows_are_marked_and_kept_off_the_front() -> None:
+    """first-n with n >= the launch count simulates everything: 0% error at 1x must not
+    rank first nor sit on the Pareto front."""
+    bundle = mixture_bundle([("k", 1000, 300, 3000), ("j", 9000, 100, 3000)], seed=3)
+    result = compare_methods(
+        bundle,
+        ["stem", "first-n"],
+        seeds=2,
+        workers=1,
+        params={"first-n": {"n_launches": 10_000}},
+        budget_of=None,
+    )
+    rows = {m["name"]: m for m in result["methods"]}
+    full = rows["first-n"]
+    assert full["mean_error"] == 0.0 and full["hmean_speedup"] == 1.0
+    assert "speedup 1.00x < 2x" in full["no_reduction"]
+    assert not full["pareto"]
+    assert result["methods"][-1]["name"] == "first-n"  # after every row that reduces
+    assert rows["stem"]["no_reduction"] is None and rows["stem"]["pareto"]
+
+
+def test_baselines_run_at_the_reference_budget_seed_by_seed() -> None:
+    bundle = mixture_bundle([("k", 1000, 300, 20_000), ("j", 9000, 2000, 20_000)], seed=5)
+    by_time = compare_methods(bundle, ["stem", "random", "first-n"], seeds=3, workers=1)
+    rows = {m["name"]: m for m in by_time["methods"]}
+    stem = rows["stem"]
+    assert by_time["budget"] == {"of": "stem", "kind": "time", "baselines": ["random", "first-n"]}
+    per_seed = rows["random"]["budget"]["per_seed"]
+    assert sorted(per_seed) == [0, 1, 2]
+    # random draws what the time buys on average; first-n the prefix within the time
+    assert 0.5 < rows["random"]["mean_sampled_ns"] / stem["mean_sampled_ns"] < 2.0
+    assert rows["first-n"]["mean_sampled_ns"] <= stem["mean_sampled_ns"]
+    by_count = compare_methods(
+        bundle, ["stem", "random", "first-n"], seeds=3, workers=1, budget="launches"
+    )
+    rows = {m["name"]: m for m in by_count["methods"]}
+    assert rows["random"]["mean_samples"] == rows["stem"]["mean_samples"]
+    assert abs(rows["first-n"]["mean_samples"] - rows["stem"]["mean_samples"]) <= 0.5
+
+
+def test_random_and_first_n_at_a_fixed_budget() -> None:
+    from hilsim.analyzer import methods
+
+    bundle = mixture_bundle([("k", 1000, 300, 5000), ("j", 9000, 100, 5000)], seed=2)
+    durations = bundle.launches["duration_ns"].to_numpy()
+    plan = methods.create("random", n_samples=37, seed=1).plan(bundle)
+    assert plan.n_samples == 37 and plan.samples["launch_id"].is_unique
+    assert abs(plan.samples["weight"].sum() - bundle.n_launches) < 1e-6
+    budget = 50 * durations.mean()
+    assert methods.create("random", budget_ns=budget).plan(bundle).n_samples == 50
+    prefix = methods.create("first-n", budget_ns=float(durations[:10].sum())).plan(bundle)
+    assert prefix.n_samples == 10
+
+
+def test_pareto_plot_draws_zero_error_without_clipping(tmp_path) -> None:
+    """0% error is drawn at 0 on the symlog axis (was clipped to 1e-4 %)."""
+    from hilsim.analyzer.compare import pareto_plot
+
+    summaries = [
+        {"method": "all", "hmean_speedup": 1.0, "mean_error": 0.0, "no_reduction": "x"},
+        {
+            "method": "stem",
+            "hmean_speedup": 300.0,
+            "mean_error": 0.005,
+            "min_error": 0.001,
+            "max_error": 0.01,
+            "min_speedup": 250.0,
+            "max_speedup": 320.0,
+        },
+    ]
+    path = pareto_plot(summaries, tmp_path / "p.png", "wl")
+    assert path.read_bytes()[:4] == b"\x89PNG"

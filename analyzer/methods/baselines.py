@@ -3,13 +3,17 @@
 * ``random`` — uniform random sampling of launches with a fixed probability
   (STEM section 4.1 uses 0.1% for the HuggingFace suite); each sampled launch
   weighs ``1 / fraction`` scaled so the weights sum to the number of launches.
+  At a fixed budget instead (``hilsim compare`` runs it at the budget of the method
+  it is compared to): exactly ``n_samples`` launches, or ``budget_ns`` of simulated
+  time, drawn uniformly without replacement.
 * ``first-n`` — simulate the first launches only (the "first N instructions"
   truncation baseline of PKA section 5 / STEM Table 3): stop after ``n_launches``
   launches or after ``n_instructions`` instructions (needs
   ``smsp__inst_executed.sum`` in the metrics). The prefix is scaled up to the
   whole workload: weight = total launches / sampled launches (or by
   instructions, total / prefix, when cut by instructions and all launches
-  have instruction counts).
+  have instruction counts), or the longest prefix within ``budget_ns`` of
+  simulated time.
 """
 
 from __future__ import annotations
@@ -34,30 +38,63 @@ class RandomUniform(Method):
         fraction: probability of keeping each launch (default 0.001).
         seed: random seed.
         min_samples: at least this many launches are drawn (default 1).
+        n_samples: draw exactly this many launches (uniform, without replacement)
+            instead of keeping each with probability ``fraction``.
+        budget_ns: draw as many launches as this simulated time buys on average
+            (``round(budget_ns / mean duration)``, at least one; uniform, without
+            replacement, so the estimate stays unbiased): the same-time baseline.
     """
 
     name: ClassVar[str] = "random"
     stochastic: ClassVar[bool] = True
     launch_columns: ClassVar[tuple[str, ...] | None] = ()
 
-    def __init__(self, fraction: float = 0.001, seed: int = 0, min_samples: int = 1) -> None:
+    def __init__(
+        self,
+        fraction: float = 0.001,
+        seed: int = 0,
+        min_samples: int = 1,
+        n_samples: int | None = None,
+        budget_ns: float | None = None,
+    ) -> None:
         if not 0 < float(fraction) <= 1:
             raise HilsimError(f"random: fraction must be in (0, 1], got {fraction}")
+        if n_samples is not None and budget_ns is not None:
+            raise HilsimError("random: give n_samples or budget_ns, not both")
+        if n_samples is not None and int(n_samples) < 1:
+            raise HilsimError(f"random: n_samples must be >= 1, got {n_samples}")
+        if budget_ns is not None and not float(budget_ns) > 0:
+            raise HilsimError(f"random: budget_ns must be > 0, got {budget_ns}")
         self.fraction = float(fraction)
         self.seed = int(seed)
         self.min_samples = max(1, int(min_samples))
+        self.n_samples = None if n_samples is None else int(n_samples)
+        self.budget_ns = None if budget_ns is None else float(budget_ns)
 
     def params(self) -> dict[str, Any]:
-        return {"fraction": self.fraction, "seed": self.seed, "min_samples": self.min_samples}
+        return {
+            "fraction": self.fraction,
+            "seed": self.seed,
+            "min_samples": self.min_samples,
+            "n_samples": self.n_samples,
+            "budget_ns": self.budget_ns,
+        }
 
     def plan(self, bundle: Bundle) -> Plan:
         n = bundle.n_launches
         rng = np.random.default_rng(self.seed)
-        keep = np.flatnonzero(rng.random(n) < self.fraction)
-        if len(keep) < self.min_samples:
-            keep = np.sort(rng.choice(n, size=min(n, self.min_samples), replace=False))
-        weights = np.full(len(keep), n / len(keep))
         durations = bundle.launches["duration_ns"].to_numpy()
+        size = self.n_samples
+        if self.budget_ns is not None:
+            mean = float(durations.mean(dtype=np.float64)) if n else 0.0
+            size = max(1, round(self.budget_ns / mean)) if mean > 0 else n
+        if size is not None:
+            keep = np.sort(rng.choice(n, size=min(n, size), replace=False))
+        else:
+            keep = np.flatnonzero(rng.random(n) < self.fraction)
+            if len(keep) < self.min_samples:
+                keep = np.sort(rng.choice(n, size=min(n, self.min_samples), replace=False))
+        weights = np.full(len(keep), n / len(keep))
         cluster = {
             "cluster": 0,
             "label": "all launches",
@@ -85,24 +122,43 @@ class FirstN(Method):
         n_launches: number of first launches to keep (default 1000), or
         n_instructions: keep launches until this many instructions
             (``smsp__inst_executed.sum``) have run; overrides ``n_launches``.
+        budget_ns: keep the longest prefix whose simulated time stays within this
+            budget (at least one launch); overrides ``n_launches``.
     """
 
     name: ClassVar[str] = "first-n"
     launch_columns: ClassVar[tuple[str, ...] | None] = ()
 
-    def __init__(self, n_launches: int = 1000, n_instructions: float | None = None) -> None:
+    def __init__(
+        self,
+        n_launches: int = 1000,
+        n_instructions: float | None = None,
+        budget_ns: float | None = None,
+    ) -> None:
         if int(n_launches) < 1:
             raise HilsimError(f"first-n: n_launches must be >= 1, got {n_launches}")
+        if budget_ns is not None and not float(budget_ns) > 0:
+            raise HilsimError(f"first-n: budget_ns must be > 0, got {budget_ns}")
         self.n_launches = int(n_launches)
         self.n_instructions = None if n_instructions is None else float(n_instructions)
+        self.budget_ns = None if budget_ns is None else float(budget_ns)
 
     def params(self) -> dict[str, Any]:
-        return {"n_launches": self.n_launches, "n_instructions": self.n_instructions}
+        return {
+            "n_launches": self.n_launches,
+            "n_instructions": self.n_instructions,
+            "budget_ns": self.budget_ns,
+        }
 
     def plan(self, bundle: Bundle) -> Plan:
         n = bundle.n_launches
         notes: list[str] = []
-        if self.n_instructions is not None:
+        if self.budget_ns is not None and self.n_instructions is None:
+            spent = np.cumsum(bundle.launches["duration_ns"].to_numpy(), dtype=np.float64)
+            count = max(1, int(np.searchsorted(spent, self.budget_ns, side="right")))
+            scale = n / count
+            notes.append(f"first {count} launches fit in {self.budget_ns:,.0f} ns")
+        elif self.n_instructions is not None:
             inst = _instructions(bundle)
             cumulative = np.cumsum(inst)
             count = int(np.searchsorted(cumulative, self.n_instructions, side="left")) + 1
