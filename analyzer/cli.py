@@ -220,7 +220,7 @@ def import_cmd(
     regions.parquet.
     """
     from hilsim.analyzer.bundle import write_bundle
-    from hilsim.analyzer.console import out, status
+    from hilsim.analyzer.console import out, status, warn
     from hilsim.analyzer.importers.profile import import_profile
 
     if output.exists() and not force:
@@ -230,6 +230,8 @@ def import_cmd(
             profile, fmt=fmt, ncu=ncu_csv, ncu_join=ncu_join, ncu_first_launch=ncu_first_launch
         )
     path = write_bundle(bundle, output, overwrite=force)
+    for line in bundle.manifest.get("warnings", []):
+        warn(line)
     n_metrics = 0 if bundle.metrics is None else len(bundle.metrics)
     out.print(
         f"wrote {path}: {bundle.n_launches} launches, "
@@ -297,8 +299,9 @@ def plan_cmd(profile: Path, method_name: str, params: tuple[str, ...], output: P
     any per-launch quantity is sum(weight * value).
     """
     from hilsim.analyzer import methods
-    from hilsim.analyzer.console import out, status
+    from hilsim.analyzer.console import out, status, warn
     from hilsim.analyzer.importers.profile import load_profile
+    from hilsim.analyzer.tracecheck import bundle_warnings, method_warnings
 
     method = methods.create(method_name, **_parse_params(params))
     with status(f"reading {profile}"):
@@ -306,6 +309,10 @@ def plan_cmd(profile: Path, method_name: str, params: tuple[str, ...], output: P
         bundle = load_profile(profile, columns=method.launch_columns)
     with status(f"planning with {method_name}"):
         plan = method.plan(bundle).attach_names(bundle.launches["name"])
+    warnings = bundle_warnings(bundle) + method_warnings(bundle.launches, method_name)
+    plan.diagnostics["trace_warnings"] = warnings
+    for line in warnings:
+        warn(line)
     plan.save(output)
     out.print(
         f"wrote {output}: {method_name}, {len(plan.clusters)} clusters, "
@@ -504,6 +511,13 @@ def compare_cmd(
         result = compare_methods(
             bundle, names, seeds, other, per_method, workers, advance, reference, budget
         )
+    from hilsim.analyzer.tracecheck import bundle_warnings, method_warnings
+
+    input_warnings = bundle_warnings(bundle)
+    for summary in result["methods"]:
+        summary["warnings"] = (
+            method_warnings(bundle.launches, summary["name"])[:1] + summary["warnings"]
+        )
     workload = workload_name(bundle, profile)
     device = (bundle.manifest.get("device") or {}).get("name")
     result = {
@@ -516,6 +530,7 @@ def compare_cmd(
         "holdout_input": input_digest(holdout) if holdout else None,
         "profile": str(profile),
         "holdout_profile": str(holdout) if holdout else None,
+        "input_warnings": input_warnings,
     } | result
     print_comparison(result)
     write_comparison(output, result)

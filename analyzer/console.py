@@ -62,3 +62,8 @@ def status(message: str) -> Iterator[None]:
         return
     with err.status(message):
         yield
+
+
+def warn(message: str) -> None:
+    """One warning line on stderr (``hilsim: warning: ...``), never wrapped."""
+    err.print(f"hilsim: warning: {message}", markup=False, highlight=False, soft_wrap=True)

@@ -143,6 +143,8 @@ def print_comparison(result: dict[str, Any]) -> None:
             f"the same {what}",
             highlight=False,
         )
+    for line in result.get("input_warnings", []):
+        out.print(f"warning: {line}", markup=False, highlight=False)
     for i, note in enumerate(footnotes, 1):
         out.print(f"[{i}] {note}", markup=False, highlight=False)
     for name, reason in result["skipped"].items():

@@ -107,6 +107,9 @@ def import_profile(
             }
         )
         bundle.manifest.setdefault("source", {}).setdefault("files", []).append(str(ncu))
+    from hilsim.analyzer.tracecheck import trace_warnings
+
+    bundle.manifest["warnings"] = trace_warnings(bundle.launches, bundle.manifest)
     return bundle
 
 
