@@ -591,6 +591,14 @@ def pareto_plot(
             )
             / 1.3
         )
+    from matplotlib.ticker import FuncFormatter
+
+    times = FuncFormatter(lambda v, _: f"{v:g}x")
+    ax.xaxis.set_major_formatter(times)
+    low, high = ax.get_xlim()
+    if high / low < 30:  # less than ~1.5 decades: label the minor ticks too
+        ax.xaxis.set_minor_formatter(times)
+        ax.tick_params(axis="x", which="minor", labelsize=7)
     ax.set_yscale("symlog", linthresh=ERROR_LINEAR_BELOW_PCT, linscale=0.5)
     top = max([100 * s.get("max_error", s["mean_error"]) for s in summaries] or [1.0])
     ax.set_ylim(-0.02, max(top * 1.6, 1.0))
@@ -604,7 +612,7 @@ def pareto_plot(
             loc="upper left",
             bbox_to_anchor=(1.02, 1.0),
             fontsize=8,
-            title="bars: min-max over seeds",
+            title="bars: min-max over seeds" if any("min_error" in s for s in summaries) else None,
             title_fontsize=7,
             frameon=False,
         )

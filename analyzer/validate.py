@@ -72,8 +72,11 @@ MAX_SCATTER = 5000
 SCATTER_SEED = 0
 TOP_KERNELS = 6
 MAX_CLUSTER_ROWS = 100
+#: clusters shown in the page's table (by share of the projection); the rest, up to
+#: MAX_CLUSTER_ROWS, behind a <details> toggle
+TOP_CLUSTER_ROWS = 12
 #: kernel names longer than this are shortened in tables (the full name is a tooltip)
-NAME_CHARS = 90
+NAME_CHARS = 60
 
 #: simulator column -> candidate Nsight Compute metrics (first present is used)
 COUNTER_PAIRS: dict[str, tuple[str, ...]] = {
@@ -476,21 +479,28 @@ def histograms_png(
     plan: Plan,
     members: np.ndarray | None = None,
     clusters: list[dict[str, Any]] | None = None,
-) -> str:
+) -> str | None:
     """Duration histograms (40 log bins, binned counts) with the sampled launches marked.
 
     With ``members``: one panel per cluster, the :data:`TOP_KERNELS` clusters with the
     largest projected share (``clusters`` as :func:`cluster_table` orders them), each
     showing the durations of the launches the cluster stands for (STEM Fig. 10: the
     spread inside one cluster). Without: one panel per kernel name, the kernels with
-    the most time (STEM Fig. 1), sampled launches coloured by cluster.
+    the most time (STEM Fig. 1), sampled launches coloured by cluster. Clusters and
+    kernels of one launch get no panel (a single bar says nothing); None when nothing is
+    left to draw. Durations in µs on a log axis, counts of launches on the other.
     """
     durations = bundle.launches["duration_ns"].to_numpy(np.float64)
     ids = plan.samples["launch_id"].to_numpy()
     cluster_of = plan.samples["cluster"].to_numpy()
     panels: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []
     if members is not None:
-        order = [int(c["cluster"]) for c in (clusters or [])][:TOP_KERNELS]
+        # a one-launch cluster has no distribution to show: no panel for it
+        order = [
+            int(c["cluster"])
+            for c in (clusters or [])
+            if (c.get("launches") if c.get("launches") is not None else c.get("size") or 2) > 1
+        ][:TOP_KERNELS]
         labels = {int(c["cluster"]): str(c.get("label", "")) for c in clusters or []}
         by_cluster = np.argsort(members, kind="stable")
         sorted_members = members[by_cluster]
@@ -500,7 +510,7 @@ def histograms_png(
             mine = cluster_of == cid
             cov = float(values.std() / values.mean()) if len(values) and values.mean() else 0.0
             title = f"cluster {cid}: {labels.get(cid, '')}"
-            title = (title[:60] + "...") if len(title) > 60 else title
+            title = (title[:44] + "...") if len(title) > 44 else title
             title += f"\n{len(values):,} launches, CoV {cov:.3f}"
             panels.append((title, values, durations[ids[mine]], cluster_of[mine]))
         heading = (
@@ -512,10 +522,12 @@ def histograms_png(
         codes = names.cat.codes.to_numpy() if hasattr(names, "cat") else pd.factorize(names)[0]
         categories = names.cat.categories if hasattr(names, "cat") else pd.unique(names)
         totals = np.bincount(codes, weights=durations)
+        counts_by_code = np.bincount(codes, minlength=len(totals))
+        totals = np.where(counts_by_code > 1, totals, -1.0)  # one launch: no panel
         sample_codes = codes[ids]
-        for code in np.argsort(totals)[::-1][:TOP_KERNELS]:
+        for code in [c for c in np.argsort(totals)[::-1] if totals[c] >= 0][:TOP_KERNELS]:
             label = str(categories[code])
-            title = (label[:60] + "...") if len(label) > 60 else label
+            title = (label[:44] + "...") if len(label) > 44 else label
             mine = sample_codes == code
             panels.append((title, durations[codes == code], durations[ids[mine]],
                            cluster_of[mine]))
@@ -523,10 +535,15 @@ def histograms_png(
             "Duration histograms of the kernels with the most time "
             "(40 log bins; vertical lines: sampled launches, coloured by cluster)"
         )
+    if not panels:
+        return None
     plt = _plt()
+    from matplotlib.ticker import FuncFormatter
+
     cols = 3
     rows = max(1, int(np.ceil(len(panels) / cols)))
-    fig, axes = plt.subplots(rows, cols, figsize=(11, 2.8 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(12, 3.2 * rows), squeeze=False)
+    microseconds = FuncFormatter(lambda v, _: f"{v / 1000:,.4g}")
     cmap = plt.get_cmap("tab10")
     for ax, (title, values, sampled, sampled_cluster) in zip(axes.ravel(), panels,
                                                               strict=False):
@@ -538,26 +555,38 @@ def histograms_png(
         for value, cid in zip(sampled[:200], sampled_cluster[:200], strict=True):
             ax.axvline(value, color=cmap(int(cid) % 10), lw=0.8)
         ax.set_xscale("log")
-        ax.set_title(title, fontsize=7)
-        ax.set_xlabel("duration (ns)", fontsize=7)
+        # four ticks spread over the panel's own range (a narrow range has no decade tick)
+        ticks = np.unique([float(f"{t:.2g}") for t in np.geomspace(edges[0], edges[-1], 4)])
+        ax.set_xticks(ticks)
+        ax.xaxis.set_major_formatter(microseconds)
+        ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+        ax.tick_params(labelsize=9)
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("duration (µs, log scale)", fontsize=9)
+        ax.set_ylabel("launches", fontsize=9)
     for ax in axes.ravel()[len(panels):]:
         ax.axis("off")
-    fig.suptitle(heading, fontsize=8)
+    fig.suptitle(heading, fontsize=10)
     fig.tight_layout()
     return _png(fig)
 
 
-def pareto_png(results: list[dict[str, Any]]) -> str:
+def pareto_png(results: list[dict[str, Any]], n_launches: int = 0) -> str:
     """Speedup vs total error of several plans (STEM Fig. 9), via compare.pareto_plot."""
     import tempfile
 
-    from hilsim.analyzer.compare import pareto_plot
+    from hilsim.analyzer.compare import pareto_plot, reduction_flag
 
     summaries = [
         {
             "method": r["label"],
             "hmean_speedup": r["headline"]["speedup"],
             "mean_error": r["headline"]["total_error"] or 0.0,
+            "no_reduction": reduction_flag(
+                r["headline"]["speedup"],
+                r["headline"]["n_samples"],
+                n_launches,
+            ),
         }
         for r in results
     ]
@@ -575,12 +604,19 @@ def pareto_png(results: list[dict[str, Any]]) -> str:
 # --- report -------------------------------------------------------------------------------
 
 _CSS = """
-body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
-table{border-collapse:collapse;margin:0.6em 0;font-size:13px}
-th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}
-th{background:#f0f0f0}td.l,th.l{text-align:left}
+body{font-family:system-ui,sans-serif;margin:1.5em auto;padding:0 1.5em;max-width:1200px;
+color:#222}
+main{max-width:100%}
+table{border-collapse:collapse;margin:0.6em 0;font-size:13px;max-width:100%}
+th,td{border:1px solid #ccc;padding:3px 7px;text-align:right;white-space:nowrap}
+th{background:#f0f0f0;white-space:normal}
+td.l,th.l{text-align:left;max-width:20em;white-space:normal;overflow-wrap:anywhere}
 h2{border-bottom:1px solid #ddd;margin-top:1.6em}.note{color:#555;font-size:12px}
-img{max-width:100%}.grid{display:flex;flex-wrap:wrap;gap:8px}
+img{max-width:100%;height:auto}.grid{display:flex;flex-wrap:wrap;gap:8px}
+.flag{background:#fde8e8;border-left:5px solid #c00;padding:0.5em 0.9em;color:#900;
+font-weight:600}
+td.miss{background:#fde8e8;color:#b00;font-weight:700}td.ok{color:#070}
+details{margin:0.4em 0}summary{cursor:pointer;color:#05a}
 """
 
 
@@ -628,104 +664,153 @@ def _img(b64: str | None, alt: str) -> str:
     return f"<img alt='{_e(alt)}' src='data:image/png;base64,{b64}'>"
 
 
+def _interval_cell(h: dict[str, Any]) -> str:
+    """The 95% interval's verdict: a red cell when it misses the silicon total."""
+    covers = h.get("interval_covers_silicon")
+    if covers is None:
+        return "<td>n/a</td>"
+    if covers:
+        return "<td class='ok'>contains silicon</td>"
+    return "<td class='miss'>MISSES silicon</td>"
+
+
+def _cluster_rows(clusters: list[dict[str, Any]], with_members: bool) -> list[list[str]]:
+    rows = []
+    for c in clusters:
+        row = [
+            _e(c["cluster"]),
+            _name(c["label"]),
+            "<br>".join(_name(k) for k in c["kernels"] if k != c["label"]),
+            _fmt(c["size"]),
+            _fmt(c["samples"]),
+            _fmt(c["silicon_estimate_cycles"]),
+            _fmt(c["sim_projection_cycles"]),
+            _fmt(c["sim_over_silicon"]),
+            _fmt(c["share_of_projection"], "pct"),
+        ]
+        if with_members:
+            row += [
+                _fmt(c.get("silicon_truth_cycles")),
+                _fmt(c.get("silicon_sampling_error"), "pct"),
+                _fmt(c.get("duration_cov")),
+            ]
+        rows.append(row)
+    return rows
+
+
 def render_html(report: dict[str, Any], images: dict[str, Any]) -> str:
-    """The self-contained HTML (inline CSS, base64 images, escaped strings)."""
+    """The self-contained HTML (inline CSS, base64 images, escaped strings).
+
+    Order: the headline (errors, speedup, whether each 95% interval contains the silicon
+    total, flagged in red when it does not) and the figures first; then per plan its
+    histograms, the :data:`TOP_CLUSTER_ROWS` clusters with the largest share of the
+    projection (the rest behind a ``<details>`` toggle), counter correlation and
+    per-metric errors. Tables wrap long cells so the page fits its 1200 px column.
+    """
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
         f"<title>{_e('hilsim validation: ' + report['bundle']['path'])}</title>",
-        f"<style>{_CSS}</style></head><body>",
+        f"<style>{_CSS}</style></head><body><main>",
         "<h1>Sampled simulation vs silicon</h1>",
         f"<p class='note'>bundle {_e(report['bundle']['path'])}: "
         f"{_e(report['bundle']['n_launches'])} launches on {_e(report['bundle']['device'])}; "
         f"simulation: {_e(report['simulation']['source'])} {_e(report['simulation']['detail'])}"
         "</p>",
-        "<h2>Headline</h2>",
-        "<p class='note'>simulator error = |full sim - silicon| / silicon; sampling error = "
-        "|sampled projection - full sim| / full sim; total error = |sampled projection - "
-        "silicon| / silicon (PKA Table 4: SimError vs sampling error). Silicon sampling "
-        "error: the plan's error on the profiled durations alone.</p>",
     ]
-    rows = []
+    for r in report["plans"]:
+        h = r["headline"]
+        if h.get("interval_covers_silicon") is False:
+            lo, hi = h["interval_cycles"]
+            parts.append(
+                f"<p class='flag'>Plan {_e(r['label'])}: the 95% interval of the sampled "
+                f"projection [{_fmt(lo)}, {_fmt(hi)}] cycles misses the silicon total "
+                f"{_fmt(h['silicon_total_cycles'])} cycles: the simulator's error, not "
+                "sampling, dominates (or the interval is too narrow).</p>"
+            )
+    parts.append("<h2>Headline</h2>")
+    headline_rows, total_rows = [], []
     for r in report["plans"]:
         h = r["headline"]
         interval = h["interval_cycles"]
-        rows.append(
+        cells = [
+            f"<td class='l'>{_e(r['label'])}</td>",
+            f"<td class='l'>{_e(r['method'])}</td>",
+            f"<td>{_fmt(h['total_error'], 'pct')}</td>",
+            f"<td>{_fmt(h['simulator_error'], 'pct')}</td>",
+            f"<td>{_fmt(h['sampling_error'], 'pct')}</td>",
+            f"<td>{_fmt(h['silicon_sampling_error'], 'pct')}</td>",
+            f"<td>{_fmt(h['speedup'])}</td>",
+            f"<td>{_fmt(h['n_samples'])}</td>",
+            _interval_cell(h),
+        ]
+        headline_rows.append("<tr>" + "".join(cells) + "</tr>")
+        total_rows.append(
             [
                 _e(r["label"]),
-                _e(r["method"]),
                 _fmt(h["silicon_total_cycles"]),
                 _fmt(h["full_simulation_total_cycles"]),
                 _fmt(h["sampled_projection_cycles"]),
-                _fmt(h["simulator_error"], "pct"),
-                _fmt(h["sampling_error"], "pct"),
-                _fmt(h["total_error"], "pct"),
-                _fmt(h["silicon_sampling_error"], "pct"),
-                _fmt(h["speedup"]),
-                _fmt(h["n_samples"]),
                 "n/a" if not interval else f"[{_fmt(interval[0])}, {_fmt(interval[1])}]",
             ]
         )
+    head = ["plan", "method", "total error", "simulator error", "sampling error",
+            "silicon sampling error", "speedup", "samples", "95% interval vs silicon"]
     parts.append(
-        _table(
-            [
-                "plan",
-                "method",
-                "silicon cycles",
-                "full sim cycles",
-                "sampled projection",
-                "simulator error",
-                "sampling error",
-                "total error",
-                "silicon sampling error",
-                "speedup",
-                "samples",
-                "95% interval (cycles)",
-            ],
-            rows,
-            left=2,
-        )
+        "<table><tr>"
+        + "".join(f"<th class='l'>{_e(x)}</th>" if i < 2 else f"<th>{_e(x)}</th>"
+                  for i, x in enumerate(head))
+        + "</tr>" + "".join(headline_rows) + "</table>"
+    )
+    parts.append(
+        "<p class='note'>total error = |sampled projection - silicon| / silicon (what a "
+        "user of sampled simulation sees); simulator error = |full sim - silicon| / "
+        "silicon; sampling error = |sampled projection - full sim| / full sim (PKA "
+        "Table 4: SimError vs sampling error); silicon sampling error: the plan's error "
+        "on the profiled durations alone.</p>"
+    )
+    if images.get("pareto"):
+        parts += ["<h2>Speedup vs error</h2>", _img(images["pareto"], "Pareto plot")]
+    parts.append("<h3>Totals (cycles)</h3>")
+    parts.append(
+        _table(["plan", "silicon", "full simulation", "sampled projection",
+                "95% interval of the projection"], total_rows)
     )
     if report["plans"]:
         parts.append(
             f"<p class='note'>silicon cycles: "
             f"{_e(report['plans'][0]['headline']['silicon_cycles_from'])}</p>"
         )
-    if images.get("pareto"):
-        parts += ["<h2>Speedup vs error</h2>", _img(images["pareto"], "Pareto plot")]
     for i, r in enumerate(report["plans"]):
         parts.append(f"<h2>Plan {_e(r['label'])} ({_e(r['method'])})</h2>")
+        parts.append("<h3>Duration histograms</h3>")
+        if images["hist"][i]:
+            parts.append(_img(images["hist"][i], "duration histograms"))
+        else:
+            parts.append("<p class='note'>every cluster holds one launch: no histogram</p>")
         with_members = any("launches" in c for c in r["clusters"])
         parts.append(
-            "<h3>Clusters</h3><p class='note'>estimates are weighted sums of the cluster's "
-            "samples; truth, error and duration CoV (std / mean of the launches' durations, "
-            "the spread the cluster hides: STEM Fig. 10) need the cluster's members: "
+            "<h3>Clusters</h3><p class='note'>largest share of the projection first; "
+            "estimates are weighted sums of the cluster's samples; truth, error and "
+            "duration CoV (std / mean of the launches' durations, the spread the cluster "
+            "hides: STEM Fig. 10) need the cluster's members: "
             f"{_e(r['cluster_members'])}</p>"
         )
         headers = ["cluster", "label", "other sampled kernels", "size", "samples",
                    "silicon estimate", "sim projection", "sim / silicon", "share of projection"]
         if with_members:
             headers += ["silicon truth", "silicon sampling error", "duration CoV"]
-        rows = []
-        for c in r["clusters"][:MAX_CLUSTER_ROWS]:
-            row = [
-                _e(c["cluster"]),
-                _name(c["label"]),
-                "<br>".join(_name(k) for k in c["kernels"] if k != c["label"]),
-                _fmt(c["size"]),
-                _fmt(c["samples"]),
-                _fmt(c["silicon_estimate_cycles"]),
-                _fmt(c["sim_projection_cycles"]),
-                _fmt(c["sim_over_silicon"]),
-                _fmt(c["share_of_projection"], "pct"),
-            ]
-            if with_members:
-                row += [
-                    _fmt(c.get("silicon_truth_cycles")),
-                    _fmt(c.get("silicon_sampling_error"), "pct"),
-                    _fmt(c.get("duration_cov")),
-                ]
-            rows.append(row)
-        parts.append(_table(headers, rows, left=3))
+        clusters = r["clusters"][:MAX_CLUSTER_ROWS]
+        top, rest = clusters[:TOP_CLUSTER_ROWS], clusters[TOP_CLUSTER_ROWS:]
+        parts.append(_table(headers, _cluster_rows(top, with_members), left=3))
+        if rest:
+            share = sum(c["share_of_projection"] or 0.0 for c in rest)
+            parts.append(
+                f"<details><summary>{len(rest)} more clusters ({_fmt(share, 'pct')} of the "
+                "projection)</summary>"
+                + _table(headers, _cluster_rows(rest, with_members), left=3)
+                + "</details>"
+            )
         if len(r["clusters"]) > MAX_CLUSTER_ROWS:
             parts.append(
                 f"<p class='note'>first {MAX_CLUSTER_ROWS} of {len(r['clusters'])} "
@@ -764,9 +849,7 @@ def render_html(report: dict[str, Any], images: dict[str, Any]) -> str:
             )
         for note in r["metric_notes"]:
             parts.append(f"<p class='note'>{_e(note)}</p>")
-        parts.append("<h3>Duration histograms</h3>")
-        parts.append(_img(images["hist"][i], "duration histograms"))
-    parts.append("</body></html>")
+    parts.append("</main></body></html>")
     return "\n".join(parts)
 
 
@@ -801,7 +884,7 @@ def validate(
         images["scatter"].append(scatters)
         images["hist"].append(histograms_png(bundle, plan, members, result["clusters"]))
     if len(results) > 1:
-        images["pareto"] = pareto_png(results)
+        images["pareto"] = pareto_png(results, bundle.n_launches)
     device = bundle.manifest.get("device") or {}
     report = {
         "schema": "hilsim.validation/1",
