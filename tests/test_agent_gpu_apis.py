@@ -254,6 +254,7 @@ def test_microbench_device_facts_without_clock_properties(monkeypatch):
 # ------------------------------------------------------- shapes of the real packages
 
 
+@pytest.mark.slow
 def test_cupy_runtime_names_used():
     cupy = pytest.importorskip("cupy")
     runtime = cupy.cuda.runtime

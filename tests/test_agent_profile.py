@@ -71,6 +71,7 @@ def profile(capsys, out: Path, *options: str, workload_args: tuple[str, ...] = (
     return code, captured.err
 
 
+@pytest.mark.slow
 def test_full_profile_with_matching_detailed_pass(fake_tools, tmp_path, capsys, light_launches,
                                                   monkeypatch):
     monkeypatch.setenv("FAKE_NCU_LAUNCHES", str(_launch_list(light_launches, tmp_path / "l.json")))
@@ -109,6 +110,7 @@ def test_full_profile_with_matching_detailed_pass(fake_tools, tmp_path, capsys, 
     assert bundle.regions is not None and len(bundle.regions) == 107  # NVTX from the export
 
 
+@pytest.mark.slow
 def test_detailed_mismatch_is_reported_not_joined(fake_tools, tmp_path, capsys):
     out = tmp_path / "run.bundle"
     code, err = profile(capsys, out, "--detailed-first", "2")
@@ -124,6 +126,7 @@ def test_detailed_mismatch_is_reported_not_joined(fake_tools, tmp_path, capsys):
     assert bundle.metrics is None
 
 
+@pytest.mark.slow
 def test_detailed_launches_from_plan_keeps_only_requested(fake_tools, tmp_path, capsys,
                                                           light_launches, monkeypatch):
     monkeypatch.setenv("FAKE_NCU_LAUNCHES", str(_launch_list(light_launches, tmp_path / "l.json")))
@@ -139,6 +142,7 @@ def test_detailed_launches_from_plan_keeps_only_requested(fake_tools, tmp_path, 
     assert command[command.index("--launch-count") + 1] == "5"
 
 
+@pytest.mark.slow
 def test_workload_failure_keeps_launches_marked_incomplete(fake_tools, tmp_path, capsys):
     out = tmp_path / "run.bundle"
     code, err = profile(capsys, out, "--detailed-first", "2", workload_args=("--exit", "3"))
@@ -151,6 +155,7 @@ def test_workload_failure_keeps_launches_marked_incomplete(fake_tools, tmp_path,
     assert bundle.manifest["profilers"][1]["skipped"] == "light pass incomplete"
 
 
+@pytest.mark.slow
 def test_timeout_keeps_launches_marked_incomplete(fake_tools, tmp_path, capsys):
     out = tmp_path / "run.bundle"
     code, err = profile(capsys, out, "--timeout", "1", workload_args=("--sleep", "30"))
@@ -162,6 +167,7 @@ def test_timeout_keeps_launches_marked_incomplete(fake_tools, tmp_path, capsys):
     assert bundle.manifest["complete"] is False and bundle.n_launches == N_LAUNCHES
 
 
+@pytest.mark.slow
 def test_ncu_permission_error_is_one_line(fake_tools, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("FAKE_NCU_PERM", "1")
     out = tmp_path / "run.bundle"
@@ -174,6 +180,7 @@ def test_ncu_permission_error_is_one_line(fake_tools, tmp_path, capsys, monkeypa
     assert read_bundle(out).metrics is None  # the light level is still written
 
 
+@pytest.mark.slow
 def test_nsys_export_failure_says_so(fake_tools, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("FAKE_NSYS_EXPORT_FAIL", "1")
     out = tmp_path / "run.bundle"
@@ -231,6 +238,7 @@ def test_auto_prefers_nsys_then_cupti_then_torch():
         choose_backend("torch", py, _tools())
 
 
+@pytest.mark.slow
 def test_auto_with_real_stand_ins_on_path(fake_tools, monkeypatch):
     from hilsim.agent.tools import all_tools
 

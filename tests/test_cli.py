@@ -17,6 +17,7 @@ def run(capsys, *args: str) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
+@pytest.mark.slow
 def test_quickstart_writes_plans_and_result(tmp_path, capsys) -> None:
     code, out, err = run(capsys, "quickstart", "-o", str(tmp_path / "qs"), "--seeds", "3")
     assert code == 0, err
@@ -39,6 +40,7 @@ def test_quickstart_writes_plans_and_result(tmp_path, capsys) -> None:
     assert "pka (1/12 metrics)" in out
 
 
+@pytest.mark.slow
 def test_import_plan_evaluate_roundtrip(tmp_path, capsys) -> None:
     csv = DATA / "casio" / "casio-kernel-durations.csv"
     bundle = tmp_path / "casio.bundle"
@@ -172,6 +174,7 @@ def test_help_of_every_command(capsys) -> None:
         assert code == 0 and "Usage:" in out
 
 
+@pytest.mark.slow
 def test_installed_console_script(tmp_path) -> None:
     """The `hilsim` entry point exists after `pip install` (CI installs the package)."""
     script = shutil.which("hilsim")
@@ -215,6 +218,7 @@ def test_help_and_version_import_no_pandas() -> None:
     assert "validate" in done.stdout and "hilsim " in done.stdout
 
 
+@pytest.mark.slow
 def test_plan_imports_only_the_named_method(tmp_path: Path) -> None:
     """`hilsim plan -m stem` imports stem, not scikit-learn or scipy (methods load by name)."""
     import subprocess

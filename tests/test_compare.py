@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 from hilsim.analyzer import compare
 from hilsim.analyzer.cli import main
 from hilsim.analyzer.compare import (
@@ -29,6 +30,7 @@ def test_compare_skips_methods_without_their_data() -> None:
     assert "no metrics" in result["skipped"]["pka"]
 
 
+@pytest.mark.slow
 def test_compare_with_holdout_scores_on_the_other_run() -> None:
     run_a = mixture_bundle([("k", 1000, 300, 3000)], seed=1, shuffle=False)
     run_b = mixture_bundle([("k", 1500, 300, 3000)], seed=2, shuffle=False)
@@ -40,6 +42,7 @@ def test_compare_with_holdout_scores_on_the_other_run() -> None:
     assert held["methods"][0]["mean_error"] < 0.05
 
 
+@pytest.mark.slow
 def test_compare_command_writes_table_and_plot(tmp_path, capsys) -> None:
     out = tmp_path / "cmp"
     code = main(
@@ -145,6 +148,7 @@ def test_no_reduction_rows_are_marked_and_kept_off_the_front() -> None:
     assert rows["stem"]["no_reduction"] is None and rows["stem"]["pareto"]
 
 
+@pytest.mark.slow
 def test_baselines_run_at_the_reference_budget_seed_by_seed() -> None:
     bundle = mixture_bundle([("k", 1000, 300, 20_000), ("j", 9000, 2000, 20_000)], seed=5)
     by_time = compare_methods(bundle, ["stem", "random", "first-n"], seeds=3, workers=1)
@@ -178,6 +182,7 @@ def test_random_and_first_n_at_a_fixed_budget() -> None:
     assert prefix.n_samples == 10
 
 
+@pytest.mark.slow
 def test_pareto_plot_draws_zero_error_without_clipping(tmp_path) -> None:
     """0% error is drawn at 0 on the symlog axis (was clipped to 1e-4 %)."""
     from hilsim.analyzer.compare import pareto_plot

@@ -51,6 +51,7 @@ def test_speedup_counts_a_launch_drawn_twice_once() -> None:
     assert score.speedup == pytest.approx(d.sum() / d[1])
 
 
+@pytest.mark.slow
 def test_interval_covers_truth_about_95_percent() -> None:
     """Property on a known wide mixture: the 95% interval holds in ~95% of seeds."""
     bundle = mixture_bundle([("w", 5_000, 3_000, 20_000), ("n", 40_000, 200, 5_000)], seed=2)

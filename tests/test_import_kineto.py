@@ -70,6 +70,7 @@ def _trace(*events: dict) -> dict:
 # ------------------------------------------------------------------ V100 (ns resolution)
 
 
+@pytest.mark.slow
 def test_v100_kernel_count_matches_direct_json_count(v100, v100_raw):
     events = v100_raw["traceEvents"]
     kernels = [e for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "Kernel")]
@@ -138,6 +139,7 @@ def test_v100_gpu_annotation_regions(v100, v100_raw):
     assert np.array_equal(inside, launches["region"].notna().to_numpy())
 
 
+@pytest.mark.slow
 def test_v100_cpu_annotation_regions_via_correlation():
     profile = read_kineto_trace(V100, regions="cpu")
     assert profile.launches.attrs["region_source"] == "user_annotation"
@@ -399,6 +401,7 @@ def _same_profile(a, b) -> None:
 
 
 @pytest.mark.parametrize("regions", ["auto", "cpu"])
+@pytest.mark.slow
 def test_block_and_run_boundaries_do_not_change_the_tables(v100, monkeypatch, regions):
     whole = v100 if regions == "auto" else read_kineto_trace(V100, regions=regions)
     cupti = read_kineto_trace(CUPTI, regions=regions)
@@ -415,6 +418,7 @@ def _json_loads_error(text: str) -> str:
 
 
 @pytest.mark.parametrize("tiny", [False, True], ids=["default", "tiny-blocks"])
+@pytest.mark.slow
 def test_invalid_json_is_located_as_json_loads_locates_it(tmp_path, monkeypatch, tiny):
     with gzip.open(V100, "rt", encoding="utf-8") as handle:
         text = handle.read()

@@ -116,6 +116,7 @@ def test_raw_2025_parses_launches_and_metrics() -> None:
     assert all(dtype == np.float64 for dtype in m.dtypes)
 
 
+@pytest.mark.slow
 def test_raw_units_conversion(tmp_path: Path) -> None:
     lines = RAW_2025.read_text().splitlines()
     header = lines[2].split('","')
@@ -155,6 +156,7 @@ def test_join_by_order_details() -> None:
     assert metrics.set_index("launch_id").loc[3, "Duration"] == 39200.0
 
 
+@pytest.mark.slow
 def test_join_by_order_raw_checks_grid_and_block() -> None:
     ncu = read_ncu_csv(RAW_2025)
     launches = _launches_from(ncu)
@@ -213,6 +215,7 @@ def test_join_too_few_launches() -> None:
         join_metrics(launches, ncu, by="order", first_launch=1)
 
 
+@pytest.mark.slow
 def test_join_truncated_ncu_name_matches() -> None:
     ncu = read_ncu_csv(RAW_2025)
     launches = _launches_from(ncu)

@@ -194,6 +194,7 @@ def _variants(tmp_path: Path) -> list[Path]:
     return out
 
 
+@pytest.mark.slow
 def test_fast_and_exact_paths_give_identical_tables(tmp_path: Path) -> None:
     for path in _variants(tmp_path):
         fast, exact = _both(path)
@@ -252,6 +253,7 @@ def _bad_files(tmp_path: Path) -> dict[str, Path]:
     return out
 
 
+@pytest.mark.slow
 def test_errors_are_worded_as_the_exact_path_words_them(tmp_path: Path) -> None:
     for name, path in _bad_files(tmp_path).items():
         exact = _message(nsys_stats._read_exact, path)

@@ -46,6 +46,7 @@ def test_casio_counts_and_sums_match_columns() -> None:
         assert sums[name] == sum(values)
 
 
+@pytest.mark.slow
 def test_casio_round_robin_order() -> None:
     header, columns = _columns()
     launches = read_wide_durations(CASIO)
@@ -91,6 +92,7 @@ def test_empty_file(tmp_path: Path) -> None:
     _one_line_error(path)
 
 
+@pytest.mark.slow
 def test_two_million_cells_in_seconds(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     values = rng.integers(10000, 99999, size=(200_000, 10))

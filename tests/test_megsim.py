@@ -97,6 +97,7 @@ def region_kinds(plan, kinds: np.ndarray) -> list[int]:
     return [int(kinds[c["representative_region"] - 1]) for c in plan.clusters if c["regions"]]
 
 
+@pytest.mark.slow
 def test_three_kinds_found_closest_to_centroid_and_weights() -> None:
     bundle, kinds = iterations_bundle(seed=1)
     plan = MEGsim(seed=0).plan(bundle)
@@ -149,6 +150,7 @@ def test_three_kinds_found_closest_to_centroid_and_weights() -> None:
 
 
 @pytest.mark.parametrize("seed", [0, 2, 3])
+@pytest.mark.slow
 def test_clusters_are_pure_over_seeds(seed: int) -> None:
     # MEGsim's isotropic BIC may split a noisier kind in two (kinds with longer
     # kernels have a larger absolute spread), never mix kinds
@@ -162,6 +164,7 @@ def test_clusters_are_pure_over_seeds(seed: int) -> None:
     assert score_plan(plan, bundle).error < 0.01
 
 
+@pytest.mark.slow
 def test_region_id_column_gives_exact_instances() -> None:
     bundle, kinds = iterations_bundle(seed=1, region_ids=True)
     # make the GPU lag far behind the host: time-based placement would go wrong
@@ -173,6 +176,7 @@ def test_region_id_column_gives_exact_instances() -> None:
     assert score_plan(plan, bundle).error < 0.02
 
 
+@pytest.mark.slow
 def test_outside_drop_and_error() -> None:
     bundle, _ = iterations_bundle()
     dropped = MEGsim(outside="drop").plan(bundle)
@@ -183,6 +187,7 @@ def test_outside_drop_and_error() -> None:
         MEGsim(outside="error").plan(bundle)
 
 
+@pytest.mark.slow
 def test_region_pattern_and_depth_selection() -> None:
     bundle, _ = iterations_bundle()
     by_pattern = MEGsim(region_pattern=r"/step$").plan(bundle)
@@ -201,6 +206,7 @@ def test_region_pattern_and_depth_selection() -> None:
         MEGsim(region_pattern="(")
 
 
+@pytest.mark.slow
 def test_instructions_weighting_and_scalars() -> None:
     bundle, kinds = iterations_bundle(seed=1)
     n = bundle.n_launches
@@ -261,6 +267,7 @@ def test_registered_and_parameters_checked() -> None:
             MEGsim(**bad)
 
 
+@pytest.mark.slow
 def test_bic_picks_three_blobs_and_threshold() -> None:
     rng = np.random.default_rng(0)
     centres = np.array([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0]])
@@ -299,6 +306,7 @@ def test_group_normalise() -> None:
     assert out[1, 2] == pytest.approx(0.75 * 30 / 40)
 
 
+@pytest.mark.slow
 def test_frame_table_with_megsim_groups(tmp_path: Path) -> None:
     rng = np.random.default_rng(2)
     n = 90
@@ -371,6 +379,7 @@ def test_frame_table_errors(tmp_path: Path) -> None:
         read_frame_table(tmp_path / "missing.csv")
 
 
+@pytest.mark.slow
 def test_real_nerf_nvtx_regions() -> None:
     bundle = bundle_from_nsys_sqlite(NERF)
     assert len(bundle.regions) == 107

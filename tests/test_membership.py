@@ -53,6 +53,7 @@ CASES = [
 
 
 @pytest.mark.parametrize(("name", "params", "which"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.slow
 def test_members_agree_with_the_plan(name, params, which, request, tmp_path):
     bundle = request.getfixturevalue(which)
     plan = methods.create(name, **params).plan(bundle)
@@ -85,6 +86,7 @@ def test_edited_or_unregistered_plans_have_no_members(nerf, tmp_path):
     assert members is None and "unknown method 'hand'" in note
 
 
+@pytest.mark.slow
 def test_cluster_truth_error_and_spread_by_hand(tmp_path):
     """first-n (n=2) on durations 1000, 2000, 1000, 4000 ns at 1000 MHz.
 
@@ -110,6 +112,7 @@ def test_cluster_truth_error_and_spread_by_hand(tmp_path):
     assert "duration CoV" in text and "25.00%" in text and "0.6124" in text
 
 
+@pytest.mark.slow
 def test_cluster_truths_add_up_to_silicon_on_real_profile(nerf):
     """STEM covers every launch: cluster truths sum to the silicon total, and each
     truth is the sum over the launches of the cluster (checked with pandas)."""

@@ -110,6 +110,7 @@ def test_titan_v_facts_staircase() -> None:
     noise=st.floats(0, 0.03),
     seed=st.integers(0, 1000),
 )
+@pytest.mark.slow
 def test_staircase_property(l1_oct, gap_oct, l1_lat, ratio2, ratio3, noise, seed) -> None:
     l1 = 4096 * 2**l1_oct
     l2 = l1 * 2**gap_oct

@@ -161,6 +161,7 @@ def test_larger_l2_reduces_dram_traffic_with_reference() -> None:
     assert scaled["dram_cycles"].iat[0] == pytest.approx(same["dram_cycles"].iat[0] / 2)
 
 
+@pytest.mark.slow
 def test_million_launches_vectorised() -> None:
     counters = random_counters(1_000_000, 3)
     t0 = time.perf_counter()

@@ -17,6 +17,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+#: every test here shares one wheel build (~10 s of CPU): the slow tier
+pytestmark = pytest.mark.slow
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")

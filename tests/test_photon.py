@@ -155,6 +155,7 @@ def test_missing_mix_metrics_is_one_line_error() -> None:
     radius=st.sampled_from([0.0, 0.05, 0.2, 0.6]),
     batch=st.integers(1, 70),
 )
+@pytest.mark.slow
 def test_property_batched_leaders_equal_sequential(
     seed: int, n: int, dims: int, radius: float, batch: int
 ) -> None:

@@ -142,6 +142,7 @@ def test_representative_is_first_even_when_not_central() -> None:
     n=st.integers(min_value=40, max_value=300),
     seed=st.integers(min_value=0, max_value=10_000),
 )
+@pytest.mark.slow
 def test_selection_invariants(k: int, n: int, seed: int) -> None:
     bundle, truth = mixture(n=n, k=k, seed=seed)
     plan = PKA(seed=seed % 7).plan(bundle)
@@ -232,6 +233,7 @@ def test_cycles_time_metric() -> None:
         PKA(time_metric="gpu__cycles_elapsed.max").plan(bundle_plain)
 
 
+@pytest.mark.slow
 def test_minibatch_and_subsampled_fit(monkeypatch: pytest.MonkeyPatch) -> None:
     bundle, truth = mixture(n=900)
     monkeypatch.setattr(pka_module, "KMEANS_FIT_ROWS", 300)
@@ -243,6 +245,7 @@ def test_minibatch_and_subsampled_fit(monkeypatch: pytest.MonkeyPatch) -> None:
     assert plan.samples["launch_id"].tolist() == first_of_each(truth)
 
 
+@pytest.mark.slow
 def test_deterministic_for_a_seed() -> None:
     bundle, _ = mixture(k=4, n=800, seed=9)
     first = PKA(seed=4).plan(bundle)
@@ -268,6 +271,7 @@ def test_nan_metric_values_filled() -> None:
 
 
 @pytest.mark.parametrize("classifier", ["sgd", "gnb", "mlp"])
+@pytest.mark.slow
 def test_two_level_each_classifier(classifier: str) -> None:
     n, j = 3000, 600
     bundle, truth = mixture(n=n, metrics_rows=j, seed=11)

@@ -108,6 +108,7 @@ def test_align_bridges_a_long_stretch_only_one_side_ran():
     np.testing.assert_array_equal(al.only_b, np.arange(6000, 11000))
 
 
+@pytest.mark.slow
 def test_align_kernels_swapped_every_iteration():
     """Every 20-kernel iteration runs 4 other library kernels on B (PKA 5.2: cuDNN picks
     other algorithms): those are unaligned on both sides, the other 16 stay paired."""

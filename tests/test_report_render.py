@@ -19,6 +19,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 
 pytestmark = [
     pytest.mark.chromium,
+    pytest.mark.slow,
     pytest.mark.skipif(not CHROMIUM.exists(), reason="needs /usr/bin/chromium"),
 ]
 

@@ -196,6 +196,7 @@ def test_kde_cuts_between_modes_only() -> None:
     weighting=st.sampled_from(["count", "instructions"]),
     kde=st.booleans(),
 )
+@pytest.mark.slow
 def test_property_every_launch_in_one_stratum(
     seed: int, n: int, n_kernels: int, weighting: str, kde: bool
 ) -> None:

@@ -115,6 +115,7 @@ def test_plans_with_the_shared_sort_equal_plans_without() -> None:
     assert [p.diagnostics["kernel_groups"] for p in alone[:4]] == [4, 4, 2, 2]
 
 
+@pytest.mark.slow
 def test_error_bound_holds_on_a_wide_distribution() -> None:
     """Property: over seeds, about 95% of estimates fall within epsilon (CLT, eq. 2)."""
     bundle = mixture_bundle([("wide", 10_000, 6_000, 20_000)], seed=5)
@@ -123,6 +124,7 @@ def test_error_bound_holds_on_a_wide_distribution() -> None:
     assert summary.mean_error < 0.05
 
 
+@pytest.mark.slow
 def test_casio_accuracy_meets_paper_level(casio_bundle) -> None:
     """Issue 2 target: epsilon 5%, 20 seeds -> mean error <= 0.5%, max <= 1.5%."""
     summary = evaluate_method(STEM(epsilon=0.05), casio_bundle, seeds=20)

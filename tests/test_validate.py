@@ -78,6 +78,7 @@ def test_correlation_definitions():
     assert n["error"] == pytest.approx(0.5) and n["pearson_r"] is None
 
 
+@pytest.mark.slow
 def test_report_is_escaped_self_contained_and_matches_json(tmp_path):
     bundle = _bundle()
     plan = _plan(bundle)
@@ -100,6 +101,7 @@ def test_report_is_escaped_self_contained_and_matches_json(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_cli_sim_and_model_paths(tmp_path, monkeypatch):
     bundle = _bundle()
     # the model refuses a bundle with no counters at all; give it instruction counts
@@ -174,6 +176,7 @@ def test_cli_sim_and_model_paths(tmp_path, monkeypatch):
     assert bad.exit_code != 0
 
 
+@pytest.mark.slow
 def test_long_kernel_names_are_shortened_escaped_and_kept_as_tooltip(tmp_path):
     long_evil = "void k<'x'>(" + "Eigen::TensorMap<A&B>, " * 10 + ") <script>alert(1)</script>"
     frame = pd.DataFrame({"name": [long_evil, "k2"], "duration_ns": [1000, 2000]})
