@@ -38,10 +38,11 @@ def farm(tree: Path, where: Path) -> Path:
     return where
 
 
-def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+def timed(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    done = subprocess.run(argv, env=env, capture_output=True, text=True)
+    # cwd outside any checkout: `python -c` puts the cwd first on sys.path
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=cwd)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
@@ -59,7 +60,7 @@ def bench(label: str, env: dict[str, str], runs: int, work: Path) -> None:
     base = [sys.executable, "-c", entry]
     subprocess.run(
         [*base, "import", str(nerf.path(nerf.profile)), "-o", str(bundle)],
-        env=env, check=True, capture_output=True,
+        env=env, check=True, capture_output=True, cwd=work,
     )
     commands = {
         "--version": ["--version"],
@@ -69,14 +70,14 @@ def bench(label: str, env: dict[str, str], runs: int, work: Path) -> None:
     }
     print(f"[{label}]")
     for name, args in commands.items():
-        walls, cpus = zip(*(timed([*base, *args], env) for _ in range(runs)), strict=True)
+        walls, cpus = zip(*(timed([*base, *args], env, work) for _ in range(runs)), strict=True)
         probe = (
             "import sys; from hilsim.analyzer.cli import main; main(" + repr(args) + "); "
             "print(len(sys.modules), ' '.join(m for m in ('pandas', 'pyarrow', 'scipy', "
             "'sklearn', 'matplotlib', 'rich') if m in sys.modules))"
         )
         loaded = subprocess.run(
-            [sys.executable, "-c", probe], env=env, capture_output=True, text=True
+            [sys.executable, "-c", probe], env=env, capture_output=True, text=True, cwd=work
         ).stdout.strip().splitlines()
         print(
             f"  {name:32s} wall {statistics.median(walls):.3f} s  cpu "
