@@ -551,16 +551,24 @@ def summarize(results: pd.DataFrame, workload: str) -> dict[str, Any]:
             continue
         if len(failed):
             notes.append(f"{label}: {len(failed)} of {len(group)} runs failed")
+        name = str(group["method"].iloc[0])
         result = MethodResult(
             str(label),
-            tuple(methods.get(str(group["method"].iloc[0])).needs),
+            name,
+            tuple(methods.get(name).needs),
+            seeds=ok["seed"].astype(int).tolist(),
             errors=ok["error"].astype(float).tolist(),
             speedups=ok["speedup"].astype(float).tolist(),
             samples=ok["n_samples"].astype(int).tolist(),
+            sampled_ns=ok["sampled_ns"].astype(float).tolist()
+            if "sampled_ns" in ok
+            else [float("nan")] * len(ok),
             plan_seconds=ok["plan_seconds"].astype(float).tolist(),
         )
-        summaries.append(result.summary())
-    summaries.sort(key=lambda s: s["mean_error"])
+        n_launches = int(ok["n_launches"].iloc[0]) if "n_launches" in ok else 0
+        summaries.append(result.summary(n_launches))
+    # rows that reduce the simulation first (compare's order), then "no reduction"
+    summaries.sort(key=lambda s: (s["no_reduction"] is not None, s["mean_error"]))
     return {
         "workload": workload,
         "methods": summaries,
