@@ -72,7 +72,8 @@ def main() -> None:
         latency.SOURCES.update(current)
     print(f"{args.card}, cycles per load: checksum in the timed loop ({args.commit}) -> pure chain")
     for name in now:
-        print(f"  {name:16s} {before[name]:8.2f} -> {now[name]:8.2f}  ({before[name] - now[name]:+.2f})")
+        delta = before[name] - now[name]
+        print(f"  {name:16s} {before[name]:8.2f} -> {now[name]:8.2f}  ({delta:+.2f})")
 
 
 if __name__ == "__main__":
