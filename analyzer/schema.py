@@ -152,6 +152,117 @@ def missing_category_column(length: int) -> pd.Categorical:
     return pd.Categorical.from_codes(np.full(length, -1, dtype=np.int8), categories=[])
 
 
+#: the largest integer a launches-table column holds (int64); nanoseconds beyond it
+#: (292 years) are refused, never wrapped
+INT64_MAX = 2**63 - 1
+#: columns that identify one kernel record: two rows equal in all of them are one launch
+#: recorded twice (a doubled export), not two launches
+DUPLICATE_KEY_COLUMNS: tuple[str, ...] = (
+    "start_ns",
+    "duration_ns",
+    "device",
+    "stream",
+    "correlation_id",
+)
+
+
+def checked_int64(
+    values: pd.Series | np.ndarray | list,
+    source: str,
+    column: str,
+    *,
+    required: bool = False,
+    nonnegative: bool = False,
+) -> np.ndarray | pd.api.extensions.ExtensionArray:
+    """``values`` as int64 (``required``) or nullable ``Int64``, refused where they do not fit.
+
+    The one validation every importer's integer columns pass through (durations, starts,
+    grid sizes, ...): a value that is not finite or not below 2^63 in magnitude is a
+    :class:`HilsimError` naming ``source``, the row and the value as the input gave it,
+    never a wrapped int64. Text that is not a number is null for optional columns and
+    refused for ``required`` ones; ``nonnegative`` refuses values below 0.
+    """
+    raw = values.reset_index(drop=True) if isinstance(values, pd.Series) else pd.Series(values)
+    numeric = pd.to_numeric(raw, errors="coerce")
+    kind = numeric.dtype.kind
+    if kind == "u":
+        bad = numeric.to_numpy() > INT64_MAX
+        floats = None
+    elif kind in "iu" or isinstance(numeric.dtype, pd.Int64Dtype):
+        bad = np.zeros(len(numeric), dtype=bool)
+        floats = None
+    else:
+        floats = numeric.to_numpy(dtype=np.float64, na_value=np.nan)
+        with np.errstate(invalid="ignore"):
+            bad = np.isinf(floats) | (np.abs(floats) >= 2.0**63)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise HilsimError(
+            f"{source}: row {row}: {column} {shown_value(raw.iloc[row])} does not fit in int64 "
+            "(values must be finite and below 2^63)"
+        )
+    null = numeric.isna().to_numpy()
+    if required and null.any():
+        row = int(np.flatnonzero(null)[0])
+        raise HilsimError(
+            f"{source}: row {row}: {column} must be a number, got {shown_value(raw.iloc[row])}"
+        )
+    if floats is not None:
+        ints = np.zeros(len(floats), dtype=np.int64)
+        ok = ~null
+        ints[ok] = np.round(floats[ok]).astype(np.int64)
+    else:
+        ints = numeric.to_numpy(dtype=np.int64, na_value=0)
+    if nonnegative:
+        negative = (ints < 0) & ~null
+        if negative.any():
+            row = int(np.flatnonzero(negative)[0])
+            raise HilsimError(
+                f"{source}: row {row}: {column} must be a non-negative number, "
+                f"got {shown_value(raw.iloc[row])}"
+            )
+    if required:
+        return ints
+    return pd.arrays.IntegerArray(ints, null.copy())
+
+
+def shown_value(value: object) -> str:
+    """A value for a message: its repr, cut to 60 characters (a 400-digit number stays short)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:40]}...({len(text)} characters)"
+
+
+def drop_duplicate_launches(frame: pd.DataFrame, source: str) -> tuple[pd.DataFrame, int]:
+    """Drop kernel records that repeat another's start, duration, device, stream,
+    correlation id and name (a doubled export); return the frame and how many were dropped.
+
+    ``frame`` must be sorted by ``start_ns``: only rows that share a start with a
+    neighbour are compared (few in real traces), so this stays O(N) on 10M launches.
+    """
+    if len(frame) < 2 or frame["start_ns"].isna().any():
+        return frame, 0
+    start = frame["start_ns"].to_numpy(dtype=np.int64)
+    same = start[1:] == start[:-1]
+    if not same.any():
+        return frame, 0
+    candidate = np.zeros(len(start), dtype=bool)
+    candidate[1:] |= same
+    candidate[:-1] |= same
+    rows = np.flatnonzero(candidate)
+    keys = pd.DataFrame(
+        {c: frame[c].to_numpy()[rows] for c in DUPLICATE_KEY_COLUMNS if c in frame.columns}
+    )
+    keys["name"] = frame["name"].cat.codes.to_numpy()[rows]
+    duplicated = keys.duplicated(keep="first").to_numpy()
+    if not duplicated.any():
+        return frame, 0
+    keep = np.ones(len(frame), dtype=bool)
+    keep[rows[duplicated]] = False
+    return frame.iloc[np.flatnonzero(keep)].reset_index(drop=True), int(duplicated.sum())
+
+
 def normalize_launches(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     """Return ``frame`` as a bundle-v1 launches table (typed, ordered, validated).
 
@@ -159,6 +270,11 @@ def normalize_launches(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     may be present. Rows are sorted by ``start_ns`` when present (stable, so the
     given order breaks ties), ``launch_id`` is assigned 0..N-1 and ``kernel`` is
     derived from ``name`` when missing. ``source`` names the file for errors.
+
+    Every integer column goes through :func:`checked_int64` (no value wraps); a launch
+    whose end (start + duration) passes 2^63 is refused; kernel records repeated exactly
+    (:func:`drop_duplicate_launches`) are dropped, and the count is left in
+    ``attrs["warnings"]`` for the caller to report.
     """
     if len(frame) == 0:
         raise HilsimError(f"{source}: empty profile: no kernel launches found")
@@ -170,35 +286,49 @@ def normalize_launches(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     if names.isna().any():
         row = int(np.flatnonzero(names.isna().to_numpy())[0])
         raise HilsimError(f"{source}: row {row}: kernel name is empty")
-    duration = pd.to_numeric(frame["duration_ns"].reset_index(drop=True), errors="coerce")
-    bad = duration.isna().to_numpy() | (duration.to_numpy(dtype=float, na_value=np.nan) < 0)
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        raise HilsimError(
-            f"{source}: row {row}: duration_ns must be a non-negative number, "
-            f"got {frame['duration_ns'].iloc[row]!r}"
-        )
+    duration = checked_int64(
+        frame["duration_ns"], source, "duration_ns", required=True, nonnegative=True
+    )
     for column in OPTIONAL_INT_COLUMNS:
         if column in frame.columns:
-            values = pd.to_numeric(frame[column].reset_index(drop=True), errors="coerce")
-            out[column] = values.round().astype("Int64")
+            out[column] = checked_int64(frame[column], source, column)
         else:
             out[column] = missing_int_column(len(frame))
+    start = out["start_ns"].array
+    if not start.isna().all():
+        ends = start.to_numpy(dtype=np.float64, na_value=0.0) + duration.astype(np.float64)
+        over = ends >= 2.0**63
+        if over.any():
+            row = int(np.flatnonzero(over)[0])
+            raise HilsimError(
+                f"{source}: row {row}: launch ends after 2^63 ns "
+                f"(start_ns {shown_value(frame['start_ns'].iloc[row])}, "
+                f"duration_ns {shown_value(frame['duration_ns'].iloc[row])})"
+            )
     out["name"] = names
     if "kernel" in frame.columns:
         out["kernel"] = _as_category(frame["kernel"].reset_index(drop=True))
     else:
         out["kernel"] = _kernel_from_names(names)
-    out["duration_ns"] = duration.round().astype(np.int64).to_numpy()
+    out["duration_ns"] = duration
     if "region" in frame.columns:
         out["region"] = frame["region"].reset_index(drop=True).astype("category")
     else:
         out["region"] = pd.Series(missing_category_column(len(frame)))
+    warnings: list[str] = []
     if out["start_ns"].notna().all():
         order = np.argsort(out["start_ns"].to_numpy(dtype=np.int64), kind="stable")
         out = out.iloc[order].reset_index(drop=True)
+        out, dropped = drop_duplicate_launches(out, source)
+        if dropped:
+            warnings.append(
+                f"{source}: dropped {dropped} duplicated kernel record(s) (same start, "
+                "duration, device, stream, correlation id and name as another)"
+            )
     out["launch_id"] = np.arange(len(out), dtype=np.int64)
-    return out[list(LAUNCH_COLUMNS)]
+    out = out[list(LAUNCH_COLUMNS)]
+    out.attrs["warnings"] = warnings
+    return out
 
 
 def launch_config_key(launches: pd.DataFrame, by_config: bool = True) -> np.ndarray:

@@ -43,7 +43,7 @@ import pandas as pd
 from hilsim.analyzer.atomic import open_atomic
 from hilsim.analyzer.bundle import Bundle, default_manifest
 from hilsim.analyzer.errors import HilsimError
-from hilsim.analyzer.schema import normalize_launches
+from hilsim.analyzer.schema import normalize_launches, shown_value
 
 SCHEMA = "hilsim.cupti-records/1"
 FORMAT = "cupti-records"
@@ -94,13 +94,25 @@ def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     except OSError as exc:
         raise HilsimError(f"{path}: cannot read ({exc.strerror or exc})") from exc
     with handle:
-        for number, line in enumerate(handle, start=1):
+        number = 0
+        while True:
+            try:
+                line = handle.readline()
+            except UnicodeDecodeError as exc:
+                raise HilsimError(
+                    f"{path}: line {number + 1}: not UTF-8 text (byte {exc.start})"
+                ) from exc
+            if not line:
+                return
+            number += 1
             if not line.strip():
                 continue
             try:
                 item = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise HilsimError(f"{path}: line {number}: not valid JSON ({exc.msg})") from exc
+            except RecursionError as exc:
+                raise HilsimError(f"{path}: line {number}: JSON nested too deeply") from exc
             if not isinstance(item, dict):
                 raise HilsimError(f"{path}: line {number}: expected a JSON object")
             yield number, item
@@ -166,8 +178,21 @@ def read_cupti_records(
         for key in required:
             if item.get(key) is None:
                 raise HilsimError(f"{source}: line {number}: {kind} record has no {key!r}")
+        for key in ("start", "end"):
+            value = item[key]
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not abs(value) < 2**63  # also refuses NaN
+            ):
+                raise HilsimError(
+                    f"{source}: line {number}: {kind} record's {key!r} is not a number of ns "
+                    f"below 2^63 (got {shown_value(value)})"
+                )
         if item["end"] < item["start"]:
             raise HilsimError(f"{source}: line {number}: {kind} record ends before it starts")
+        if kind == "kernel" and not isinstance(item["name"], str):
+            raise HilsimError(f"{source}: line {number}: kernel record's 'name' is not text")
         rows[kind].append(item)
     if header is None:
         raise HilsimError(f"{source}: empty file (no header line)")

@@ -87,7 +87,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from hilsim.analyzer.bundle import Bundle, default_manifest
 from hilsim.analyzer.errors import HilsimError
-from hilsim.analyzer.schema import REGION_COLUMNS, normalize_launches
+from hilsim.analyzer.schema import REGION_COLUMNS, normalize_launches, shown_value
 
 FORMAT = "kineto-json"
 PROFILER_NAME = "pytorch-profiler (kineto)"
@@ -696,8 +696,9 @@ class _Kernels:
         if bad.any() and self.error is None:
             event = events[int(np.flatnonzero(bad)[0])]
             self.error = HilsimError(
-                f"{self.path}: kernel {_name(event.name, '?')[:80]!r} has no numeric "
-                f"ts/dur (ts={_raw_value(event.ts)!r}, dur={_raw_value(event.dur)!r})"
+                f"{self.path}: kernel {_name(event.name, '?')[:80]!r}: ts/dur not a number "
+                f"of ns below 2^63 (ts={shown_value(_raw_value(event.ts))}, "
+                f"dur={shown_value(_raw_value(event.dur))})"
             )
         self.columns.add("start_ns", start)
         self.columns.add("duration_ns", dur)
@@ -909,10 +910,10 @@ def _event_dict(event: _Event) -> dict[str, Any]:
 
 def _span(path: Path, event: dict[str, Any], what: str) -> tuple[int, int]:
     start, dur = _ns(event.get("ts")), _ns(event.get("dur"))
-    if start is None or dur is None:
+    if start is None or dur is None or not (abs(start) < 2**63 and abs(dur) < 2**63):
         raise HilsimError(
-            f"{path}: {what} {str(event.get('name', '?'))[:80]!r} has no numeric ts/dur "
-            f"(ts={event.get('ts')!r}, dur={event.get('dur')!r})"
+            f"{path}: {what} {str(event.get('name', '?'))[:80]!r}: ts/dur not a number of ns "
+            f"below 2^63 (ts={shown_value(event.get('ts'))}, dur={shown_value(event.get('dur'))})"
         )
     return start, dur
 

@@ -89,6 +89,9 @@ def import_profile(
 
         fmt = "cupti-records" if is_cupti_records(source) else sniff_format(source)
     bundle = _read(source, fmt)
+    warnings = list(bundle.launches.attrs.get("warnings") or [])
+    if warnings:
+        bundle.manifest["warnings"] = [*bundle.manifest.get("warnings", []), *warnings]
     if ncu is not None:
         from hilsim.analyzer.importers.ncu_csv import read_ncu_metrics_for_bundle
 
