@@ -24,6 +24,10 @@ def read_json(path: str | os.PathLike[str], schema: str | None = None) -> Any:
         raise HilsimError(f"{source}: is a folder, expected a JSON file") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise HilsimError(f"{source}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise HilsimError(f"{source}: not valid JSON (nested too deeply)") from None
+    except OSError as exc:
+        raise HilsimError(f"{source}: cannot read ({exc.strerror or exc})") from None
     if schema is not None and (not isinstance(data, dict) or data.get("schema") != schema):
         got = data.get("schema") if isinstance(data, dict) else type(data).__name__
         raise HilsimError(f"{source}: schema is {got!r}, expected {schema!r}")

@@ -10,6 +10,7 @@ an interval even where only one launch per cluster was drawn.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -177,8 +178,115 @@ def members_by_launch(launch_ids: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return members
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    """A finite JSON number (not a bool, not NaN or Infinity, not beyond float range)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def _check_plan_data(data: dict[str, Any], source: Path) -> None:
+    """The one validator of a plan's structure and values (issue 16 F2, F6).
+
+    Refuses, naming the file and the sample or cluster: keys of the wrong type
+    (``source`` a list, ``clusters`` text, ``notes`` a number, ...), an empty sample
+    list, a launch id that is not a non-negative integer below the source's
+    ``n_launches`` (``-1``, ``true``, ``1.5``), a launch sampled twice, a weight that is
+    not a finite non-negative number (negative, NaN, Infinity, null), draws below 1.
+    """
+    expected: dict[str, type | tuple[type, ...]] = {
+        "method": str,
+        "params": dict,
+        "source": dict,
+        "clusters": list,
+        "samples": list,
+        "unit": str,
+        "sampling": str,
+        "notes": list,
+        "diagnostics": dict,
+    }
+    for key, kind in expected.items():
+        if key in data and not isinstance(data[key], kind):
+            want = kind.__name__ if isinstance(kind, type) else kind
+            raise HilsimError(
+                f"{source}: {key!r} must be a JSON {_JSON_NAMES.get(want, want)}, "
+                f"got {type(data[key]).__name__}"
+            )
+    if data.get("sampling", "deterministic") not in ("random", "deterministic"):
+        raise HilsimError(
+            f"{source}: sampling must be 'random' or 'deterministic', got {data['sampling']!r}"
+        )
+    if not all(isinstance(note, str) for note in data.get("notes", [])):
+        raise HilsimError(f"{source}: 'notes' must be a list of text lines")
+    n_launches = data["source"].get("n_launches")
+    if n_launches is not None and (not _is_int(n_launches) or n_launches < 1):
+        raise HilsimError(f"{source}: source.n_launches must be a positive integer")
+    for index, cluster in enumerate(data["clusters"]):
+        if not isinstance(cluster, dict):
+            raise HilsimError(f"{source}: cluster {index}: expected a JSON object")
+        for key in ("size", "draws"):
+            value = cluster.get(key)
+            if value is not None and (not _is_int(value) or value < 0):
+                raise HilsimError(
+                    f"{source}: cluster {index}: {key} must be a non-negative integer"
+                )
+    rows = data["samples"]
+    if not rows:
+        raise HilsimError(f"{source}: plan has no samples (nothing to simulate)")
+    for index, row in enumerate(rows):
+        where = f"{source}: sample {index}"
+        if not isinstance(row, dict):
+            raise HilsimError(f"{where}: expected a JSON object")
+        for key in ("launch_id", "weight", "cluster"):
+            if key not in row:
+                raise HilsimError(f"{where}: missing key {key!r}")
+        launch = row["launch_id"]
+        if not _is_int(launch) or launch < 0:
+            raise HilsimError(
+                f"{where}: launch_id must be a non-negative integer, got {launch!r}"[:300]
+            )
+        if n_launches is not None and launch >= n_launches:
+            raise HilsimError(
+                f"{where}: launch_id {launch} is beyond the source's {n_launches} launches"
+            )
+        if not _is_number(row["weight"]) or row["weight"] < 0:
+            raise HilsimError(
+                f"{where}: weight must be a finite non-negative number, "
+                f"got {row['weight']!r}"[:300]
+            )
+        if not _is_int(row["cluster"]) or abs(row["cluster"]) >= 2**63:
+            raise HilsimError(f"{where}: cluster must be an integer, got {row['cluster']!r}"[:300])
+        draws = row.get("draws", 1)
+        if not _is_int(draws) or not 1 <= draws < 2**63:
+            raise HilsimError(f"{where}: draws must be an integer >= 1, got {draws!r}"[:300])
+        if "name" in row and not isinstance(row["name"], str):
+            raise HilsimError(f"{where}: name must be text")
+    ids = np.array([row["launch_id"] for row in rows], dtype=np.int64)
+    duplicated = pd.Index(ids).duplicated()
+    if duplicated.any():
+        index = int(np.flatnonzero(duplicated)[0])
+        raise HilsimError(
+            f"{source}: sample {index}: launch_id {ids[index]} sampled twice "
+            "(repeated draws are one sample with draws > 1)"
+        )
+
+
+_JSON_NAMES = {"str": "string", "dict": "object", "list": "array"}
+
+
 def load_plan(path: str | Path) -> Plan:
-    """Read a plan JSON; one-line :class:`HilsimError` on any problem."""
+    """Read a plan JSON; one-line :class:`HilsimError` on any problem.
+
+    Every value is checked first (:func:`_check_plan_data`), so ``evaluate``,
+    ``validate`` and ``export`` never score or write a malformed plan.
+    """
     from hilsim.analyzer.jsonfile import read_json
 
     source = Path(path)
@@ -186,20 +294,18 @@ def load_plan(path: str | Path) -> Plan:
     for key in ("method", "params", "source", "clusters", "samples"):
         if key not in data:
             raise HilsimError(f"{source}: missing key {key!r}")
+    _check_plan_data(data, source)
     rows = data["samples"]
-    try:
-        samples = pd.DataFrame(
-            {
-                "launch_id": np.array([r["launch_id"] for r in rows], dtype=np.int64),
-                "weight": np.array([r["weight"] for r in rows], dtype=np.float64),
-                "cluster": np.array([r["cluster"] for r in rows], dtype=np.int64),
-                "draws": np.array([r.get("draws", 1) for r in rows], dtype=np.int64),
-            }
-        )
-        if rows and all("name" in r for r in rows):
-            samples["name"] = [str(r["name"]) for r in rows]
-    except (KeyError, TypeError, ValueError) as exc:
-        raise HilsimError(f"{source}: malformed sample entry ({exc})") from exc
+    samples = pd.DataFrame(
+        {
+            "launch_id": np.array([r["launch_id"] for r in rows], dtype=np.int64),
+            "weight": np.array([r["weight"] for r in rows], dtype=np.float64),
+            "cluster": np.array([r["cluster"] for r in rows], dtype=np.int64),
+            "draws": np.array([r.get("draws", 1) for r in rows], dtype=np.int64),
+        }
+    )
+    if rows and all("name" in r for r in rows):
+        samples["name"] = [str(r["name"]) for r in rows]
     return Plan(
         method=data["method"],
         params=data["params"],
