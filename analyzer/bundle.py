@@ -26,7 +26,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from hilsim.analyzer.atomic import atomic_directory
 from hilsim.analyzer.errors import HilsimError
-from hilsim.analyzer.schema import LAUNCH_COLUMNS, REGION_COLUMNS, REQUIRED_LAUNCH_COLUMNS
+from hilsim.analyzer.schema import (
+    LAUNCH_COLUMNS,
+    OPTIONAL_INT_COLUMNS,
+    REGION_COLUMNS,
+    REQUIRED_LAUNCH_COLUMNS,
+)
 
 BUNDLE_SCHEMA = "hilsim.bundle/1"
 MANIFEST = "manifest.json"
@@ -120,6 +125,18 @@ def default_manifest(**sections: Any) -> dict[str, Any]:
     return manifest
 
 
+def manifest_digest(manifest: dict[str, Any]) -> str:
+    """sha256 of the manifest's own facts: every key but ``digest``, as canonical JSON.
+
+    Written as ``manifest["digest"]`` and checked on read (issue 16 F3), so an edited
+    fact (``n_launches``, a file's size or sha256, the device) is caught even when the
+    files it describes are untouched.
+    """
+    facts = {key: value for key, value in manifest.items() if key != "digest"}
+    text = json.dumps(facts, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def _write_table(frame: pd.DataFrame, path: Path) -> None:
     table = pa.Table.from_pandas(frame, preserve_index=False)
     pq.write_table(table, path, compression="zstd")
@@ -149,7 +166,10 @@ def write_bundle(bundle: Bundle, path: str | Path, overwrite: bool = False) -> P
                 for item in sorted(tmp.iterdir())
             }
             manifest["n_launches"] = int(len(bundle.launches))
-            (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, default=str))
+            manifest.pop("digest", None)
+            manifest = json.loads(json.dumps(manifest, default=str))  # as read back
+            manifest["digest"] = manifest_digest(manifest)
+            (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
     except FileExistsError as exc:
         raise HilsimError(f"{target}: already exists (use --force to replace it)") from exc
     bundle.manifest = manifest
@@ -163,16 +183,48 @@ def _read_manifest(folder: Path) -> dict[str, Any]:
         raise HilsimError(f"{folder}: not a bundle folder (no such directory)")
     if not manifest_path.is_file():
         raise HilsimError(f"{manifest_path}: missing; {folder} is not a hilsim bundle")
-    try:
-        manifest = json.loads(manifest_path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise HilsimError(f"{manifest_path}: not valid JSON ({exc})") from exc
-    if not isinstance(manifest, dict) or manifest.get("schema") != BUNDLE_SCHEMA:
-        got = manifest.get("schema") if isinstance(manifest, dict) else type(manifest).__name__
-        raise HilsimError(f"{manifest_path}: schema is {got!r}, expected {BUNDLE_SCHEMA!r}")
+    from hilsim.analyzer.jsonfile import read_json
+
+    manifest = read_json(manifest_path, BUNDLE_SCHEMA)
     if not isinstance(manifest.get("files"), dict):
         raise HilsimError(f"{manifest_path}: no 'files' section with sha256 digests")
+    for key, kind in _MANIFEST_SECTIONS.items():
+        if key in manifest and not isinstance(manifest[key], kind):
+            raise HilsimError(
+                f"{manifest_path}: {key!r} must be a JSON {_JSON_KIND[kind]}, "
+                f"got {type(manifest[key]).__name__}"
+            )
+    for name, entry in manifest["files"].items():
+        if not (
+            isinstance(entry, dict)
+            and isinstance(entry.get("sha256"), str)
+            and isinstance(entry.get("bytes"), int)
+            and not isinstance(entry.get("bytes"), bool)
+            and entry["bytes"] >= 0
+        ):
+            raise HilsimError(
+                f"{manifest_path}: files[{name!r}] must give a sha256 and a size in bytes >= 0"
+            )
+    n = manifest.get("n_launches")
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise HilsimError(f"{manifest_path}: n_launches must be a positive integer, got {n!r}")
+    if manifest.get("digest") != manifest_digest(manifest):
+        what = "has no digest" if "digest" not in manifest else "digest differs from its facts"
+        raise HilsimError(
+            f"{manifest_path}: {what} (manifest edited or written by another tool; re-import)"
+        )
     return manifest
+
+
+_MANIFEST_SECTIONS: dict[str, type] = {
+    "device": dict,
+    "workload": dict,
+    "host": dict,
+    "profilers": list,
+    "source": dict,
+    "warnings": list,
+}
+_JSON_KIND: dict[type, str] = {dict: "object", list: "array"}
 
 
 def _verify_files(folder: Path, manifest: dict[str, Any]) -> None:
@@ -192,6 +244,7 @@ def _read_verified(
     files = manifest["files"]
     if LAUNCHES not in files:
         raise HilsimError(f"{folder / MANIFEST}: does not list {LAUNCHES}")
+    _refuse_unlisted(folder, files)
     kept: dict[str, bytes] = {}
     for name, entry in files.items():
         if Path(name).name != name:
@@ -199,6 +252,12 @@ def _read_verified(
         item = folder / name
         if not item.is_file():
             raise HilsimError(f"{item}: listed in the manifest but missing")
+        size = item.stat().st_size
+        if size != entry["bytes"]:
+            raise HilsimError(
+                f"{item}: sha256 differs from the manifest (file changed or corrupted: "
+                f"{size} bytes, the manifest says {entry['bytes']})"
+            )
         expected = entry.get("sha256") if isinstance(entry, dict) else None
         data: bytes | None = None
         if name in keep:
@@ -216,6 +275,69 @@ def _read_verified(
         if data is not None:
             kept[name] = data
     return kept
+
+
+def _refuse_unlisted(folder: Path, files: dict[str, Any]) -> None:
+    """A bundle table the manifest does not list is never loaded unverified (issue 16 F3)."""
+    for name in (METRICS, REGIONS, MICROBENCH):
+        if name not in files and (folder / name).exists():
+            raise HilsimError(
+                f"{folder / name}: present but not listed in {MANIFEST} (not verified); "
+                "remove it or re-import the profile"
+            )
+
+
+def _parquet_rows(path: Path, data: bytes | None, expected: int | None = None) -> int:
+    """Row count from the parquet footer, checked before any row is materialised (F4).
+
+    Refuses a table holding more rows per byte of file than ``max_rows_per_byte`` (a tiny
+    file that would expand to gigabytes) and, with ``expected``, a count other than the
+    manifest's ``n_launches``.
+    """
+    from hilsim.analyzer import limits
+
+    source: Any = pa.BufferReader(data) if data is not None else path
+    try:
+        meta = pq.read_metadata(source)
+    except (pa.ArrowException, OSError) as exc:
+        raise HilsimError(f"{path}: cannot read parquet ({exc})") from exc
+    size = len(data) if data is not None else path.stat().st_size
+    rows = int(meta.num_rows)
+    if rows > limits.value("max_rows_per_byte") * max(size, 1):
+        raise limits.exceeded(
+            path, "max_rows_per_byte", f"{rows} rows in a {size}-byte file"
+        )
+    if expected is not None and rows == 0:
+        raise HilsimError(f"{path}: empty profile: no kernel launches")
+    if expected is not None and rows != expected:
+        raise HilsimError(
+            f"{path}: holds {rows} rows but the manifest says n_launches {expected} "
+            "(another bundle's table?)"
+        )
+    return rows
+
+
+#: Arrow type checks of the launches table's columns, before conversion (F11)
+_INT_COLUMNS = ("launch_id", "duration_ns")
+
+
+def _check_launch_types(table_schema: pa.Schema, source: Path) -> None:
+    for name in table_schema.names:
+        kind = table_schema.field(name).type
+        if name in _INT_COLUMNS and not pa.types.is_integer(kind):
+            raise HilsimError(f"{source}: column {name} must be integers, got {kind}")
+        if name in OPTIONAL_INT_COLUMNS and not (
+            pa.types.is_integer(kind) or pa.types.is_null(kind)
+        ):
+            raise HilsimError(f"{source}: column {name} must be integers, got {kind}")
+        if name in ("name", "kernel", "region"):
+            value_type = kind.value_type if pa.types.is_dictionary(kind) else kind
+            if not (
+                pa.types.is_string(value_type)
+                or pa.types.is_large_string(value_type)
+                or pa.types.is_null(value_type)
+            ):
+                raise HilsimError(f"{source}: column {name} must be text, got {kind}")
 
 
 def _nullable_int64(column: pa.ChunkedArray) -> pd.arrays.IntegerArray:
@@ -271,18 +393,31 @@ def _table_to_frame(table: pa.Table) -> pd.DataFrame:
 
 
 def _read_parquet(
-    path: Path, data: bytes | None = None, columns: list[str] | None = None
+    path: Path,
+    data: bytes | None = None,
+    columns: list[str] | None = None,
+    expected_rows: int | None = None,
+    launches: bool = False,
 ) -> pd.DataFrame:
     """Read one parquet table (only ``columns`` when given: the others are never decoded),
-    from ``data`` (its bytes, already read) when given."""
+    from ``data`` (its bytes, already read) when given.
+
+    The footer is checked first (:func:`_parquet_rows`; with ``launches`` the column
+    types too), so a table that would not fit is refused before it is materialised.
+    """
+    _parquet_rows(path, data, expected_rows)
     source: Any = pa.BufferReader(data) if data is not None else path
     del data  # (the caller passed its only reference) so the bytes go once parsed
     try:
-        if columns is not None:
-            present = set(pq.read_schema(source).names)
+        if columns is not None or launches:
+            schema = pq.read_schema(source)
             if isinstance(source, pa.BufferReader):
                 source.seek(0)
-            columns = [c for c in columns if c in present]
+            if launches:
+                _check_launch_types(schema, path)
+            if columns is not None:
+                present = set(schema.names)
+                columns = [c for c in columns if c in present]
         tables = [pq.read_table(source, columns=columns)]
         del source
         return _table_to_frame(tables.pop())  # hands over the only reference
@@ -342,9 +477,16 @@ def validate_metrics(metrics: pd.DataFrame, n_launches: int, source: str) -> Non
             f"{source}: row {row}: launch_id {ids[row]} has no launch "
             f"(bundle has {n_launches} launches)"
         )
+    if ids.dtype.kind not in "iu":
+        raise HilsimError(f"{source}: column launch_id must be integers, got {ids.dtype}")
     for column in metrics.columns:
         if column != "launch_id" and metrics[column].dtype.kind not in "fiu":
             raise HilsimError(f"{source}: metric column {column!r} is not numeric")
+        if column != "launch_id" and metrics[column].dtype.kind == "f":
+            infinite = np.isinf(metrics[column].to_numpy())
+            if infinite.any():
+                row = int(np.flatnonzero(infinite)[0])
+                raise HilsimError(f"{source}: row {row}: metric {column!r} is not finite")
 
 
 def _as_categoricals(launches: pd.DataFrame) -> pd.DataFrame:
@@ -372,13 +514,24 @@ def read_bundle(
     folder = Path(path)
     manifest = _read_manifest(folder)
     # the tables' verified bytes: each file is read from disk once, hashed, then parsed
-    raw = _read_verified(folder, manifest, (LAUNCHES, METRICS, REGIONS)) if verify else {}
+    if verify:
+        raw = _read_verified(folder, manifest, (LAUNCHES, METRICS, REGIONS))
+    else:
+        _refuse_unlisted(folder, manifest["files"])
+        raw = {}
+    listed = manifest["files"]
     wanted = None
     if columns is not None:
         wanted = list(dict.fromkeys([*REQUIRED_LAUNCH_COLUMNS, *columns]))
         wanted = [c for c in LAUNCH_COLUMNS if c in wanted]
     launches = _as_categoricals(
-        _read_parquet(folder / LAUNCHES, raw.pop(LAUNCHES, None), wanted)
+        _read_parquet(
+            folder / LAUNCHES,
+            raw.pop(LAUNCHES, None),
+            wanted,
+            expected_rows=manifest["n_launches"],
+            launches=True,
+        )
     )
     validate_launches(
         launches,
@@ -386,19 +539,20 @@ def read_bundle(
         LAUNCH_COLUMNS if wanted is None else tuple(REQUIRED_LAUNCH_COLUMNS),
     )
     metrics = None
-    if (folder / METRICS).is_file():
+    if METRICS in listed:
         metrics = _read_parquet(folder / METRICS, raw.pop(METRICS, None))
         validate_metrics(metrics, len(launches), str(folder / METRICS))
     regions = None
-    if (folder / REGIONS).is_file():
+    if REGIONS in listed:
         regions = _read_parquet(folder / REGIONS, raw.pop(REGIONS, None))
         missing = [c for c in REGION_COLUMNS if c not in regions.columns]
         if missing:
             raise HilsimError(f"{folder / REGIONS}: missing column(s) {', '.join(missing)}")
     microbench = None
-    if (folder / MICROBENCH).is_file():
-        try:
-            microbench = json.loads((folder / MICROBENCH).read_text())
-        except json.JSONDecodeError as exc:
-            raise HilsimError(f"{folder / MICROBENCH}: not valid JSON ({exc})") from exc
+    if MICROBENCH in listed:
+        from hilsim.analyzer.jsonfile import read_json
+
+        microbench = read_json(folder / MICROBENCH)
+        if not isinstance(microbench, list | dict):
+            raise HilsimError(f"{folder / MICROBENCH}: expected JSON measurements")
     return Bundle(launches, metrics, regions, manifest, microbench, folder)

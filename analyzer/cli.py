@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +150,14 @@ class LazyGroup(click.Group):
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
 @click.option(
+    "--limit",
+    "limits",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Raise a size guard on untrusted input (docs/limits.md), e.g. "
+    "--limit max_decompression_ratio=1000.",
+)
+@click.option(
     "--version",
     is_flag=True,
     expose_value=False,
@@ -156,11 +165,15 @@ class LazyGroup(click.Group):
     callback=_print_version,
     help="Show the version and exit.",
 )
-def cli(debug: bool) -> None:
+def cli(debug: bool, limits: tuple[str, ...]) -> None:
     """hilsim: profile real GPUs, sample kernel launches, validate sampled simulation.
 
     Analysis commands run anywhere (no GPU); `hilsim agent ...` runs on a GPU host.
     """
+    from hilsim.analyzer import limits as guards
+
+    for assignment in limits:
+        guards.set_limit(assignment)
 
 
 @cli.command("import")
@@ -547,10 +560,17 @@ def compare_cmd(
 
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point: one-line errors, exit code 2 for bad input."""
+    from hilsim.analyzer import limits
+
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
+    limits.reset()
     try:
-        cli.main(args=args, prog_name="hilsim", standalone_mode=False)
+        with warnings.catch_warnings():
+            # numpy/pandas RuntimeWarnings (0/0, overflow in a reduction) are not the
+            # user's business: results are checked where they matter (issue 16 F9)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            cli.main(args=args, prog_name="hilsim", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return int(exc.exit_code or 0)
     except click.ClickException as exc:

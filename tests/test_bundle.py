@@ -6,7 +6,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hilsim.analyzer.bundle import Bundle, read_bundle, write_bundle
+from hilsim.analyzer.bundle import Bundle, manifest_digest, read_bundle, write_bundle
 from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.schema import normalize_launches
 
@@ -81,6 +81,9 @@ def _rewrite_launches(path, mutate) -> None:
     manifest = json.loads((path / "manifest.json").read_text())
     digest = hashlib.sha256((path / "launches.parquet").read_bytes()).hexdigest()
     manifest["files"]["launches.parquet"]["sha256"] = digest
+    manifest["files"]["launches.parquet"]["bytes"] = (path / "launches.parquet").stat().st_size
+    manifest["n_launches"] = len(frame) or manifest["n_launches"]
+    manifest["digest"] = manifest_digest(manifest)
     (path / "manifest.json").write_text(json.dumps(manifest))
 
 
