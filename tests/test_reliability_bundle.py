@@ -1,0 +1,201 @@
+"""Issue 16 F3, F4, F6, F11: a bundle is read only as its manifest describes it.
+
+Each case tampers a real bundle (imported from the nsys SQLite fixture) and, where an
+attacker would, re-signs it (fresh sha256, sizes and manifest digest), then runs
+``hilsim plan`` on it: exit 2, one stderr line naming the file, no plan written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hilsim.analyzer.bundle import manifest_digest, read_bundle
+from hilsim.analyzer.cli import main
+
+from tests import reliability_inputs as inputs
+
+
+@pytest.fixture(scope="module")
+def original(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("bundle") / "b"
+    assert main(["import", str(inputs.SQLITE), "-o", str(folder)]) == 0
+    return folder
+
+
+@pytest.fixture
+def bundle(original, tmp_path) -> Path:
+    copy = tmp_path / "b"
+    shutil.copytree(original, copy)
+    return copy
+
+
+def manifest(folder: Path) -> dict:
+    return json.loads((folder / "manifest.json").read_text())
+
+
+def resign(folder: Path, data: dict | None = None, files: list[str] | None = None) -> None:
+    """Write the manifest with the files' real sha256/size and a fresh digest."""
+    data = manifest(folder) if data is None else data
+    names = files if files is not None else list(data["files"])
+    data["files"] = {
+        name: {"sha256": hashlib.sha256((folder / name).read_bytes()).hexdigest(),
+               "bytes": (folder / name).stat().st_size}
+        for name in names
+    }
+    data["digest"] = manifest_digest(data)
+    (folder / "manifest.json").write_text(json.dumps(data))
+
+
+def refused(capsys, folder: Path, *words: str) -> str:
+    plan = folder.parent / "plan.json"
+    code = main(["plan", str(folder), "-m", "random", "-o", str(plan)])
+    err = capsys.readouterr().err.splitlines()
+    assert code == 2, err
+    assert len(err) == 1 and "Traceback" not in err[0], err
+    for word in words:
+        assert word in err[0], err
+    assert not plan.exists()
+    return err[0]
+
+
+def test_untampered_bundle_plans(capsys, bundle):
+    assert main(["plan", str(bundle), "-m", "random", "-o", str(bundle.parent / "p.json")]) == 0
+
+
+# ------------------------------------------------------------------------------- F3
+
+def test_f3_unlisted_metrics_refused(capsys, bundle):
+    pq.write_table(pa.table({"launch_id": [0, 1], "m": [1.0, 2.0]}), bundle / "metrics.parquet")
+    refused(capsys, bundle, "metrics.parquet", "not listed")
+
+
+def test_f3_regions_dropped_from_the_listing_refused(capsys, bundle):
+    resign(bundle, files=["launches.parquet"])
+    refused(capsys, bundle, "regions.parquet", "not listed")
+
+
+def test_f3_unlisted_microbench_refused(capsys, bundle):
+    (bundle / "microbench.json").write_text("[]")
+    refused(capsys, bundle, "microbench.json", "not listed")
+
+
+def test_f3_manifest_fact_edited_without_digest_refused(capsys, bundle):
+    data = manifest(bundle)
+    data["device"]["name"] = "NVIDIA H100"
+    (bundle / "manifest.json").write_text(json.dumps(data))
+    refused(capsys, bundle, "manifest.json", "digest differs")
+
+
+def test_f3_manifest_without_digest_refused(capsys, bundle):
+    data = manifest(bundle)
+    del data["digest"]
+    (bundle / "manifest.json").write_text(json.dumps(data))
+    refused(capsys, bundle, "manifest.json", "no digest")
+
+
+# ------------------------------------------------------------------------------- F4
+
+def test_f4_tiny_file_of_millions_of_rows_refused_before_reading(capsys, bundle):
+    n = 4_000_000
+    table = pa.table({
+        "launch_id": np.zeros(n, dtype=np.int64),
+        "name": pa.DictionaryArray.from_arrays(np.zeros(n, dtype=np.int32), ["k"]),
+        "duration_ns": np.ones(n, dtype=np.int64),
+    })
+    pq.write_table(table, bundle / "launches.parquet", compression="zstd")
+    del table
+    data = manifest(bundle)
+    data["n_launches"] = n
+    resign(bundle, data)
+    assert (bundle / "launches.parquet").stat().st_size < 200_000
+    began = time.perf_counter()
+    refused(capsys, bundle, "launches.parquet", "max_rows_per_byte", "--limit")
+    assert time.perf_counter() - began < 5
+
+
+# ------------------------------------------------------------------------------ F11
+
+def _rewrite_launches(folder: Path, mutate) -> None:
+    frame = pq.read_table(folder / "launches.parquet").to_pandas()
+    pq.write_table(pa.Table.from_pandas(mutate(frame), preserve_index=False),
+                   folder / "launches.parquet")
+    resign(folder)
+
+
+def test_f11_wrong_n_launches_refused(capsys, bundle):
+    data = manifest(bundle)
+    data["n_launches"] = 1000
+    resign(bundle, data)
+    refused(capsys, bundle, "launches.parquet", "1106 rows", "n_launches 1000")
+
+
+def test_f11_negative_bytes_refused(capsys, bundle):
+    data = manifest(bundle)
+    data["files"]["launches.parquet"]["bytes"] = -1
+    data["digest"] = manifest_digest(data)
+    (bundle / "manifest.json").write_text(json.dumps(data))
+    refused(capsys, bundle, "manifest.json", "bytes >= 0")
+
+
+def test_f11_another_bundles_launches_refused(capsys, bundle, tmp_path):
+    other = tmp_path / "other"
+    assert main(["import", str(inputs.NSYS_CSV), "-o", str(other)]) == 0
+    shutil.copyfile(other / "launches.parquet", bundle / "launches.parquet")
+    resign(bundle)
+    refused(capsys, bundle, "launches.parquet", "n_launches 1106")
+
+
+@pytest.mark.parametrize(
+    "mutate,words",
+    [
+        (lambda f: f.assign(launch_id=f["launch_id"].astype(float)), "launch_id must be integers"),
+        (lambda f: f.assign(start_ns=f["start_ns"].astype(str)), "start_ns must be integers"),
+        (lambda f: f.assign(grid_x=f["grid_x"].astype(float)), "grid_x must be integers"),
+        (lambda f: f.assign(name=f["name"].cat.codes), "name must be text"),
+    ],
+)
+def test_f11_column_types_checked(capsys, bundle, mutate, words):
+    _rewrite_launches(bundle, mutate)
+    refused(capsys, bundle, "launches.parquet", words)
+
+
+def test_f11_infinite_metrics_refused(capsys, bundle):
+    pq.write_table(pa.table({"launch_id": np.arange(3), "m": [np.inf] * 3}),
+                   bundle / "metrics.parquet")
+    resign(bundle, files=[*manifest(bundle)["files"], "metrics.parquet"])
+    refused(capsys, bundle, "metrics.parquet", "not finite")
+
+
+# ------------------------------------------------------------------------------- F6
+
+def test_f6_manifest_device_list_refused(capsys, bundle):
+    data = manifest(bundle)
+    data["device"] = ["A100"]
+    resign(bundle, data)
+    refused(capsys, bundle, "manifest.json", "'device' must be a JSON object")
+
+
+def test_f6_non_utf8_microbench_refused(capsys, bundle):
+    (bundle / "microbench.json").write_bytes(b'[{"name": "\xff"}]')
+    resign(bundle, files=[*manifest(bundle)["files"], "microbench.json"])
+    refused(capsys, bundle, "microbench.json", "not valid JSON")
+
+
+def test_f6_deeply_nested_manifest_refused(capsys, bundle):
+    (bundle / "manifest.json").write_text('{"schema": ' + "[" * 50_000 + "]" * 50_000 + "}")
+    refused(capsys, bundle, "manifest.json", "nested too deeply")
+
+
+def test_read_back_of_a_fresh_bundle_is_unchanged(original):
+    bundle = read_bundle(original)
+    assert bundle.n_launches == 1106
+    assert isinstance(bundle.launches["name"].dtype, pd.CategoricalDtype)
