@@ -179,6 +179,10 @@ def write_bundle(bundle: Bundle, path: str | Path, overwrite: bool = False) -> P
 
 def _read_manifest(folder: Path) -> dict[str, Any]:
     manifest_path = folder / MANIFEST
+    if not folder.exists():
+        from hilsim.analyzer.atomic import recover
+
+        recover(folder)  # a replacement killed between its two renames (no RENAME_EXCHANGE)
     if not folder.is_dir():
         raise HilsimError(f"{folder}: not a bundle folder (no such directory)")
     if not manifest_path.is_file():

@@ -587,6 +587,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         click.echo("hilsim: interrupted", err=True)
         return 130
+    except OSError as exc:  # the environment (permissions, a full disk, /proc): one line
+        if debug:
+            raise
+        where = exc.filename if exc.filename is not None else "hilsim"
+        click.echo(f"hilsim: error: {where}: {exc.strerror or exc}", err=True)
+        return 2
     except Exception as exc:  # a bug: still one line unless --debug
         if debug:
             raise
