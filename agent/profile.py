@@ -462,7 +462,7 @@ def _profile(
         raise HilsimError(
             f"{detailed_error} (the light-level bundle was written to {path} without metrics)"
         )
-    return path, manifest
+    return path, bundle.manifest  # as written: n_launches, file digests (issue 16 F13)
 
 
 __all__ = ["BACKENDS", "ProfileOptions", "choose_backend", "profile_workload", "workload_argv"]

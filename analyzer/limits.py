@@ -11,6 +11,7 @@ option ``hilsim --limit NAME=VALUE ...`` or the environment variable ``HILSIM_<N
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 from hilsim.analyzer.errors import HilsimError
@@ -34,7 +35,6 @@ LIMITS: dict[str, Limit] = {
             "decompressed bytes per compressed byte of a .gz input (real traces: 5-30)",
         ),
         Limit("max_number_digits", 100, "characters of one number in a text input"),
-        Limit("max_json_depth", 64, "nesting depth of JSON objects and arrays"),
         Limit(
             "max_zero_run_bytes",
             1 << 20,
@@ -92,3 +92,69 @@ def exceeded(source: object, name: str, detail: str) -> HilsimError:
         f"{source}: {detail}: over the limit {name}={value(name)} "
         f"(raise it with `hilsim --limit {name}=N ...` or HILSIM_{name.upper()})"
     )
+
+
+#: JSON nesting is bounded by Python's recursion limit (about 1,000 levels; real traces,
+#: plans and manifests nest fewer than 10): fixed, not raisable
+JSON_DEPTH = "about 1000 levels (Python's recursion limit)"
+
+
+def too_deep(source: object) -> HilsimError:
+    """The refusal of JSON nested beyond :data:`JSON_DEPTH`."""
+    return HilsimError(f"{source}: JSON nested too deeply (limit: {JSON_DEPTH}; fixed)")
+
+
+class Inflation:
+    """Guard of a decompressed stream: refuses more than ``max_decompression_ratio``
+    bytes out per compressed byte in (after a 1 MiB allowance, so small files pass)."""
+
+    def __init__(self, source: object, compressed_bytes: int) -> None:
+        self.source = source
+        self.compressed = max(compressed_bytes, 1)
+        self.cap = value("max_decompression_ratio") * self.compressed + (1 << 20)
+
+    def check(self, total: int) -> None:
+        if total > self.cap:
+            raise exceeded(
+                self.source,
+                "max_decompression_ratio",
+                f"inflates past {total} bytes from {self.compressed} compressed "
+                f"(ratio > {total // self.compressed})",
+            )
+
+
+class DigitRuns:
+    """Guard of a text stream fed block by block: refuses a number (a run of digits)
+    longer than ``max_number_digits``, including one split across blocks."""
+
+    def __init__(self, source: object) -> None:
+        self.source = source
+        self.limit = value("max_number_digits")
+        self.pattern = re.compile(rb"[0-9]{%d}" % (self.limit + 1))
+        self.carry = 0  # digits at the end of the previous block
+
+    def feed(self, block: bytes) -> None:
+        if not block:
+            return
+        lead = len(block) - len(block.lstrip(b"0123456789"))
+        if self.carry + lead > self.limit or self.pattern.search(block):
+            raise exceeded(self.source, "max_number_digits", "a number of more digits")
+        if lead == len(block):
+            self.carry += lead
+        else:
+            self.carry = len(block) - len(block.rstrip(b"0123456789"))
+
+
+def check_sparse(path: os.PathLike[str] | str) -> None:
+    """Refuse a file whose size exceeds its allocated blocks by more than
+    ``max_zero_run_bytes``: a sparse hole reads as that many zero bytes."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return
+    allocated = getattr(stat, "st_blocks", None)
+    if allocated is None:
+        return
+    hole = stat.st_size - allocated * 512
+    if hole > value("max_zero_run_bytes"):
+        raise exceeded(path, "max_zero_run_bytes", f"a sparse file with {hole} bytes of holes")

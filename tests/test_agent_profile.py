@@ -79,6 +79,7 @@ def test_full_profile_with_matching_detailed_pass(fake_tools, tmp_path, capsys, 
     code, err = profile(capsys, out, "--detailed-first", "3", "--measure-overhead")
     assert code == 0, err
     assert "light backend: nsys" in err
+    assert f"{N_LAUNCHES} launches (nsys)" in err  # the real count, not "None" (issue 16 F13)
     bundle = read_bundle(out)
     manifest = bundle.manifest
     assert bundle.n_launches == N_LAUNCHES and manifest["complete"] is True

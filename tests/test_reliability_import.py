@@ -3,11 +3,18 @@ F12, F13), each through the real CLI entry and the real fixtures."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import os
+import time
+import warnings
 
+import numpy as np
 import pytest
+from hilsim.analyzer import limits
 from hilsim.analyzer.bundle import read_bundle
 from hilsim.analyzer.cli import main
+from hilsim.analyzer.errors import HilsimError
 
 from tests import reliability_inputs as inputs
 
@@ -163,3 +170,153 @@ def test_f6_cupti_huge_grid_one_line(capsys, tmp_path):
     kernel = {"kind": "kernel", "name": "k", "start": 10, "end": 20, "grid_x": 10**30}
     source = inputs.cupti_records(tmp_path, [kernel])
     refused(capsys, tmp_path, source, str(source), "grid_x", "2^63")
+
+
+# ----------------------------------------------------------------------- F5 size guards
+
+def test_f5_gzip_bomb_of_whitespace_refused_quickly(capsys, tmp_path):
+    source = tmp_path / "ws.json.gz"
+    source.write_bytes(gzip.compress(b'{"traceEvents": [' + b" " * (64 << 20) + b"]}"))
+    began = time.perf_counter()
+    line = refused(capsys, tmp_path, source, str(source), "max_decompression_ratio", "--limit")
+    assert time.perf_counter() - began < 10, line
+
+
+def test_f5_limit_flag_raises_the_guard(capsys, tmp_path):
+    source = tmp_path / "ws.json.gz"
+    events = json.dumps(inputs.kineto_events(20)).encode()
+    source.write_bytes(gzip.compress(b'{"traceEvents": ' + events + b" " * (8 << 20) + b"}"))
+    out = tmp_path / "bundle"
+    assert run(capsys, "import", source, "-o", out)[0] == 2
+    code, err, _ = run(capsys, "--limit", "max_decompression_ratio=100000", "import", source,
+                       "-o", out)
+    assert code == 0, err
+    assert main(["import", str(source), "-o", str(tmp_path / "again")]) == 2  # not sticky
+
+
+def test_f5_number_of_a_million_digits_refused(capsys, tmp_path):
+    source = tmp_path / "digits.json.gz"
+    source.write_bytes(gzip.compress(b'{"traceEvents": [{"ph": "X", "ts": 1'
+                                     + b"0" * (1 << 20) + b"}]}"))
+    refused(capsys, tmp_path, source, str(source), "max_number_digits")
+
+
+def test_f5_digit_run_split_across_blocks_is_counted():
+    guard = limits.DigitRuns("x")
+    guard.feed(b'{"ts": ' + b"1" * 60)
+    with pytest.raises(HilsimError, match="max_number_digits"):
+        guard.feed(b"2" * 60 + b"}")
+
+
+def test_f5_csv_followed_by_a_sparse_hole_refused(capsys, tmp_path):
+    source = tmp_path / "hole.csv"
+    with open(source, "wb") as handle:
+        handle.write(inputs.WIDE.read_bytes())
+        handle.truncate(3 << 30)  # 3 GiB of zero bytes, no disk blocks
+    if os.stat(source).st_blocks * 512 >= 1 << 30:
+        pytest.skip("this file system does not make sparse files")
+    refused(capsys, tmp_path, source, str(source), "max_zero_run_bytes", "sparse")
+
+
+def test_f5_real_gzip_traces_pass_the_ratio_guard(capsys, tmp_path):
+    for index, trace in enumerate(sorted(inputs.KINETO.parent.glob("*.json.gz"))):
+        assert main(["import", str(trace), "-o", str(tmp_path / f"b{index}")]) == 0, trace
+    capsys.readouterr()
+
+
+# ----------------------------------------------------------------------- F6 more inputs
+
+@pytest.mark.parametrize("cat", [["kernel"], {"a": 1}])
+def test_f6_kineto_cat_list_or_dict(capsys, tmp_path, cat):
+    events = inputs.kineto_events(10)
+    events[0]["cat"] = cat
+    bundle, err = imported(capsys, tmp_path, inputs.kineto_trace(tmp_path, events))
+    assert bundle.n_launches == 9 and err == []
+
+
+@pytest.mark.parametrize("name", ["deep.json", "deep_events.json"])
+def test_f6_deeply_nested_json_one_line(capsys, tmp_path, name):
+    body = "[" * 100_000 + "]" * 100_000
+    text = body if name == "deep.json" else '{"traceEvents": [' + body + "]}"
+    source = tmp_path / name
+    source.write_text(text)
+    refused(capsys, tmp_path, source, str(source))
+
+
+@pytest.mark.parametrize("value", ["inf", "1" + "0" * 400, "-inf"])
+def test_f6_inf_and_400_digit_numbers_in_csv_columns(capsys, tmp_path, value):
+    source = inputs.nsys_csv(tmp_path, 3, value)  # GrdX
+    refused(capsys, tmp_path, source, str(source), "grid_x")
+
+
+def test_f6_int_beyond_int64_in_optional_column(capsys, tmp_path):
+    source = inputs.nsys_csv(tmp_path, 2, "99999999999999999999999")  # CorrId
+    refused(capsys, tmp_path, source, str(source), "correlation_id", "2^63")
+
+
+def test_f6_sqlite_names_stored_as_non_utf8_blobs(capsys, tmp_path):
+    source = inputs.sqlite_copy(
+        tmp_path,
+        "UPDATE StringIds SET value = CAST(x'ff41fe' AS BLOB) "
+        "WHERE id = (SELECT demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1)",
+    )
+    bundle, err = imported(capsys, tmp_path, source)
+    assert bundle.n_launches == 1106
+    assert "\ufffdA\ufffd" in set(bundle.launches["name"].astype(str))
+
+
+# ----------------------------------------------------------------------- F12 .nsys-rep
+
+def test_f12_nsys_rep_export_goes_to_a_private_folder(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("HILSIM_NSYS", str(inputs.DATA / "agent" / "nsys"))
+    monkeypatch.setenv("FAKE_NSYS_SQLITE", str(inputs.SQLITE))
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    report = inbox / "run.nsys-rep"
+    report.write_text(str(inputs.SQLITE))
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    (inbox / "run.sqlite").symlink_to(victim)  # a planted link where the export used to go
+    bundle, err = imported(capsys, tmp_path, report)
+    assert bundle.n_launches == 1106 and err == []
+    assert victim.read_text() == "keep me"
+    assert sorted(p.name for p in inbox.iterdir()) == ["run.nsys-rep", "run.sqlite"]
+    assert bundle.manifest["source"]["files"] == [str(report)]
+
+
+# ----------------------------------------------------------------------- F13 messages
+
+def test_f13_directory_input_says_directory(capsys, tmp_path):
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    line = refused(capsys, tmp_path, folder, str(folder), "is a directory")
+    assert "no such file" not in line
+
+
+def test_f13_messages_show_the_input_value_not_a_wrapped_int64(capsys, tmp_path):
+    source = inputs.nsys_csv(tmp_path, 1, "9223372036854775808")
+    line = refused(capsys, tmp_path, source)
+    assert "-9223372036854775808" not in line and "9.223372036854776e+18" in line
+
+
+# ----------------------------------------------------------------------- F9 warnings
+
+def test_f9_numpy_runtime_warnings_never_reach_stderr(capsys, tmp_path, monkeypatch):
+    """numpy warns (0/0 in a reduction) inside a command: stdout has the result, stderr
+    stays empty on success and holds only the error line on failure."""
+    from hilsim.analyzer.importers import profile
+
+    real = profile.import_profile
+
+    def warning_import(*args, **kwargs):
+        np.array([0.0]) / np.array([0.0])  # RuntimeWarning: invalid value in divide
+        np.log(np.zeros(1))  # RuntimeWarning: divide by zero in log
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(profile, "import_profile", warning_import)
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")  # as a user's Python shows them
+        code, err, _ = run(capsys, "import", inputs.NSYS_CSV, "-o", tmp_path / "b")
+        assert code == 0 and err == [], err
+        code, err, _ = run(capsys, "import", tmp_path / "missing.csv", "-o", tmp_path / "c")
+        assert code == 2 and len(err) == 1, err

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from hilsim import simmodel
 from hilsim.analyzer.cli import main
 
+from hilsim import simmodel
 from tests import reliability_inputs as inputs
 
 PRESET = Path(simmodel.__file__).parent / "presets" / "QV100.json"

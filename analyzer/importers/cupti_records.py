@@ -124,7 +124,7 @@ def is_cupti_records(path: str | Path) -> bool:
         with open(path, encoding="utf-8", errors="replace") as handle:
             first = handle.readline(4096)
         return json.loads(first).get("schema") == SCHEMA
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return False
 
 

@@ -85,6 +85,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+from hilsim.analyzer import limits
 from hilsim.analyzer.bundle import Bundle, default_manifest
 from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.schema import REGION_COLUMNS, normalize_launches, shown_value
@@ -219,13 +220,16 @@ def _text_blocks(path: Path, max_bytes: int) -> Iterator[str]:
         f"{path}: trace larger than {max_bytes} bytes (decompressed); "
         "refusing to load it (raise max_bytes to read it anyway)"
     )
+    digits = limits.DigitRuns(path)
     try:
         with open(path, "rb") as handle:
             magic = handle.read(2)
             handle.seek(0)
-            if magic != _GZIP_MAGIC and os.fstat(handle.fileno()).st_size > max_bytes:
+            size = os.fstat(handle.fileno()).st_size
+            if magic != _GZIP_MAGIC and size > max_bytes:
                 raise too_large  # (known before reading; a gzip'd trace, once read)
             stream: Any = gzip.GzipFile(fileobj=handle) if magic == _GZIP_MAGIC else handle
+            ratio = limits.Inflation(path, size) if magic == _GZIP_MAGIC else None
             with stream:
                 total = 0
                 decoder = None
@@ -234,6 +238,9 @@ def _text_blocks(path: Path, max_bytes: int) -> Iterator[str]:
                     total += len(block)
                     if total > max_bytes:
                         raise too_large
+                    if ratio is not None:
+                        ratio.check(total)
+                    digits.feed(block)
                     if decoder is None:
                         if not block:
                             return
@@ -838,7 +845,11 @@ class _Scan:
         self.n_events += len(events)
         timed = [e for e in events if e.ph == "X"]
         cats = list(map(_CAT, timed))
-        self.categories.update(cats)
+        try:
+            self.categories.update(cats)
+        except TypeError:  # a 'cat' that is a list or an object: no category of ours
+            cats = [c if isinstance(c, str) else f"<{type(c).__name__}>" for c in cats]
+            self.categories.update(cats)
         kernels, calls = self.kernels.batch, self.launch_calls.batch
         for event, cat in zip(timed, cats, strict=True):
             if cat in KERNEL_CATS:
@@ -1163,7 +1174,10 @@ def read_kineto_trace(
     if regions not in REGION_MODES:
         raise HilsimError(f"regions must be one of {', '.join(REGION_MODES)}, got {regions!r}")
     scan = _Scan(source)
-    data = _stream_trace(source, max_bytes, scan)
+    try:
+        data = _stream_trace(source, max_bytes, scan)
+    except RecursionError as exc:
+        raise limits.too_deep(source) from exc
     meta = {k: _plain(v) for k, v in data.items() if k not in ("traceEvents", "deviceProperties")}
     attrs: dict[str, Any] = {
         "n_gpu_memcpy": int(scan.counts["n_gpu_memcpy"]),

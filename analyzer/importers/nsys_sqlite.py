@@ -300,7 +300,11 @@ def _read_kernels(conn: sqlite3.Connection, tables: dict[str, str], path: Path) 
         for i, col in enumerate(name_columns)
     ]
     # NULLIF: an empty demangled name falls back to the short name
-    coalesce = ", ".join(f"NULLIF(s{i}.value, '')" for i in range(len(name_columns)))
+    # (CAST: a name stored as a BLOB comes back as text through the connection's
+    # text_factory, invalid UTF-8 replaced, rather than as bytes)
+    coalesce = ", ".join(
+        f"NULLIF(CAST(s{i}.value AS TEXT), '')" for i in range(len(name_columns))
+    )
     select.append(f"COALESCE({coalesce}) AS name")
     runtime = tables.get(RUNTIME_TABLE.lower())
     if runtime is not None and {"correlationId", "globalPid"} <= columns:

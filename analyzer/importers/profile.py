@@ -14,6 +14,7 @@ plus Nsight Compute CSV metrics (``--ncu``).
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,20 @@ def _read(path: Path, fmt: str) -> Bundle:
     raise HilsimError(f"{path}: format {fmt!r} is not importable; known: {', '.join(FORMATS)}")
 
 
+def _read_report(report: Path) -> Bundle:
+    """An Nsight Systems report, exported by ``nsys export`` into a private temporary
+    folder (mode 0700, removed after reading): nothing is written beside the input and
+    no existing file or symlink is overwritten or followed (issue 16 F12)."""
+    from hilsim.analyzer.importers.nsys_rep import export_nsys_rep
+
+    with tempfile.TemporaryDirectory(prefix="hilsim-nsys-export-") as private:
+        bundle = _read(export_nsys_rep(report, out_dir=private), "sqlite")
+    bundle.manifest.setdefault("source", {})["files"] = [str(report)]
+    for profiler in bundle.manifest.get("profilers", [])[:1]:
+        profiler["file"] = report.name
+    return bundle
+
+
 def import_profile(
     path: str | Path,
     fmt: str = "auto",
@@ -75,20 +90,26 @@ def import_profile(
     ncu_first_launch: int = 0,
 ) -> Bundle:
     """Import a foreign profile (and optional ncu CSV) into an in-memory bundle."""
+    from hilsim.analyzer import limits
     from hilsim.analyzer.importers.detect import sniff_format
 
     source = Path(path)
+    if source.is_dir():
+        raise HilsimError(
+            f"{source}: is a directory, expected a profile file (a bundle folder is "
+            "already imported)"
+        )
     if not source.is_file():
         raise HilsimError(f"{source}: no such file")
+    limits.check_sparse(source)
     if source.suffix in (".nsys-rep", ".qdrep"):
-        from hilsim.analyzer.importers.nsys_rep import export_nsys_rep
+        bundle = _read_report(source)
+    else:
+        if fmt == "auto":
+            from hilsim.analyzer.importers.cupti_records import is_cupti_records
 
-        source, fmt = export_nsys_rep(source), "sqlite"
-    if fmt == "auto":
-        from hilsim.analyzer.importers.cupti_records import is_cupti_records
-
-        fmt = "cupti-records" if is_cupti_records(source) else sniff_format(source)
-    bundle = _read(source, fmt)
+            fmt = "cupti-records" if is_cupti_records(source) else sniff_format(source)
+        bundle = _read(source, fmt)
     warnings = list(bundle.launches.attrs.get("warnings") or [])
     if warnings:
         bundle.manifest["warnings"] = [*bundle.manifest.get("warnings", []), *warnings]
