@@ -469,7 +469,9 @@ def test_events_msgspec_refuses_are_read_as_json_loads_reads_them(tmp_path, monk
         assert d["device"] == 2 and d["stream"] == 7  # 1.5 rounds to 2; text: the tid
     nan = tmp_path / "nan.json"
     nan.write_text(json.dumps(_trace(_kernel("k", 1, 1, 1))).replace('"ts": 1', '"ts": NaN'))
-    with pytest.raises(HilsimError, match=r"kernel 'k': ts/dur not a number of ns below 2\^63 \(ts=nan, dur=1\)"):
+    with pytest.raises(
+        HilsimError, match=r"kernel 'k': ts/dur not a number of ns below 2\^63 \(ts=nan, dur=1\)"
+    ):
         read_kineto_trace(nan)
     twice = tmp_path / "twice.json"
     body = json.dumps(_trace(_kernel("first", 1, 1, 1)))
