@@ -112,3 +112,12 @@ def wide_csv(folder: Path, value: str, name: str = "wide.csv") -> Path:
     path = folder / name
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def ncu_kernel_names() -> list[str]:
+    """The kernel names of the real ncu raw CSV fixture, in its order."""
+    import csv
+
+    rows = list(csv.reader(NCU_RAW.read_text(encoding="utf-8").splitlines()[2:]))
+    column = rows[0].index("Kernel Name")
+    return [row[column] for row in rows[2:]]

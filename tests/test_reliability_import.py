@@ -320,3 +320,52 @@ def test_f9_numpy_runtime_warnings_never_reach_stderr(capsys, tmp_path, monkeypa
         assert code == 0 and err == [], err
         code, err, _ = run(capsys, "import", tmp_path / "missing.csv", "-o", tmp_path / "c")
         assert code == 2 and len(err) == 1, err
+
+
+# ----------------------------------------------------------------------- F1/F6 ncu CSV
+
+def _ncu(tmp_path, column: str, value: str, row: int = 0):
+    import csv
+    import io
+
+    lines = inputs.NCU_RAW.read_text(encoding="utf-8").splitlines()
+    preamble, table = lines[:2], list(csv.reader(lines[2:]))
+    table[2 + row][table[0].index(column)] = value  # (row 1 holds the units)
+    text = io.StringIO()
+    csv.writer(text, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(table)
+    path = tmp_path / "ncu.csv"
+    path.write_text("\n".join(preamble) + "\n" + text.getvalue(), encoding="utf-8")
+    return path
+
+
+def _two_launches(tmp_path):
+    """A 2-launch cupti profile whose kernels are the ncu fixture's (names and configs)."""
+    kernels = [{"kind": "kernel", "name": name, "start": 10 * i, "end": 10 * i + 5}
+               for i, name in enumerate(inputs.ncu_kernel_names())]
+    return inputs.cupti_records(tmp_path, kernels)
+
+
+@pytest.mark.parametrize(
+    "column,value,words",
+    [
+        ("gpu__time_duration.sum", "1e400", "not a finite number"),
+        ("gpu__time_duration.sum", "inf", "not a finite number"),
+        ("ID", "99999999999999999999999", "is not a launch number"),
+        ("ID", "-1", "is not a launch number"),
+        ("Grid Size", "(99999999999999999999999, 1, 1)", "2^63"),
+    ],
+)
+def test_f1_f6_ncu_values_refused(capsys, tmp_path, column, value, words):
+    source = _ncu(tmp_path, column, value)
+    out = tmp_path / "bundle"
+    code, err, _ = run(capsys, "import", _two_launches(tmp_path), "--ncu", source, "-o", out)
+    assert code == 2 and len(err) == 1 and words in err[0], err
+    assert not out.exists()
+
+
+def test_ncu_fixture_joins_untampered(capsys, tmp_path):
+    out = tmp_path / "bundle"
+    code, err, _ = run(capsys, "import", _two_launches(tmp_path), "--ncu", inputs.NCU_RAW,
+                       "-o", out)
+    assert code == 0, err
+    assert read_bundle(out).metrics is not None

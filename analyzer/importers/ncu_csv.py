@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from hilsim.analyzer.errors import HilsimError
-from hilsim.analyzer.schema import kernel_base_name, names_agree
+from hilsim.analyzer.schema import checked_int64, kernel_base_name, names_agree
 
 DETAILS = "details"
 RAW = "raw"
@@ -231,12 +231,17 @@ _DIM3 = re.compile(r"^\s*\(?\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)?\s*$")
 def _dim3(values: pd.Series, prefix: str) -> pd.DataFrame:
     parts = values.astype(str).str.replace("\u202f", "", regex=False).str.extract(_DIM3)
     parts.columns = [f"{prefix}_x", f"{prefix}_y", f"{prefix}_z"]
-    return parts.apply(pd.to_numeric, errors="coerce").astype("Int64")
+    return pd.DataFrame(
+        {c: checked_int64(parts[c], "Nsight Compute CSV", c) for c in parts.columns},
+        index=parts.index,
+    )
 
 
 def _parse_ids(ids: pd.Series, source: str, header_line: int, offset: int = 0) -> np.ndarray:
     parsed = pd.to_numeric(ids.astype(str).str.strip(), errors="coerce")
-    bad = parsed.isna().to_numpy()
+    floats = parsed.to_numpy(dtype=np.float64, na_value=np.nan)
+    with np.errstate(invalid="ignore"):
+        bad = ~((floats >= 0) & (floats < 2.0**63) & (np.floor(floats) == floats))
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         raise _fail(
@@ -538,8 +543,21 @@ def read_ncu_metrics_for_bundle(
     by: str = "order",
     first_launch: int = 0,
 ) -> pd.DataFrame:
-    """:func:`read_ncu_csv` then :func:`join_metrics`: a bundle ``metrics`` table."""
-    return join_metrics(launches, read_ncu_csv(path), by=by, first_launch=first_launch)
+    """:func:`read_ncu_csv` then :func:`join_metrics`: a bundle ``metrics`` table.
+
+    A metric value that is not finite (``inf``, a number beyond float range) is refused
+    naming the file and the metric: bundle metrics are finite or absent (NaN).
+    """
+    metrics = join_metrics(launches, read_ncu_csv(path), by=by, first_launch=first_launch)
+    for column in metrics.columns[1:]:
+        infinite = np.isinf(metrics[column].to_numpy(dtype=np.float64))
+        if infinite.any():
+            row = int(np.flatnonzero(infinite)[0])
+            raise HilsimError(
+                f"{path}: launch {int(metrics['launch_id'].iloc[row])}: metric {column!r} "
+                "is not a finite number"
+            )
+    return metrics
 
 
 __all__ = [
