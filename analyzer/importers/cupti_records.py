@@ -65,6 +65,13 @@ _KERNEL_FIELDS: tuple[tuple[str, str], ...] = (
     ("correlation_id", "correlation_id"),
 )
 _NVTX_PUSH_POP = 59
+#: optional integer fields of any record: null or a number below 2^63, nothing else
+_INTEGER_FIELDS: tuple[str, ...] = (
+    *(field for _, field in _KERNEL_FIELDS),
+    "thread_id",
+    "process_id",
+    "thread_ident",
+)
 
 
 def write_cupti_records(
@@ -172,8 +179,21 @@ def read_cupti_records(
                 )
             header = item
             continue
-        if kind not in rows:
-            raise HilsimError(f"{source}: line {number}: unknown record kind {kind!r}")
+        if not isinstance(kind, str) or kind not in rows:
+            raise HilsimError(
+                f"{source}: line {number}: unknown record kind {shown_value(kind)}"
+            )
+        for key in _INTEGER_FIELDS:
+            value = item.get(key)
+            if value is not None and (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not abs(value) < 2**63
+            ):
+                raise HilsimError(
+                    f"{source}: line {number}: {kind} record's {key!r} is not an integer "
+                    f"below 2^63 (got {shown_value(value)})"
+                )
         required = ("name", "start", "end") if kind != "runtime" else ("start", "end")
         for key in required:
             if item.get(key) is None:

@@ -493,15 +493,17 @@ def _ns(value: Any) -> int | None:
 
 
 def _int(value: Any) -> int | None:
+    """An optional integer fact (grid, stream, ...); None when absent, not a number, or
+    beyond int64 (never wrapped)."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, int):
-        return value
     if isinstance(value, Decimal | float):
         try:
-            return int(round(value))
+            value = int(round(value))
         except (InvalidOperation, OverflowError, ValueError):
             return None
+    if isinstance(value, int):
+        return value if -(2**63) <= value < 2**63 else None
     return None
 
 
