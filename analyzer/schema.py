@@ -281,7 +281,7 @@ def normalize_launches(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     for column in ("name", "duration_ns"):
         if column not in frame.columns:
             raise HilsimError(f"{source}: missing column '{column}'")
-    out = pd.DataFrame(index=pd.RangeIndex(len(frame)))
+    columns: dict[str, object] = {}  # columns, framed once at the end (no copy per column)
     names = _as_category(frame["name"].reset_index(drop=True))
     if names.isna().any():
         row = int(np.flatnonzero(names.isna().to_numpy())[0])
@@ -291,10 +291,10 @@ def normalize_launches(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     )
     for column in OPTIONAL_INT_COLUMNS:
         if column in frame.columns:
-            out[column] = checked_int64(frame[column], source, column)
+            columns[column] = checked_int64(frame[column], source, column)
         else:
-            out[column] = missing_int_column(len(frame))
-    start = out["start_ns"].array
+            columns[column] = missing_int_column(len(frame))
+    start = columns["start_ns"]
     if not start.isna().all():
         ends = start.to_numpy(dtype=np.float64, na_value=0.0) + duration.astype(np.float64)
         over = ends >= 2.0**63
@@ -305,28 +305,36 @@ def normalize_launches(frame: pd.DataFrame, source: str) -> pd.DataFrame:
                 f"(start_ns {shown_value(frame['start_ns'].iloc[row])}, "
                 f"duration_ns {shown_value(frame['duration_ns'].iloc[row])})"
             )
-    out["name"] = names
+    columns["name"] = names.array
     if "kernel" in frame.columns:
-        out["kernel"] = _as_category(frame["kernel"].reset_index(drop=True))
+        columns["kernel"] = _as_category(frame["kernel"].reset_index(drop=True)).array
     else:
-        out["kernel"] = _kernel_from_names(names)
-    out["duration_ns"] = duration
+        columns["kernel"] = _kernel_from_names(names).array
+    columns["duration_ns"] = duration
     if "region" in frame.columns:
-        out["region"] = frame["region"].reset_index(drop=True).astype("category")
+        columns["region"] = frame["region"].reset_index(drop=True).astype("category").array
     else:
-        out["region"] = pd.Series(missing_category_column(len(frame)))
+        columns["region"] = missing_category_column(len(frame))
+    columns["launch_id"] = np.arange(len(frame), dtype=np.int64)
+    table = pd.DataFrame(
+        {column: columns[column] for column in LAUNCH_COLUMNS},
+        index=pd.RangeIndex(len(frame)),
+        copy=False,
+    )
     warnings: list[str] = []
+    out = table
     if out["start_ns"].notna().all():
         order = np.argsort(out["start_ns"].to_numpy(dtype=np.int64), kind="stable")
-        out = out.iloc[order].reset_index(drop=True)
+        if (np.diff(order) != 1).any():  # (already in start order: no copy)
+            out = out.iloc[order].reset_index(drop=True)
         out, dropped = drop_duplicate_launches(out, source)
         if dropped:
             warnings.append(
                 f"{source}: dropped {dropped} duplicated kernel record(s) (same start, "
                 "duration, device, stream, correlation id and name as another)"
             )
-    out["launch_id"] = np.arange(len(out), dtype=np.int64)
-    out = out[list(LAUNCH_COLUMNS)]
+    if out is not table:  # reordered or rows dropped: ids follow the new order
+        out["launch_id"] = np.arange(len(out), dtype=np.int64)
     out.attrs["warnings"] = warnings
     return out
 
