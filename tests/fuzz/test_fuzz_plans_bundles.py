@@ -3,6 +3,7 @@ bundles through ``plan``, plus a few cases through a real ``hilsim`` process."""
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import shutil
@@ -29,6 +30,7 @@ pytestmark = pytest.mark.fuzz
 def _made() -> tuple[Path, bytes]:
     """A real bundle (nsys SQLite fixture) and a random-sampling plan made on it."""
     folder = Path(tempfile.mkdtemp(prefix="hilsim-fuzz-made-"))
+    atexit.register(shutil.rmtree, folder, True)
     bundle = folder / "bundle"
     assert main(["import", str(inputs.SQLITE), "-o", str(bundle)]) == 0
     plan = folder / "plan.json"
