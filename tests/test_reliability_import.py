@@ -359,7 +359,7 @@ def test_f1_f6_ncu_values_refused(capsys, tmp_path, column, value, words):
     source = _ncu(tmp_path, column, value)
     out = tmp_path / "bundle"
     code, err, _ = run(capsys, "import", _two_launches(tmp_path), "--ncu", source, "-o", out)
-    assert code == 2 and len(err) == 1 and words in err[0], err
+    assert code == 2 and len(err) == 1 and words in err[0] and str(source) in err[0], err
     assert not out.exists()
 
 

@@ -228,11 +228,11 @@ def _to_float(values: pd.Series) -> pd.Series:
 _DIM3 = re.compile(r"^\s*\(?\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)?\s*$")
 
 
-def _dim3(values: pd.Series, prefix: str) -> pd.DataFrame:
+def _dim3(values: pd.Series, prefix: str, source: str) -> pd.DataFrame:
     parts = values.astype(str).str.replace("\u202f", "", regex=False).str.extract(_DIM3)
     parts.columns = [f"{prefix}_x", f"{prefix}_y", f"{prefix}_z"]
     return pd.DataFrame(
-        {c: checked_int64(parts[c], "Nsight Compute CSV", c) for c in parts.columns},
+        {c: checked_int64(parts[c], source, c) for c in parts.columns},
         index=parts.index,
     )
 
@@ -296,7 +296,7 @@ def _details(frame: pd.DataFrame, source: str, header_line: int) -> NcuTable:
     launches["name"] = first[_NAME].astype(str).to_numpy()
     for column, prefix in (("Grid Size", "grid"), ("Block Size", "block")):
         if column in first.columns:
-            dims = _dim3(first[column].reset_index(drop=True), prefix)
+            dims = _dim3(first[column].reset_index(drop=True), prefix, source)
             for dim in dims.columns:
                 launches[dim] = dims[dim].to_numpy()
     metrics = wide.reset_index()
@@ -372,7 +372,7 @@ def _raw(frame: pd.DataFrame, source: str, header_line: int) -> NcuTable:
         ),
     ):
         if column in frame.columns:
-            parts = _dim3(frame[column], prefix)
+            parts = _dim3(frame[column], prefix, source)
             for dim in parts.columns:
                 launches[dim] = parts[dim].to_numpy()
         elif all(d in metrics.columns for d in dims):
