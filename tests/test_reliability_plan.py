@@ -9,10 +9,7 @@ from pathlib import Path
 import pytest
 from hilsim.analyzer.cli import main
 
-from hilsim import simmodel
 from tests import reliability_inputs as inputs
-
-PRESET = Path(simmodel.__file__).parent / "presets" / "QV100.json"
 
 
 @pytest.fixture(scope="module")
@@ -24,6 +21,15 @@ def made(tmp_path_factory) -> tuple[Path, dict]:
     plan = folder / "plan.json"
     assert main(["plan", str(bundle), "-m", "stem", "-o", str(plan)]) == 0
     return bundle, json.loads(plan.read_text())
+
+
+@pytest.fixture(scope="module")
+def timing(tmp_path_factory) -> Path:
+    from hilsim.simmodel.presets import load_preset
+
+    path = tmp_path_factory.mktemp("timing") / "timing.json"
+    path.write_text(load_preset("QV100").timing.dumps())
+    return path
 
 
 def _tampered(data: dict, where: str, value) -> dict:
@@ -66,7 +72,7 @@ def _write(tmp_path: Path, data: dict) -> Path:
 
 @pytest.mark.parametrize("where,value,words", CASES)
 def test_f2_tampered_plan_refused_by_evaluate_validate_export(
-    capsys, tmp_path, made, where, value, words
+    capsys, tmp_path, made, timing, where, value, words
 ):
     bundle, data = made
     if value == "dup":
@@ -77,7 +83,7 @@ def test_f2_tampered_plan_refused_by_evaluate_validate_export(
     plan = _write(tmp_path, data)
     commands = [
         ["evaluate", str(bundle), "--plan", str(plan), "-o", str(tmp_path / "r.json")],
-        ["validate", "--silicon", str(bundle), "--plan", str(plan), "--model", str(PRESET),
+        ["validate", "--silicon", str(bundle), "--plan", str(plan), "--model", str(timing),
          "-o", str(tmp_path / "v")],
         ["export", str(plan), "-o", str(tmp_path / "list.g")],
     ]
@@ -89,11 +95,12 @@ def test_f2_tampered_plan_refused_by_evaluate_validate_export(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json"]  # nothing written
 
 
-def test_f2_untampered_plan_still_evaluates(capsys, tmp_path, made):
+def test_f2_untampered_plan_still_evaluates_and_exports(capsys, tmp_path, made):
     bundle, data = made
     plan = _write(tmp_path, data)
     assert main(["evaluate", str(bundle), "--plan", str(plan)]) == 0
     assert "%" in capsys.readouterr().out
+    assert main(["export", str(plan), "-o", str(tmp_path / "list.g")]) == 0
 
 
 def test_f6_deeply_nested_plan_one_line(capsys, tmp_path, made):

@@ -120,6 +120,8 @@ def test_f8_dead_writers_temporary_folder_is_removed(tmp_path):
 
 @pytest.mark.parametrize("umask,mode", [(0o022, 0o644), (0o077, 0o600)])
 def test_f14_plan_result_report_follow_umask(tmp_path, umask, mode):
+    from hilsim.analyzer.atomic import write_text_atomic
+
     bundle = tmp_path / "b"
     assert main(["import", str(inputs.SQLITE), "-o", str(bundle)]) == 0
     previous = os.umask(umask)
@@ -127,9 +129,12 @@ def test_f14_plan_result_report_follow_umask(tmp_path, umask, mode):
         assert main(["plan", str(bundle), "-m", "random", "-o", str(tmp_path / "p.json")]) == 0
         assert main(["evaluate", str(bundle), "--plan", str(tmp_path / "p.json"), "-o",
                      str(tmp_path / "r.json")]) == 0
+        # the report writer (validate.write_report) writes through write_text_atomic
+        write_text_atomic(tmp_path / "report.html", "<html></html>")
+        write_text_atomic(tmp_path / "report.json", "{}")
     finally:
         os.umask(previous)
-    for name in ("p.json", "r.json"):
+    for name in ("p.json", "r.json", "report.html", "report.json"):
         assert (tmp_path / name).stat().st_mode & 0o777 == mode, name
 
 
