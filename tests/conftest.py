@@ -40,3 +40,12 @@ def mixture_bundle(
     if shuffle:
         frame = frame.sample(frac=1.0, random_state=seed).reset_index(drop=True)
     return Bundle(normalize_launches(frame, "mixture"))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The simulator and fuzz tiers are slow by nature: ``-m "not slow"`` (the fast subset
+    in the README) leaves them out without naming every tier."""
+    for item in items:
+        if item.get_closest_marker("gpgpusim") or item.get_closest_marker("fuzz"):
+            item.add_marker(pytest.mark.slow)
