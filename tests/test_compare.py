@@ -2,8 +2,10 @@
 
 import json
 
+import numpy as np
 import pytest
 from hilsim.analyzer import compare
+from hilsim.analyzer.bundle import Bundle
 from hilsim.analyzer.cli import main
 from hilsim.analyzer.compare import (
     WORKER_BUNDLE_FACTOR,
@@ -33,7 +35,13 @@ def test_compare_skips_methods_without_their_data() -> None:
 @pytest.mark.slow
 def test_compare_with_holdout_scores_on_the_other_run() -> None:
     run_a = mixture_bundle([("k", 1000, 300, 3000)], seed=1, shuffle=False)
-    run_b = mixture_bundle([("k", 1500, 300, 3000)], seed=2, shuffle=False)
+    # run B is the same launches on a slower card: each launch 1.5x its run-A time with
+    # 2% per-launch noise (an independent redraw would leave nothing for a plan to carry
+    # over: no sampling method estimates launch-level noise it never saw)
+    launches = run_a.launches.copy()
+    noise = np.random.default_rng(2).normal(1.0, 0.02, len(launches))
+    launches["duration_ns"] = (launches["duration_ns"] * 1.5 * noise).round().astype("int64")
+    run_b = Bundle(launches)
     same = compare_methods(run_a, ["stem"], seeds=2, workers=2)
     held = compare_methods(run_a, ["stem"], seeds=2, holdout=run_b, workers=2)
     assert held["holdout"] and not same["holdout"]
