@@ -250,8 +250,6 @@ def import_cmd(
         f"wrote {path}: {bundle.n_launches} launches, "
         f"{bundle.launches['name'].nunique()} kernels, {n_metrics} with metrics"
     )
-    for warning in bundle.manifest.get("warnings", []):
-        click.echo(f"hilsim: warning: {warning}", err=True)
 
 
 @cli.command("methods")

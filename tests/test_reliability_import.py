@@ -138,7 +138,8 @@ def test_f10_same_start_other_stream_is_kept(capsys, tmp_path):
     kernels = [{"kind": "kernel", "name": "k", "start": 10, "end": 15, "correlation_id": 1,
                 "device_id": 0, "stream_id": s} for s in (7, 8)]
     bundle, err = imported(capsys, tmp_path, inputs.cupti_records(tmp_path, kernels))
-    assert bundle.n_launches == 2 and err == []
+    # kept, with no duplicate warning (the overlap warning of issue 17 is right here)
+    assert bundle.n_launches == 2 and not [line for line in err if "duplicated" in line]
 
 
 # ----------------------------------------------------------------------- F6 CUPTI values

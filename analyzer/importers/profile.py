@@ -133,7 +133,11 @@ def import_profile(
         bundle.manifest.setdefault("source", {}).setdefault("files", []).append(str(ncu))
     from hilsim.analyzer.tracecheck import trace_warnings
 
-    bundle.manifest["warnings"] = trace_warnings(bundle.launches, bundle.manifest)
+    # the importer's own warnings (duplicates dropped, ...) first, then the trace's
+    bundle.manifest["warnings"] = [
+        *bundle.manifest.get("warnings", []),
+        *trace_warnings(bundle.launches, bundle.manifest),
+    ]
     return bundle
 
 
