@@ -104,6 +104,20 @@ COUNTER_COLUMNS: tuple[str, ...] = (
 #: warp-level global load count is absent, to estimate requests from sectors).
 SECTORS_PER_REQUEST = 4
 
+#: The five constants fitted once on the training kernels of the correlation set
+#: (``calib_kernels`` launches on the reduced SM7_QV100, ``benchmarks/model_fit.py``) and
+#: scored on kernels (``transformer_step``) and a card (SM86_RTX3070) the fit never saw
+#: (``benchmarks/model_vs_sim.py``, ``docs/timing-model.md`` "Validation"). Not per
+#: workload: the same five numbers for every launch on every config.
+FIT: dict[str, float] = {
+    "kernel_overhead": 377.0,
+    "dep_issue_cycles": 4.484,
+    "issue_efficiency": 0.578,
+    "fp32_mix": 0.865,
+    "warp_mlp": 1.0,
+}
+FIT_SOURCE = "fitted: benchmarks/model_fit.py on the correlation set's SM7_QV100 calib_kernels"
+
 
 @dataclass(frozen=True)
 class Param:
@@ -143,6 +157,11 @@ class ModelParams:
     l2_latency: Param
     dram_latency: Param
     launch_cycles: Param
+    kernel_overhead: Param  # cycles: CTA dispatch, first fetch, drain (every kernel)
+    dep_issue_cycles: Param  # cycles between a warp's successive instructions (CPI of one warp)
+    issue_efficiency: Param  # attained fraction of the schedulers' issue slots
+    fp32_mix: Param  # FP32-pipe share of warp instructions when no FP counter is given
+    warp_mlp: Param  # independent memory requests one warp keeps in flight
     l1_capacity: Param
     l2_capacity: Param
 
@@ -277,6 +296,11 @@ def model_params(config: TimingConfig) -> ModelParams:
             5000,
             "SM7_QV100.gpgpusim.config -gpgpu_kernel_launch_latency 5000",
         ),
+        kernel_overhead=Param(FIT["kernel_overhead"], FIT_SOURCE),
+        dep_issue_cycles=Param(FIT["dep_issue_cycles"], FIT_SOURCE),
+        issue_efficiency=Param(FIT["issue_efficiency"], FIT_SOURCE),
+        fp32_mix=Param(FIT["fp32_mix"], FIT_SOURCE),
+        warp_mlp=Param(FIT["warp_mlp"], FIT_SOURCE),
         l1_capacity=_cfg(config, "l1.capacity_bytes", 131072, "Volta 128 KB unified L1"),
         l2_capacity=_cfg(config, "l2.capacity_bytes", 6291456, "Volta 6 MB L2"),
     )
@@ -455,14 +479,22 @@ def _components(
     # without the warp-instruction count, the known memory instructions are a lower bound
     inst = np.nan_to_num(inst) if inst is not None else gld + gst + sh_inst
 
+    total_warps = grid * warps_cta
+    inst_w = inst / total_warps  # warp instructions per warp
     comp: dict[str, np.ndarray] = {}
-    comp["issue"] = inst * per_sm / p.schedulers.value
+    # issue slots: one warp instruction per scheduler per cycle (Accel-Sim Table IV), of
+    # which a fitted fraction is attained (operand collection, register-bank conflicts)
+    comp["issue"] = inst * per_sm / (p.schedulers.value * p.issue_efficiency.value)
     for name, ops, rate in (
         ("fp32", FP32_OPS, p.fp32_rate),
         ("fp64", FP64_OPS, p.fp64_rate),
         ("fp16", FP16_OPS, p.fp16_rate),
     ):
         thread_ops = _sum_cols(counters, ops, n)
+        if name == "fp32" and not any(c in counters.columns for c in ops):
+            # no FP counter (e.g. a simulator log): a fitted share of the warp instructions
+            # runs on the FP32 pipe, 32 thread operations each
+            thread_ops = inst * p.fp32_mix.value * p.warp_size.value
         comp[name] = thread_ops * per_sm / rate.value if rate.value > 0 else np.zeros(n)
     comp["l1_shared"] = per_sm * (
         (l1_ld + l1_st) * SECTOR_BYTES / p.l1_bw.value
@@ -471,7 +503,10 @@ def _components(
     comp["l2"] = (l2_rd + l2_wr) * SECTOR_BYTES / p.l2_bw.value
     comp["dram"] = (dram_rd + dram_wr) / p.dram_bw.value
 
-    # latency: Little's law, one outstanding memory request per warp (Hong & Kim 2009)
+    # latency: the warp's own chain, Hong & Kim (ISCA 2009) section 4 with too few warps
+    # to hide latency (MWP, CWP >= N): Exec = Mem_cycles + Comp_cycles of one warp, per
+    # wave of resident CTAs. Mem: one outstanding load per warp, latency by where the
+    # loads hit; Comp: warp instructions x the cycles between a warp's dependent issues.
     with np.errstate(divide="ignore", invalid="ignore"):
         f_l2 = np.where(l1_ld > 0, np.clip(l2_rd / l1_ld, 0.0, 1.0), 0.0)
         f_dram = np.where(l1_ld > 0, np.clip(dram_rd / SECTOR_BYTES / l1_ld, 0.0, 1.0), 0.0)
@@ -481,9 +516,12 @@ def _components(
         + (f_l2 - f_dram) * p.l2_latency.value
         + f_dram * p.dram_latency.value
     )
-    total_warps = grid * warps_cta
-    chain = (gld * lat_load + sh_inst * p.shared_latency.value) / total_warps  # per warp
-    comp["latency"] = waves * chain
+    # per warp; independent loads of one warp overlap (memory-level parallelism within
+    # the warp, as the MLP term of GPUMech, Huang et al., MICRO 2014, section 4.3)
+    mem_chain = (gld * lat_load + sh_inst * p.shared_latency.value) / total_warps
+    mem_chain = mem_chain / p.warp_mlp.value
+    comp_chain = inst_w * p.dep_issue_cycles.value
+    comp["latency"] = waves * (mem_chain + comp_chain)
 
     return {
         "p": p,
@@ -536,7 +574,7 @@ def predict(
     p, n, comp, lim = r["p"], r["n"], r["comp"], r["lim"]
     cpsm, warps_cta = r["cpsm"], r["warps_cta"]
     best, body = _binding(comp, n)
-    launch = np.full(n, p.launch_cycles.value)
+    launch = np.full(n, p.launch_cycles.value + p.kernel_overhead.value)
     limit_names = ["warps", "ctas", "registers", "shared"]
     limit_stack = np.vstack([lim[name] for name in limit_names])
     limit = np.argmin(limit_stack, axis=0) if n else np.zeros(0, dtype=np.int64)
@@ -572,7 +610,7 @@ def predict_cycles(
     """
     r = _components(config, counters, reference)
     best, body = _binding(r["comp"], r["n"])
-    cycles = body + r["p"].launch_cycles.value
+    cycles = body + r["p"].launch_cycles.value + r["p"].kernel_overhead.value
     return cycles, pd.Categorical.from_codes(best, categories=list(COMPONENTS))
 
 

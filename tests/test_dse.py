@@ -103,7 +103,8 @@ def test_rows_are_what_the_full_model_table_gives() -> None:
         assert row.sampled_cycles == float(np.dot([40.0, 50.0, 10.0], cycles[[0, 1, 5]]))
         expected = {str(k): int(v) for k, v in pred["binding"].value_counts().items() if v}
         assert list(row.binding.items()) == list(expected.items())
-    assert set(result.rows[0].binding) == {"dram", "fp32"}
+    # issue at the attained rate; the small stream launches are bound by their warp chain
+    assert set(result.rows[0].binding) == {"dram", "issue", "latency"}
 
 
 def test_dse_rejects_out_of_range_plan() -> None:

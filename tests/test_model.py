@@ -15,7 +15,7 @@ from hilsim.simmodel.presets import load_preset
 QV100 = load_preset("QV100").timing
 CLOCK = 1132.0  # QV100 preset core clock, MHz
 DRAM_BPC = 870.4e9 / (CLOCK * 1e6)  # bytes per core cycle
-LAUNCH = 5000.0
+LAUNCH = 5000.0 + model.FIT["kernel_overhead"]  # launch latency + kernel overhead
 
 
 def launch(**kw: float) -> pd.DataFrame:
@@ -83,10 +83,12 @@ def test_dram_bound_launch() -> None:
 
 def test_compute_bound_launch() -> None:
     # 1e8 warp instructions over 640 CTAs; busiest SM runs 8 CTAs = 1/80 of the work,
-    # 4 schedulers issue one warp instruction per cycle each
-    out = model.predict(QV100, launch(**{model.INST: 1e8, model.DRAM_RD: 1e6}))
+    # 4 schedulers issue one warp instruction per cycle each, the fitted fraction attained;
+    # the FP32 counter is given (zero), so no FP32 share is assumed
+    out = model.predict(QV100, launch(**{model.INST: 1e8, model.DRAM_RD: 1e6,
+                                         model.FP32_OPS[0]: 0.0}))
     assert out["binding"].iat[0] == "issue"
-    expected = 1e8 / 80 / 4 + LAUNCH
+    expected = 1e8 / 80 / (4 * model.FIT["issue_efficiency"]) + LAUNCH
     assert abs(out["cycles"].iat[0] - expected) <= 1e-9 * expected
 
 
@@ -98,11 +100,12 @@ def test_fp32_pipe_bound_launch() -> None:
 
 
 def test_latency_bound_launch() -> None:
-    # one wave of 640 CTAs x 8 warps; 4 dependent L1-hit loads per warp, 28 cycles each
+    # one wave of 640 CTAs x 8 warps; 4 dependent L1-hit loads per warp, 28 cycles each,
+    # plus the warp's own issue chain (Hong & Kim: Mem_cycles + Comp_cycles of one warp)
     warps = 640 * 8
     out = model.predict(QV100, launch(**{model.GLD_INST: 4 * warps, model.L1_LD: 4 * warps}))
     assert out["binding"].iat[0] == "latency"
-    assert out["latency_cycles"].iat[0] == pytest.approx(4 * 28)
+    assert out["latency_cycles"].iat[0] == pytest.approx(4 * 28 + 4 * model.FIT["dep_issue_cycles"])
 
 
 def test_missing_block_is_an_error() -> None:
