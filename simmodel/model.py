@@ -13,12 +13,18 @@ in about a second; ``benchmarks/bench_model.py``). Equations and sources are in
   CTA from 8).
 * **Waves** = ``ceil(CTAs / (CTAs per SM x SMs))``.
 * **Components** (cycles): warp-instruction issue (one warp instruction per scheduler
-  per cycle: Volta/Turing single issue, Accel-Sim Table IV), FP32/FP64/FP16 pipes,
+  per cycle: Volta/Turing single issue, Accel-Sim Table IV, at a fitted attained
+  fraction), FP32/FP64/FP16 pipes (FP32 share fitted when no FP counter is given),
   the L1/shared data path, L2 and DRAM bandwidth (roofline; Williams et al., CACM
-  2009), and latency-bound memory parallelism (Little's law with one outstanding
-  memory request per warp, as in Hong & Kim, ISCA 2009). Per-SM resources see the
-  busiest SM's ``ceil(CTAs / SMs)`` CTAs; GPU-wide ones (L2, DRAM) see the total.
-* ``cycles = max(components) + launch overhead``; ``binding`` names the maximum.
+  2009), and the warp chain: Hong & Kim (ISCA 2009) section 4 with too few warps to
+  hide latency, one warp's memory cycles (one outstanding request, or a fitted number
+  of independent ones: GPUMech's MLP, MICRO 2014) plus its compute cycles (warp
+  instructions x a fitted issue delay), per wave. Per-SM resources see the busiest
+  SM's ``ceil(CTAs / SMs)`` CTAs; GPU-wide ones (L2, DRAM) see the total.
+* ``cycles = max(components) + launch overhead + kernel overhead`` (the fitted fixed
+  cost of any kernel); ``binding`` names the maximum. The five fitted constants
+  (:data:`FIT`) were fitted once on the correlation set's training kernels and are
+  scored on held-out kernels and a held-out card (``benchmarks/model_vs_sim.py``).
 
 Cache capacities do not enter the bounds directly (hit counts are inputs). When
 ``reference`` names the config the counters were measured on and a cache capacity
