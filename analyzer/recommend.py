@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 from hilsim.analyzer import methods
 from hilsim.analyzer.bundle import Bundle
+from hilsim.analyzer.compare import format_speedup
 from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.evaluate import MethodSummary, evaluate_method
 
@@ -190,7 +191,8 @@ def recommend(
     winner = passing[0] if passing else None
     for c in passing[1:]:
         c.reason = (
-            f"passes, but {_speedup(c.hmean_speedup)} < winner's {_speedup(winner.hmean_speedup)}"
+            f"passes, but {format_speedup(c.hmean_speedup)} < "
+            f"winner's {format_speedup(winner.hmean_speedup)}"
         )
     order = {"pass": 0, "fail": 1, "skipped": 2, "not run": 3}
     results.sort(
@@ -208,10 +210,6 @@ def recommend(
         "seeds": seeds,
         "seconds": time.perf_counter() - t_start,
     }
-
-
-def _speedup(x: float) -> str:
-    return f"{x:,.0f}x" if x >= 100 else f"{x:.3g}x"
 
 
 def _pct(x: float) -> str:
@@ -240,7 +238,7 @@ def result_table(result: dict[str, Any]):
             c.label,
             "" if c.quantile_error is None else _pct(c.quantile_error),
             "" if c.mean_error is None else _pct(c.mean_error),
-            "" if c.hmean_speedup is None else _speedup(c.hmean_speedup),
+            "" if c.hmean_speedup is None else format_speedup(c.hmean_speedup),
             f"{c.seconds:.1f}",
             "chosen: fastest that meets the target" if c is winner else (c.reason or c.status),
         )

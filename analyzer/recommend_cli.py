@@ -45,9 +45,10 @@ def recommend_cmd(profile: Path, target_error: str, holdout: Path | None, seeds:
     """Choose the sampling method and parameters with the highest speedup whose error
     stays under --target-error (its --quantile over --seeds), and write its plan."""
     from hilsim.analyzer import methods
+    from hilsim.analyzer.compare import format_speedup
     from hilsim.analyzer.console import out, progress_bar, status
     from hilsim.analyzer.importers.profile import load_profile
-    from hilsim.analyzer.recommend import _speedup, default_candidates, recommend, result_table
+    from hilsim.analyzer.recommend import default_candidates, recommend, result_table
     from hilsim.analyzer.report import write_result
 
     target = parse_error(target_error)
@@ -73,7 +74,7 @@ def recommend_cmd(profile: Path, target_error: str, holdout: Path | None, seeds:
             "a larger target or a holdout run may help"
         )
     out.print(f"recommended: {winner.label}: {100 * winner.quantile_error:.3g}% error at the "
-              f"{100 * quantile:g}th percentile, {_speedup(winner.hmean_speedup)} speedup")
+              f"{100 * quantile:g}th percentile, {format_speedup(winner.hmean_speedup)} speedup")
     if output:
         method = methods.create(winner.method, **winner.params)
         plan = method.plan(bundle).attach_names(bundle.launches["name"])

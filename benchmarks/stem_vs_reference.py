@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from hilsim.analyzer.compare import format_speedup
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_PROFILES = [
@@ -174,7 +175,7 @@ def row(label: str, r: dict[str, Any]) -> str:
     bound = f"{100 * r['predicted_bound']:.2f}%" if "predicted_bound" in r else "–"
     return (
         f"| {label} | {clusters} | {100 * r['mean_error']:.3f}% | {100 * r['max_error']:.3f}% "
-        f"| {r['hmean_speedup']:,.0f}× | {bound} | {cov} |"
+        f"| {format_speedup(r['hmean_speedup']).replace('x', '×')} | {bound} | {cov} |"
     )
 
 
