@@ -44,8 +44,10 @@ def mixture_bundle(
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The simulator and fuzz tiers are slow by nature: ``-m "not slow"`` (the fast subset
-    in the README) leaves them out without naming every tier."""
+    """The simulator, fuzz and NVRTC/SASS tiers are slow by nature: ``-m "not slow"`` (the
+    fast subset in the README) leaves them out without naming every tier."""
+    sass_tier = {"test_microbench_sass.py", "test_microbench_nvrtc.py"}
     for item in items:
-        if item.get_closest_marker("gpgpusim") or item.get_closest_marker("fuzz"):
+        tier = item.get_closest_marker("gpgpusim") or item.get_closest_marker("fuzz")
+        if tier or item.path.name in sass_tier:
             item.add_marker(pytest.mark.slow)

@@ -124,6 +124,7 @@ def test_sampled_log_is_placed_by_launch_id_and_validates() -> None:
         match_sim_results(plan, sampled.iloc[1:])
 
 
+@pytest.mark.slow
 def test_import_and_validate_cli(tmp_path: Path) -> None:
     assert sniff_format(FULL) == "gpgpusim-log"
     runner = CliRunner()

@@ -26,6 +26,7 @@ def casio_result(casio_bundle):
     return recommend(casio_bundle, 0.01, seeds=8, candidates=GRID, budget_s=float("inf"))
 
 
+@pytest.mark.slow
 def test_casio_winner_is_the_fastest_candidate_under_the_target(casio_result) -> None:
     winner = casio_result["winner"]
     assert (winner.method, winner.params) == ("stem", {"epsilon": 0.02})
@@ -40,6 +41,7 @@ def test_casio_winner_is_the_fastest_candidate_under_the_target(casio_result) ->
     assert "first and second half" in casio_result["protocol"]
 
 
+@pytest.mark.slow
 def test_casio_recommendation_is_deterministic(casio_bundle, casio_result) -> None:
     again = recommend(casio_bundle, 0.01, seeds=8, candidates=GRID[:3], budget_s=float("inf"))
     first = {c.label: c.quantile_error for c in casio_result["candidates"]}

@@ -35,6 +35,7 @@ def test_f7_writer_that_finishes_second_does_not_replace(tmp_path):
     assert _leftovers(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_f7_two_concurrent_imports_one_wins(tmp_path):
     out = tmp_path / "out"
     argv = [sys.executable, "-m", "hilsim.analyzer.cli", "import", str(inputs.SQLITE), "-o",
@@ -85,6 +86,7 @@ def _crash_at(step: int, exchange: bool, source: Path, out: Path) -> int:
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("exchange", [True, False], ids=["renameat2", "two-renames"])
 def test_f8_force_replacement_survives_a_crash_at_every_step(tmp_path, exchange):
     out = tmp_path / "out"

@@ -147,6 +147,7 @@ def dask_cluster(tmp_path_factory: pytest.TempPathFactory):
         log.close()
 
 
+@pytest.mark.slow
 def test_sweep_on_scheduler_equals_embedded_and_resumes(dask_cluster, tmp_path, capsys):
     spec = _spec(tmp_path)
     remote, local = tmp_path / "remote", tmp_path / "local"
@@ -255,6 +256,7 @@ def test_simulate_without_the_command_is_one_line(tmp_path, capsys):
     assert err.count("\n") == 1 and "not available yet" in err
 
 
+@pytest.mark.slow
 def test_grid_labels_and_task_keys(tmp_path):
     spec = load_spec(_spec(tmp_path))
     stem = spec.methods[0]
