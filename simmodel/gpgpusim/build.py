@@ -44,7 +44,7 @@ PROVENANCE_SCHEMA = "hilsim.gpgpusim-build/1"
 TREE = "gpgpu-sim"
 LOG = "build.log"
 # setup_environment exports these for PTX mode (CUDA >= 6); without them the simulator
-# aborts in pruneSectionList (../shared/vendor/README.md).
+# aborts in pruneSectionList (measured by hand when the pinned tarball was vendored).
 PTX_ENV = {
     "PTX_SIM_USE_PTX_FILE": "1.ptx",
     "PTX_SIM_KERNELFILE": "_1.ptx",
