@@ -46,34 +46,35 @@ RESULTS = "results.parquet"
 SUMMARY = "summary.csv"
 DIGESTS = ".digests.json"
 
-#: columns of results.parquet, in order
-RESULT_COLUMNS: tuple[str, ...] = (
-    "task_key",
-    "workload",
-    "workload_path",
-    "workload_digest",
-    "holdout_digest",
-    "method",
-    "label",
-    "params",
-    "seed",
-    "card",
-    "status",
-    "message",
-    "error",
-    "speedup",
-    "n_samples",
-    "n_clusters",
-    "n_launches",
-    "truth_ns",
-    "estimate_ns",
-    "load_seconds",
-    "plan_seconds",
-    "score_seconds",
-    "task_seconds",
-    "worker",
-    "hilsim_version",
-)
+#: columns of results.parquet, in order, with their dtypes (object: text or JSON)
+RESULT_TYPES: dict[str, str] = {
+    "task_key": "object",
+    "workload": "object",
+    "workload_path": "object",
+    "workload_digest": "object",
+    "holdout_digest": "object",
+    "method": "object",
+    "label": "object",
+    "params": "object",
+    "seed": "Int64",
+    "card": "object",
+    "status": "object",
+    "message": "object",
+    "error": "float64",
+    "speedup": "float64",
+    "n_samples": "Int64",
+    "n_clusters": "Int64",
+    "n_launches": "Int64",
+    "truth_ns": "float64",
+    "estimate_ns": "float64",
+    "load_seconds": "float64",
+    "plan_seconds": "float64",
+    "score_seconds": "float64",
+    "task_seconds": "float64",
+    "worker": "object",
+    "hilsim_version": "object",
+}
+RESULT_COLUMNS: tuple[str, ...] = tuple(RESULT_TYPES)
 
 _SPEC_KEYS = {"seeds", "simulate", "cards", "workloads", "methods"}
 _WORKLOAD_KEYS = {"name", "path", "example", "holdout"}
@@ -492,19 +493,9 @@ def empty_results() -> pd.DataFrame:
 def results_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
     """Rows as the typed results table (one row per task, :data:`RESULT_COLUMNS`)."""
     frame = pd.DataFrame(list(rows), columns=list(RESULT_COLUMNS))
-    for column in ("seed", "n_samples", "n_clusters", "n_launches"):
-        frame[column] = pd.to_numeric(frame[column]).astype("Int64")
-    for column in (
-        "error",
-        "speedup",
-        "truth_ns",
-        "estimate_ns",
-        "load_seconds",
-        "plan_seconds",
-        "score_seconds",
-        "task_seconds",
-    ):
-        frame[column] = pd.to_numeric(frame[column]).astype("float64")
+    for column, dtype in RESULT_TYPES.items():
+        if dtype != "object":
+            frame[column] = pd.to_numeric(frame[column]).astype(dtype)
     return frame
 
 
