@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import tarfile
 import threading
 from pathlib import Path
@@ -22,11 +23,47 @@ from hilsim.simmodel.gpgpusim.toolchain import Toolchain
 TC = Toolchain(Path("/usr/bin/nvcc"), Path("/usr/bin/cuobjdump"), "11.8", "12.2.0")
 
 
+@pytest.fixture(autouse=True)
+def _no_shipped_patches(tmp_path_factory, monkeypatch) -> None:
+    """The fake source trees below are not GPGPU-Sim: build them with an empty patch set."""
+    monkeypatch.setattr(B, "PATCH_DIR", tmp_path_factory.mktemp("no-patches"))
+
+
+def test_shipped_patches_are_named_in_the_key(monkeypatch) -> None:
+    monkeypatch.undo()
+    shipped = B.patch_files()
+    assert [p.name for p in shipped][:1] == ["0001-smid-register.patch"]
+    assert all(p.read_text().startswith("--- a/src/") for p in shipped)  # -p1 from the top
+    digest = B.patch_digest(shipped)
+    assert re.fullmatch(r"[0-9a-f]{8}", digest)
+    assert B.build_key("667834c", "12.2.0", 11080) == f"667834c-p{digest}-gcc12.2.0-cuda11080"
+    assert B.build_key("667834c", "12.2.0", 11080, "") == "667834c-gcc12.2.0-cuda11080"
+
+
+def test_patches_apply_before_make_and_change_the_key(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("HILSIM_GPGPUSIM_HOME", raising=False)
+    check = "\tgrep -q patched Makefile\n\tmkdir -p"  # make fails unless the patch applied
+    src = _fake_source(tmp_path, make=MAKEFILE.replace("\tmkdir -p", check))
+    good = tmp_path / "0001-mark.patch"
+    good.write_text("--- a/Makefile\n+++ b/Makefile\n@@ -1 +1,2 @@\n+# patched\n"
+                    " LIB = lib/gcc-$(CC_VERSION)/cuda-$(CUDA_VERSION_NUMBER)/release\n")
+    cache = tmp_path / "cache"
+    built = B.ensure_build(source=src, cache_dir=cache, toolchain=TC, patches=[good])
+    assert built.key == f"667834c-p{B.patch_digest([good])}-gcc12.2.0-cuda11080"
+    prov = json.loads((cache / built.key / "hilsim-build.json").read_text())
+    assert prov["patches"] == ["0001-mark.patch"]
+    bad = tmp_path / "0002-stale.patch"
+    bad.write_text("--- a/Makefile\n+++ b/Makefile\n@@ -1 +1 @@\n-no such line\n+x\n")
+    with pytest.raises(HilsimError, match=r"0002-stale.patch: does not apply"):
+        B.ensure_build(source=src, cache_dir=cache, toolchain=TC, patches=[good, bad])
+    assert B.find_build(cache).key == built.key  # type: ignore[union-attr]
+
+
 def test_build_key_and_commit_from_name() -> None:
     assert B.commit_from_tarball_name("x/gpgpu-sim_distribution-667834c.tar.gz") == "667834c"
     assert B.commit_from_tarball_name("sim-" + "a" * 40 + ".tgz") == "a" * 40
     assert B.commit_from_tarball_name("gpgpu-sim.tar.gz") is None
-    assert B.build_key("667834cfe5214523edd7769aeab77f91b7137686", "12.2.0", 11080) == (
+    assert B.build_key("667834cfe5214523edd7769aeab77f91b7137686", "12.2.0", 11080, "") == (
         "667834c-gcc12.2.0-cuda11080"
     )
     # a tarball's short sha and a clone's full sha of the same commit share the folder

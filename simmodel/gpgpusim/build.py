@@ -2,12 +2,17 @@
 
 Layout of the cache (``$HILSIM_GPGPUSIM_CACHE``, default ``~/.cache/hilsim/gpgpusim``)::
 
-    <key>/                      e.g. 667834c-gcc12.2.0-cuda11080
+    <key>/                      e.g. 667834c-p1a2b3c4d-gcc12.2.0-cuda11080
         hilsim-build.json       provenance: source, sha256, commit, gcc, cuda, build time
         build.log               setup_environment + make output
         gpgpu-sim/              the built source tree (lib/gcc-*/cuda-*/release/libcudart.so)
     <key>.lock                  flock: one build per key at a time
     .<key>.tmp-*/               a build in progress (renamed to <key>/ only when complete)
+
+The key's ``p<digest>`` part is the sha256 of the patches in ``patches/`` (applied in name
+order with ``patch -p1`` after extraction): a changed patch set is a different build.
+Each patch says in its header what it changes and why (e.g. ``%smid`` reads the shader core
+id instead of aborting, so that per-SM throughput kernels run as written).
 
 A killed build leaves only a ``.tmp`` folder, which the next build of that key removes;
 nothing that looks finished. ``$HILSIM_GPGPUSIM_HOME`` (a source tree already built by
@@ -55,6 +60,23 @@ _TARBALL_COMMIT = re.compile(r"-([0-9a-f]{7,40})\.(?:tar\.gz|tgz|tar\.xz|tar\.bz
 # The build itself: a constant script; the job count is a positional argument, so no user
 # text is ever interpreted by the shell.
 _BUILD_SCRIPT = 'source setup_environment release && make -j"$1"'
+PATCH_DIR = Path(__file__).with_name("patches")
+
+
+def patch_files() -> list[Path]:
+    """The simulator patches hilsim applies, in the order they apply (file name order)."""
+    return sorted(PATCH_DIR.glob("*.patch"))
+
+
+def patch_digest(patches: list[Path] | None = None) -> str:
+    """First 8 hex digits of the sha256 over the patches' names and bytes ('' if none)."""
+    patches = patch_files() if patches is None else patches
+    if not patches:
+        return ""
+    h = hashlib.sha256()
+    for p in patches:
+        h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()[:8]
 
 
 def default_cache_dir() -> Path:
@@ -69,14 +91,22 @@ def commit_from_tarball_name(path: str | os.PathLike[str]) -> str | None:
     return m.group(1) if m else None
 
 
-def build_key(commit: str, gcc_version: str, cuda_version_number: int) -> str:
-    """Cache folder name: short commit + gcc version + CUDA version number."""
+def build_key(
+    commit: str, gcc_version: str, cuda_version_number: int, patches: str | None = None
+) -> str:
+    """Cache folder name: short commit + patch digest + gcc version + CUDA version number.
+
+    ``patches`` defaults to :func:`patch_digest` of the shipped patch set; ``""`` names an
+    unpatched build.
+    """
     commit = commit.lower()
     if not _COMMIT.match(commit):
         raise HilsimError(f"commit {commit!r} is not a 7-40 digit hex git sha")
     if not re.fullmatch(r"\d+(\.\d+)*", gcc_version):
         raise HilsimError(f"gcc version {gcc_version!r} is not x.y.z")
-    return f"{commit[:7]}-gcc{gcc_version}-cuda{int(cuda_version_number)}"
+    digest = patch_digest() if patches is None else patches
+    part = f"-p{digest}" if digest else ""
+    return f"{commit[:7]}{part}-gcc{gcc_version}-cuda{int(cuda_version_number)}"
 
 
 def sha256_file(path: Path) -> str:
@@ -208,7 +238,11 @@ def find_build(cache_dir: str | os.PathLike[str] | None = None) -> SimBuild | No
     except HilsimError:
         return builds[0]
     suffix = f"-gcc{tc.gcc_version}-cuda{tc.cuda_version_number}"
-    return next((b for b in builds if b.key.endswith(suffix)), builds[0])
+    patched = f"-p{patch_digest()}{suffix}" if patch_digest() else suffix
+    return next(
+        (b for b in builds if b.key.endswith(patched)),
+        next((b for b in builds if b.key.endswith(suffix)), builds[0]),
+    )
 
 
 # --- getting the source -------------------------------------------------------------
@@ -247,6 +281,20 @@ def safe_extract(tarball: Path, dest: Path) -> Path:
     if len(tops) == 1 and tops[0].is_dir() and not tops[0].is_symlink():
         return tops[0]
     return dest
+
+
+def apply_patches(tree: Path, log: Path, patches: list[Path] | None = None) -> list[str]:
+    """Apply ``patches`` (default: the shipped set) to ``tree``; their names, in order.
+
+    A patch that does not apply cleanly is an error naming it and the log (the source is
+    not the commit the patch was written for).
+    """
+    patches = patch_files() if patches is None else patches
+    for p in patches:
+        rc = _run_logged(["patch", "-p1", "--forward", "--batch", "-i", str(p)], tree, log)
+        if rc != 0:
+            raise HilsimError(f"{p.name}: does not apply to this GPGPU-Sim source: see {log}")
+    return [p.name for p in patches]
 
 
 def _run_logged(argv: list[str], cwd: Path, log: Path, env: dict[str, str] | None = None) -> int:
@@ -317,12 +365,14 @@ def ensure_build(
     jobs: int = 2,
     toolchain: Toolchain | None = None,
     progress: Any = None,
+    patches: list[Path] | None = None,
 ) -> SimBuild:
     """The build of ``source`` (a tarball) or ``git_url`` at ``commit``; built if absent.
 
     Idempotent: a finished build with the same key (commit + gcc + CUDA version) is
     returned at once. Concurrent callers serialize on a per-key lock; the build runs in a
     temporary folder renamed into place when complete. ``progress(msg)`` gets status lines.
+    ``patches`` (default: the shipped :func:`patch_files`) are applied before ``make``.
     """
     say = progress or (lambda _msg: None)
     if (source is None) == (git_url is None):
@@ -342,7 +392,8 @@ def ensure_build(
         raise HilsimError(f"--jobs {jobs}: must be >= 1")
     assert commit is not None
     tc = toolchain or find_toolchain()
-    key = build_key(commit, tc.gcc_version, tc.cuda_version_number)
+    patches = patch_files() if patches is None else list(patches)
+    key = build_key(commit, tc.gcc_version, tc.cuda_version_number, patch_digest(patches))
     cache = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
     final = cache / key
     sha = sha256_file(tarball) if tarball is not None else None
@@ -358,7 +409,9 @@ def ensure_build(
             shutil.rmtree(final)
         tmp = Path(tempfile.mkdtemp(prefix=f".{key}.tmp-", dir=cache))
         try:
-            prov = _build_into(tmp, tarball, git_url, commit, sha, tc, key, jobs, say, final)
+            prov = _build_into(
+                tmp, tarball, git_url, commit, sha, tc, key, jobs, say, final, patches
+            )
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
@@ -382,6 +435,7 @@ def _build_into(
     jobs: int,
     say: Any,
     final: Path,
+    patches: list[Path],
 ) -> dict[str, Any]:
     """Get the source into ``tmp/gpgpu-sim``, build it, write the provenance; return it."""
     log = tmp / LOG
@@ -400,6 +454,7 @@ def _build_into(
     if not (tree / "setup_environment").is_file():
         raise HilsimError(f"{tarball or git_url}: no setup_environment at the top: "
                           "not a GPGPU-Sim source tree")
+    applied = apply_patches(tree, log, patches)
     env = {
         **os.environ,
         "CUDA_INSTALL_PATH": str(tc.cuda_home),
@@ -423,6 +478,7 @@ def _build_into(
         "cuda_version_number": tc.cuda_version_number,
         "cuda_home": str(tc.cuda_home),
         "nvcc": str(tc.nvcc),
+        "patches": applied,
         "jobs": jobs,
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "build_seconds": round(time.time() - started, 1),
