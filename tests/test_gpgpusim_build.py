@@ -42,7 +42,7 @@ def test_shipped_patches_are_named_in_the_key(monkeypatch) -> None:
 
 def test_patches_apply_before_make_and_change_the_key(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.delenv("HILSIM_GPGPUSIM_HOME", raising=False)
-    check = "\tgrep -q patched Makefile\n\tmkdir -p"  # make fails unless the patch applied
+    check = "\tgrep -q '^# patched' Makefile\n\tmkdir -p"  # make fails unless the patch applied
     src = _fake_source(tmp_path, make=MAKEFILE.replace("\tmkdir -p", check))
     good = tmp_path / "0001-mark.patch"
     good.write_text("--- a/Makefile\n+++ b/Makefile\n@@ -1 +1,2 @@\n+# patched\n"
