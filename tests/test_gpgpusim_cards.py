@@ -137,3 +137,22 @@ def test_parse_override() -> None:
     for bad in ("-x", "=1", "-a b=c"):
         with pytest.raises(HilsimError, match="expected -option=value"):
             parse_override(bad)
+
+
+def test_short_integer_latency_lists_are_completed(build: FakeBuild, tmp_path: Path) -> None:
+    """The shipped RTX configs give five of the six int entries GPGPU-Sim reads (no SHFL)."""
+    rtx = card_config("SM86_RTX3070", build)
+    assert rtx.option("-ptx_opcode_latency_int") == "4,4,4,4,21"  # as shipped
+    opts = read_options(rtx.write(tmp_path / "rtx")).options()
+    assert opts["-ptx_opcode_latency_int"] == "4,4,4,4,21,32"
+    assert opts["-ptx_opcode_initiation_int"] == "2,2,2,2,2,4"
+    # a full list (QV100) and an override with six entries are left as given
+    qv = read_options(card_config("SM7_QV100", build).write(tmp_path / "qv")).options()
+    assert qv["-ptx_opcode_latency_int"] == "4,13,4,5,145,21"
+    mine = rtx.with_options({"-ptx_opcode_latency_int": "5,5,5,5,30,40"})
+    assert read_options(mine.write(tmp_path / "o")).options()["-ptx_opcode_latency_int"] == (
+        "5,5,5,5,30,40")
+    # a short override is completed too
+    short = rtx.with_options({"-ptx_opcode_initiation_int": "1,1,4,4"})
+    assert read_options(short.write(tmp_path / "s")).options()["-ptx_opcode_initiation_int"] == (
+        "1,1,4,4,32,4")

@@ -40,6 +40,15 @@ FILE_OPTIONS = (
 # read when power simulation is on and no -accelwattch_xml_file is given (gpu-sim.cc)
 DEFAULT_ACCELWATTCH_XML = "accelwattch_sass_sim.xml"
 _OPTION_NAME = re.compile(r"^-[A-Za-z0-9_:.]+$")
+# GPGPU-Sim 4.2 reads six integer latencies / initiation intervals <ADD,MAX,MUL,MAD,DIV,SHFL>
+# with one sscanf (cuda-sim.cc, ptx_instruction::set_opcode_and_latency, and shader.cc); the
+# shipped SM75_RTX2060 and SM86_RTX3070 configs give five, so SHFL's entry is left unset
+# (seen: std::out_of_range in grid_read_cg, SIGSEGV in softmax_rows). A short list is
+# completed from the simulator's own defaults (its option help text).
+INT_LIST_DEFAULTS = {
+    "-ptx_opcode_latency_int": "1,1,19,25,145,32",
+    "-ptx_opcode_initiation_int": "1,1,4,4,32,4",
+}
 
 
 def shipped_cards(build: Any) -> list[str]:
@@ -61,6 +70,24 @@ def normalize_options(options: Mapping[str, Any] | None) -> dict[str, str]:
         if "\n" in value or "\r" in value or '"' in value:
             raise HilsimError(f"option {name}: value {value!r} has a newline or a quote")
         out[name] = value
+    return out
+
+
+def completed_int_options(options: Mapping[str, str]) -> dict[str, str]:
+    """Integer latency/initiation lists shorter than the simulator reads, completed.
+
+    Returns only the options that need completing, as override lines: the given entries
+    first, then GPGPU-Sim's defaults for the missing tail (SHFL: latency 32, interval 4).
+    """
+    out: dict[str, str] = {}
+    for name, default in INT_LIST_DEFAULTS.items():
+        value = options.get(name)
+        if value is None:
+            continue
+        given = [part.strip() for part in str(value).split(",") if part.strip()]
+        full = default.split(",")
+        if len(given) < len(full):
+            out[name] = ",".join(given + full[len(given):])
     return out
 
 
@@ -210,7 +237,8 @@ class CardConfig:
         """Write ``gpgpusim.config`` and copy the files it references into ``run_dir``.
 
         A referenced file lands under its own base name; when that differs from what the
-        option says, an override line points the option at the copy.
+        option says, an override line points the option at the copy. Integer latency lists
+        shorter than the simulator reads get their tail (:func:`completed_int_options`).
         """
         run = Path(run_dir)
         run.mkdir(parents=True, exist_ok=True)
@@ -221,6 +249,7 @@ class CardConfig:
                 shutil.copyfile(src, dst)
             if self.options().get(name) != src.name and name in self.options():
                 extra[name] = src.name
+        extra.update(completed_int_options(self.options()))
         target = run / CONFIG_NAME
         write_text_atomic(target, self.config_text(extra))
         return target
