@@ -9,8 +9,16 @@ address (SLURM/PBS through ``dask-jobqueue``, see ``docs/sweep.md``).
 
 * **Spec** (TOML, :func:`load_spec`): ``seeds``, optional ``simulate`` and ``cards``,
   ``[[workloads]]`` (``path`` to a bundle folder or profile file, relative to the spec,
-  or ``example`` naming a shipped example; optional ``holdout``), ``[[methods]]``
-  (``name`` and ``params``, where a list value is a grid axis).
+  or ``example`` naming a shipped example; optional ``holdout``; for ``simulate``:
+  ``program``, ``card``, ``sim_options``, ``sim_timeout``), ``[[methods]]`` (``name``
+  and ``params``, where a list value is a grid axis).
+* **Simulate** (``simulate = true``; issue 18 §1, "simulate the sampled launches on the
+  simulated card"): each task's plan is run on the workload's simulated card by the
+  code of ``hilsim simulate`` (:func:`hilsim.simmodel.gpgpusim.simprofile.simulate_plan`,
+  STEM section 3: only the representative launches are simulated) on the worker, and the
+  row gains ``sim_*`` columns (cycles of the sample, the estimate of the full run from
+  them and its error against the profile's total). The log stays in
+  ``OUTPUT/sim/<task key>/`` for ``hilsim validate --sim``.
 * **Shared storage, not shipping**: tasks carry paths; each worker reads the profile
   itself and keeps the last one it read (with a
   :class:`~hilsim.analyzer.tablecache.TableCache`, so STEM's sort is shared by the
@@ -26,6 +34,7 @@ address (SLURM/PBS through ``dask-jobqueue``, see ``docs/sweep.md``).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import itertools
@@ -44,6 +53,7 @@ from hilsim.analyzer.errors import HilsimError
 
 RESULTS = "results.parquet"
 SUMMARY = "summary.csv"
+SIM_SUMMARY = "sim_summary.csv"
 DIGESTS = ".digests.json"
 
 #: columns of results.parquet, in order, with their dtypes (object: text or JSON)
@@ -67,6 +77,15 @@ RESULT_TYPES: dict[str, str] = {
     "n_launches": "Int64",
     "truth_ns": "float64",
     "estimate_ns": "float64",
+    "sim_launches": "Int64",
+    "sim_cycles": "float64",
+    "sim_estimate_cycles": "float64",
+    "sim_full_cycles": "float64",
+    "sim_error": "float64",
+    "sim_speedup": "float64",
+    "sim_wall_seconds": "float64",
+    "sim_cpu_seconds": "float64",
+    "sim_dir": "object",
     "load_seconds": "float64",
     "plan_seconds": "float64",
     "score_seconds": "float64",
@@ -75,19 +94,34 @@ RESULT_TYPES: dict[str, str] = {
     "hilsim_version": "object",
 }
 RESULT_COLUMNS: tuple[str, ...] = tuple(RESULT_TYPES)
+#: columns added with ``simulate``: a table written before them reads with them empty
+SIM_COLUMNS: tuple[str, ...] = tuple(c for c in RESULT_TYPES if c.startswith("sim_"))
 
 _SPEC_KEYS = {"seeds", "simulate", "cards", "workloads", "methods"}
-_WORKLOAD_KEYS = {"name", "path", "example", "holdout"}
+_WORKLOAD_KEYS = {
+    "name", "path", "example", "holdout", "program", "card", "sim_options", "sim_timeout",
+}
+#: seconds before a simulation is killed (``hilsim simulate``'s default)
+SIM_TIMEOUT = 4 * 3600.0
 _METHOD_KEYS = {"name", "params"}
 
 
 @dataclass(frozen=True)
 class Workload:
-    """One profile to sample: ``path`` (bundle folder or profile file), optional holdout."""
+    """One profile to sample: ``path`` (bundle folder or profile file), optional holdout.
+
+    For ``simulate``: ``program`` (the command that runs the workload on the simulated
+    card and takes a launch list, as ``hilsim simulate``), ``card`` (else the spec's
+    ``cards``), ``sim_options`` (the card's option overrides) and ``sim_timeout``.
+    """
 
     name: str
     path: Path
     holdout: Path | None = None
+    program: tuple[str, ...] | None = None
+    card: str | None = None
+    sim_options: dict[str, str] = field(default_factory=dict)
+    sim_timeout: float = SIM_TIMEOUT
 
 
 @dataclass(frozen=True)
@@ -173,7 +207,50 @@ def _workload(base: Path, entry: Any, index: int, source: Path) -> Workload:
     name = entry.get("name", default_name)
     if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
         raise _fail(source, f"{where}.name: {name!r} is not a usable folder name")
-    return Workload(name, path, holdout)
+    return Workload(name, path, holdout, *_simulation(base, entry, where, source))
+
+
+def _card(base: Path, value: Any, source: Path, where: str) -> str:
+    """A card name as given; a config file path resolved against the spec's folder."""
+    if not isinstance(value, str) or not value:
+        raise _fail(source, f"{where}: expected a card name or a gpgpusim.config path")
+    if value.endswith(".config") or os.sep in value:
+        return str(_resolve(base, value, source, where))
+    return value
+
+
+def _simulation(
+    base: Path, entry: dict[str, Any], where: str, source: Path
+) -> tuple[tuple[str, ...] | None, str | None, dict[str, str], float]:
+    """A workload's ``program``, ``card``, ``sim_options`` and ``sim_timeout``, checked."""
+    program = entry.get("program")
+    if program is not None:
+        if (
+            not isinstance(program, list)
+            or not program
+            or not all(isinstance(a, str) and a for a in program)
+        ):
+            raise _fail(source, f"{where}.program: expected a list of strings (the command)")
+        first = program[0]
+        if os.sep in first:  # a path: relative to the spec; a bare name is looked up on PATH
+            first = str(_resolve(base, first, source, f"{where}.program[0]"))
+        program = (first, *program[1:])
+    card = _card(base, entry["card"], source, f"{where}.card") if "card" in entry else None
+    raw = entry.get("sim_options", {})
+    if not isinstance(raw, dict) or not all(
+        isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in raw.values()
+    ):
+        raise _fail(source, f"{where}.sim_options: expected a table of option = value")
+    from hilsim.simmodel.gpgpusim.cards import normalize_options
+
+    try:
+        options = normalize_options(raw)
+    except HilsimError as exc:
+        raise _fail(source, f"{where}.sim_options: {exc}") from exc
+    timeout = entry.get("sim_timeout", SIM_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise _fail(source, f"{where}.sim_timeout: expected seconds > 0, got {timeout!r}")
+    return program, card, options, float(timeout)
 
 
 def _method(entry: Any, index: int, source: Path) -> MethodGrid:
@@ -228,8 +305,9 @@ def parse_spec(data: dict[str, Any], source: Path, base: Path | None = None) -> 
     if not isinstance(simulate, bool):
         raise _fail(source, f"simulate: expected true or false, got {simulate!r}")
     cards = data.get("cards", [])
-    if not isinstance(cards, list) or not all(isinstance(c, str) for c in cards):
+    if not isinstance(cards, list):
         raise _fail(source, "cards: expected a list of card names or config paths")
+    cards = [_card(base, c, source, f"cards[{i}]") for i, c in enumerate(cards)]
     workloads_raw = data.get("workloads")
     if not isinstance(workloads_raw, list) or not workloads_raw:
         raise _fail(source, "workloads: expected at least one [[workloads]] table")
@@ -242,8 +320,18 @@ def parse_spec(data: dict[str, Any], source: Path, base: Path | None = None) -> 
     if dup:
         raise _fail(source, f"workloads: name(s) {', '.join(dup)} used twice (set 'name')")
     grids = [_method(m, i, source) for i, m in enumerate(methods_raw)]
-    if simulate and not cards:
-        raise _fail(source, "simulate = true needs 'cards' (the simulated cards to run on)")
+    for i, workload in enumerate(workloads if simulate else []):
+        if workload.program is None:
+            raise _fail(
+                source,
+                f"workloads[{i}]: simulate = true needs 'program' (the command that runs "
+                "the workload on the simulated card)",
+            )
+        if workload.card is None and not cards:
+            raise _fail(
+                source,
+                f"workloads[{i}]: simulate = true needs 'card' (or the top-level 'cards')",
+            )
     return SweepSpec(workloads, grids, seeds, simulate, list(cards), source)
 
 
@@ -259,13 +347,6 @@ def load_spec(path: str | Path) -> SweepSpec:
     except tomllib.TOMLDecodeError as exc:
         raise HilsimError(f"{source}: not valid TOML ({exc})") from exc
     return parse_spec(data, source)
-
-
-def simulate_available() -> bool:
-    """Whether this hilsim has the ``hilsim simulate`` command a simulating sweep needs."""
-    from hilsim.analyzer.cli import cli
-
-    return "simulate" in cli.commands
 
 
 # ----------------------------------------------------------------------------- digests
@@ -320,6 +401,10 @@ class Task:
     params: dict[str, Any]
     seed: int
     card: str | None = None
+    program: tuple[str, ...] | None = None
+    sim_options: dict[str, str] | None = None
+    sim_timeout: float = SIM_TIMEOUT
+    sim_dir: str | None = None  # set by run_sweep: OUTPUT/sim/<key>
 
     def row(self) -> dict[str, Any]:
         """The row's input columns (results are added by :func:`run_task`)."""
@@ -344,12 +429,31 @@ def task_key(
     params: dict[str, Any],
     seed: int,
     card: str | None,
+    simulation: dict[str, Any] | None = None,
 ) -> str:
-    """sha256 over a task's inputs: what makes two tasks the same."""
-    payload = json.dumps(
-        [workload_digest, holdout_digest, method, params, seed, card], sort_keys=True
-    )
+    """sha256 over a task's inputs: what makes two tasks the same.
+
+    ``simulation`` (a simulating task's program, its digest and the card's overrides)
+    is part of the key only when given, so keys of sweeps that do not simulate stay
+    what they were.
+    """
+    inputs: list[Any] = [workload_digest, holdout_digest, method, params, seed, card]
+    if simulation is not None:
+        inputs.append(simulation)
+    payload = json.dumps(inputs, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _simulation_inputs(workload: Workload, cache: dict[str, Any] | None) -> dict[str, Any]:
+    """What a simulating task's result depends on beyond the plan: the command (and the
+    sha256 of its program file, so a rebuilt binary makes new tasks) and the overrides."""
+    assert workload.program is not None
+    first = Path(workload.program[0])
+    return {
+        "program": list(workload.program),
+        "program_sha256": input_digest(first, cache) if first.is_file() else None,
+        "sim_options": dict(sorted(workload.sim_options.items())),
+    }
 
 
 def build_tasks(spec: SweepSpec, digest_cache: dict[str, Any] | None = None) -> list[Task]:
@@ -357,10 +461,14 @@ def build_tasks(spec: SweepSpec, digest_cache: dict[str, Any] | None = None) -> 
     from hilsim.analyzer import methods
 
     tasks: list[Task] = []
-    cards: list[str | None] = list(spec.cards) if spec.simulate else [None]
     for workload in spec.workloads:
         digest = input_digest(workload.path, digest_cache)
         hold = input_digest(workload.holdout, digest_cache) if workload.holdout else None
+        cards: list[str | None] = [None]
+        simulation = None
+        if spec.simulate:
+            cards = [workload.card] if workload.card else list(spec.cards)
+            simulation = _simulation_inputs(workload, digest_cache)
         for grid in spec.methods:
             stochastic = methods.get(grid.name).stochastic
             for label, params in grid.settings():
@@ -368,7 +476,8 @@ def build_tasks(spec: SweepSpec, digest_cache: dict[str, Any] | None = None) -> 
                     for card in cards:
                         tasks.append(
                             Task(
-                                task_key(digest, hold, grid.name, params, seed, card),
+                                task_key(digest, hold, grid.name, params, seed, card,
+                                         simulation),
                                 workload.name,
                                 str(workload.path),
                                 str(workload.holdout) if workload.holdout else None,
@@ -379,6 +488,9 @@ def build_tasks(spec: SweepSpec, digest_cache: dict[str, Any] | None = None) -> 
                                 params,
                                 seed,
                                 card,
+                                workload.program if card is not None else None,
+                                workload.sim_options if card is not None else None,
+                                workload.sim_timeout,
                             )
                         )
     return tasks
@@ -456,10 +568,7 @@ def run_task(task: Task) -> dict[str, Any]:
                 t0 = time.perf_counter()
                 score = score_plan(plan, target)
                 row["score_seconds"] = time.perf_counter() - t0
-            if task.card is not None:
-                raise HilsimError("sweep: simulate = true: `hilsim simulate` is not available yet")
             row.update(
-                status="ok",
                 error=float(score.error),
                 speedup=float(score.speedup),
                 n_samples=int(score.n_samples),
@@ -467,10 +576,45 @@ def run_task(task: Task) -> dict[str, Any]:
                 truth_ns=float(score.truth_ns),
                 estimate_ns=float(score.estimate_ns),
             )
+            if task.card is not None:
+                _simulate(task, plan, row)
+            row["status"] = "ok"
         except Exception as exc:  # noqa: BLE001 - every failure becomes the task's row
             row["message"] = _one_line(exc)
     row["task_seconds"] = time.perf_counter() - t_task
     return row
+
+
+def _simulate(task: Task, plan: Any, row: dict[str, Any]) -> None:
+    """Run ``plan``'s launches on the task's card (``hilsim simulate``'s code) into
+    ``task.sim_dir``; fill the row's ``sim_*`` columns. A failure raises one line naming
+    the card (the plan's own columns stay filled)."""
+    from hilsim.simmodel.gpgpusim.simprofile import simulate_plan
+
+    if task.sim_dir is None or task.program is None:
+        raise HilsimError("sweep: a simulating task without its program or output folder")
+    out = Path(task.sim_dir)
+    row["sim_dir"] = str(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        plan_path = plan.save(out / "plan.json")
+        t0 = time.perf_counter()
+        try:
+            s = simulate_plan(plan_path, list(task.program), str(task.card), out,
+                              options=task.sim_options, timeout_s=task.sim_timeout)
+        finally:
+            row["sim_wall_seconds"] = time.perf_counter() - t0
+    except (HilsimError, OSError) as exc:
+        raise HilsimError(f"simulate on {task.card}: {_one_line(exc)}") from exc
+    row.update(
+        sim_launches=int(s["launches_simulated"]),
+        sim_cycles=float(s["sampled_cycles"]),
+        sim_estimate_cycles=float(s["estimate_cycles"]),
+        sim_full_cycles=s["full_cycles"],
+        sim_error=s["estimate_error"],
+        sim_speedup=s["simulated_time_speedup"],
+        sim_cpu_seconds=float(s["sim_cpu_s"]),
+    )
 
 
 def _load_holdout(task: Task) -> Any:
@@ -508,6 +652,9 @@ def read_results(folder: Path) -> pd.DataFrame:
         frame = pd.read_parquet(path)
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds
         raise HilsimError(f"{path}: cannot read the earlier results ({exc})") from exc
+    for column in SIM_COLUMNS:  # a table from before simulate: those columns empty
+        if column not in frame.columns:
+            frame[column] = pd.Series([None] * len(frame), dtype=object)
     missing = [c for c in RESULT_COLUMNS if c not in frame.columns]
     if missing:
         raise HilsimError(f"{path}: not a sweep results table (missing {', '.join(missing)})")
@@ -535,7 +682,10 @@ def summarize(results: pd.DataFrame, workload: str) -> dict[str, Any]:
     rows = results[results["workload"] == workload]
     summaries, skipped, notes = [], {}, []
     for label, group in rows.groupby("label", sort=True):
-        ok = group[group["status"] == "ok"]
+        # scored rows (a failed simulation keeps its plan's score), once per seed: the
+        # score does not depend on the simulated card
+        ok = group[(group["status"] == "ok") | group["error"].notna()]
+        ok = ok.drop_duplicates("seed", keep="first")
         failed = group[group["status"] != "ok"]
         if ok.empty:
             skipped[str(label)] = str(failed["message"].iloc[0])
@@ -568,6 +718,33 @@ def summarize(results: pd.DataFrame, workload: str) -> dict[str, Any]:
         "seeds": int(rows["seed"].nunique()) if len(rows) else 0,
         "workers_note": "; ".join(notes) or None,
     }
+
+
+def sim_summary(results: pd.DataFrame) -> pd.DataFrame:
+    """Simulating tasks per (workload, card, grid point): runs, failures, mean launches
+    and cycles simulated, mean and max error of the simulated estimate against the full
+    run's cycles, mean simulated-time speedup and the simulator's wall seconds in all."""
+    rows = results[results["card"].notna()]
+    out = []
+    for (workload, card, label), group in rows.groupby(["workload", "card", "label"],
+                                                       sort=True):
+        ok = group[group["status"] == "ok"]
+        errors = ok["sim_error"].astype(float)
+        out.append({
+            "workload": workload,
+            "card": card,
+            "label": label,
+            "runs": len(group),
+            "failed": int((group["status"] != "ok").sum()),
+            "sim_launches": float(ok["sim_launches"].astype(float).mean()) if len(ok) else None,
+            "sim_cycles": float(ok["sim_cycles"].astype(float).mean()) if len(ok) else None,
+            "sim_error": float(errors.mean()) if errors.notna().any() else None,
+            "sim_max_error": float(errors.max()) if errors.notna().any() else None,
+            "profile_error": float(ok["error"].astype(float).mean()) if len(ok) else None,
+            "sim_speedup": float(ok["sim_speedup"].astype(float).mean()) if len(ok) else None,
+            "sim_wall_seconds": float(group["sim_wall_seconds"].astype(float).sum()),
+        })
+    return pd.DataFrame(out)
 
 
 # ----------------------------------------------------------------------------- the run
@@ -636,10 +813,6 @@ def run_sweep(
     on 127.0.0.1 runs the tasks. ``on_event("start", n)`` is called with the number of
     tasks to run, then ``on_event("row", row)`` per finished task.
     """
-    if spec.simulate and not simulate_available():
-        raise HilsimError(
-            "sweep: simulate = true: `hilsim simulate` is not available yet in this hilsim"
-        )
     output.mkdir(parents=True, exist_ok=True)
     digests_path = output / DIGESTS
     try:
@@ -647,6 +820,11 @@ def run_sweep(
     except (OSError, ValueError):
         digest_cache = {}
     tasks = build_tasks(spec, digest_cache)
+    sim_root = output.resolve() / "sim"
+    tasks = [
+        dataclasses.replace(t, sim_dir=str(sim_root / t.key[:16])) if t.card is not None else t
+        for t in tasks
+    ]
     from hilsim.analyzer.atomic import write_text_atomic
 
     write_text_atomic(digests_path, json.dumps(digest_cache, indent=1))

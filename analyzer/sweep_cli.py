@@ -134,9 +134,35 @@ def _report(spec: Any, outcome: Any, output: Path) -> None:
     import pandas as pd
 
     write_text_atomic(output / SUMMARY, pd.DataFrame(frames).to_csv(index=False))
+    if spec.simulate:
+        _report_simulation(results, output)
     out.print(
         f"sweep: {outcome.ran} task(s) run ({outcome.failed} failed), {outcome.skipped} "
         f"already done, on {outcome.where}, in {outcome.wall_seconds:.1f} s; "
         f"wrote {output / RESULTS}",
         highlight=False,
     )
+
+
+def _report_simulation(results: Any, output: Path) -> None:
+    """The simulated figures per workload, card and grid point (sim_summary.csv)."""
+    from hilsim.analyzer.atomic import write_text_atomic
+    from hilsim.analyzer.console import out
+    from hilsim.analyzer.sweep import SIM_SUMMARY, sim_summary
+
+    table = sim_summary(results)
+    write_text_atomic(output / SIM_SUMMARY, table.to_csv(index=False))
+
+    def pct(v: Any) -> str:
+        return "-" if v is None or v != v else f"{100 * v:.2f}%"
+
+    for r in table.to_dict("records"):
+        fails = f", {r['failed']} failed" if r["failed"] else ""
+        launches = "-" if r["sim_launches"] != r["sim_launches"] or r["sim_launches"] is None \
+            else f"{r['sim_launches']:.1f}"
+        out.print(
+            f"simulated {r['workload']} / {r['card']} / {r['label']}: {r['runs']} run(s)"
+            f"{fails}; {launches} launches; error {pct(r['sim_error'])} simulated vs "
+            f"{pct(r['profile_error'])} on the profile; simulator {r['sim_wall_seconds']:.1f} s",
+            highlight=False,
+        )

@@ -225,7 +225,12 @@ def test_sweep_on_scheduler_equals_embedded_and_resumes(dask_cluster, tmp_path, 
         (
             'simulate = true\n[[workloads]]\nexample = "casio-durations"\n[[methods]]\n'
             'name = "stem"\n',
-            "simulate = true needs 'cards'",
+            "workloads[0]: simulate = true needs 'program'",
+        ),
+        (
+            'simulate = true\n[[workloads]]\nexample = "casio-durations"\nprogram = ["ls"]\n'
+            '[[methods]]\nname = "stem"\n',
+            "workloads[0]: simulate = true needs 'card' (or the top-level 'cards')",
         ),
         ("seeds = [\n", "not valid TOML"),
     ],
@@ -237,23 +242,6 @@ def test_bad_spec_is_one_line(tmp_path, capsys, body, message):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err and str(spec) in err
     assert not (tmp_path / "out" / RESULTS).exists()
-
-
-def test_simulate_without_the_command_is_one_line(tmp_path, capsys):
-    from hilsim.analyzer.sweep import simulate_available
-
-    spec = tmp_path / "sim.toml"
-    spec.write_text(
-        'simulate = true\ncards = ["SM7_QV100"]\n[[workloads]]\nexample = "casio-durations"\n'
-        '[[methods]]\nname = "stem"\n'
-    )
-    parsed = load_spec(spec)
-    assert parsed.simulate and parsed.cards == ["SM7_QV100"]
-    if simulate_available():
-        pytest.skip("hilsim simulate exists: the sweep simulates (tested with the command)")
-    assert main(["sweep", str(spec), "-o", str(tmp_path / "out")]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "not available yet" in err
 
 
 @pytest.mark.slow

@@ -146,7 +146,9 @@ def simulate_plan(
     summary returned here) and ``run/`` (the run folder). The saving is reported against
     ``full_cycles`` when given, else against the plan's source total (``total_duration_ns``
     at the card's core clock, which is exact when the plan was made on a bundle of this
-    card).
+    card). The summary's ``estimate_cycles`` is the plan's estimate of the full run from
+    the simulation (sum of weight x simulated cycles over the plan's draws) and
+    ``estimate_error`` its relative difference from ``full_cycles``.
     """
     import numpy as np
     from hilsim.analyzer.plan import load_plan
@@ -170,7 +172,8 @@ def simulate_plan(
             f"{run.log_path}: the program printed no 'hilsim-launch K' marks: it must accept "
             "a launch list and mark each launch (see the workloads README)"
         )
-    match_sim_results(plan, stats)  # one-line error if a launch is missing or misnamed
+    # one-line error if a launch is missing or misnamed; one row per sample with its weight
+    matched = match_sim_results(plan, stats)
     log_out = out_dir / SAMPLED_LOG
     tmp_log = out_dir / f".{SAMPLED_LOG}.tmp{os.getpid()}"
     shutil.copyfile(run.log_path, tmp_log)
@@ -180,6 +183,8 @@ def simulate_plan(
     clock = _core_clock_mhz(_scan(run.text, str(run.log_path))["options"], str(run.log_path),
                             None)
     sampled_cycles = float(stats["cycles"].sum())
+    # the sampled simulation's estimate of the full run: sum(weight * cycles) over the draws
+    estimate_cycles = float((matched["weight"] * matched["cycles"].astype(float)).sum())
     source = plan.source or {}
     n_full = int(source.get("n_launches") or 0)
     if full_cycles is None and source.get("total_duration_ns"):
@@ -197,6 +202,9 @@ def simulate_plan(
         "cycle_fraction": (sampled_cycles / full_cycles) if full_cycles else None,
         "simulated_time_speedup": (full_cycles / sampled_cycles) if full_cycles and
         sampled_cycles else None,
+        "estimate_cycles": estimate_cycles,
+        "estimate_error": abs(estimate_cycles - full_cycles) / full_cycles if full_cycles
+        else None,
         "sim_wall_s": round(run.wall_s, 3),
         "sim_cpu_s": round(run.cpu_s, 3),
         "log": str(log_out),
