@@ -743,6 +743,7 @@ def sim_summary(results: pd.DataFrame) -> pd.DataFrame:
             "profile_error": float(ok["error"].astype(float).mean()) if len(ok) else None,
             "sim_speedup": float(ok["sim_speedup"].astype(float).mean()) if len(ok) else None,
             "sim_wall_seconds": float(group["sim_wall_seconds"].astype(float).sum()),
+            "first_failure": next(iter(group.loc[group["status"] != "ok", "message"]), None),
         })
     return pd.DataFrame(out)
 

@@ -48,7 +48,9 @@ def sweep_cmd(
     Every (workload, method, params, seed) is one task: plan, then score (error,
     speedup, samples, times). Writes OUTPUT/results.parquet (one row per task, failed
     tasks with their one-line error), OUTPUT/summary.csv and, per workload,
-    OUTPUT/<workload>/compare.{json,csv} and pareto.png. See docs/sweep.md.
+    OUTPUT/<workload>/compare.{json,csv} and pareto.png. With `simulate = true` each
+    plan's launches also run on the workload's simulated card (sim_* columns,
+    OUTPUT/sim_summary.csv, logs under OUTPUT/sim/). See docs/sweep.md.
     """
     from hilsim.analyzer.errors import HilsimError
     from hilsim.analyzer.sweep import load_spec, run_sweep
@@ -157,7 +159,7 @@ def _report_simulation(results: Any, output: Path) -> None:
         return "-" if v is None or v != v else f"{100 * v:.2f}%"
 
     for r in table.to_dict("records"):
-        fails = f", {r['failed']} failed" if r["failed"] else ""
+        fails = f", {r['failed']} failed ({r['first_failure']})" if r["failed"] else ""
         launches = "-" if r["sim_launches"] != r["sim_launches"] or r["sim_launches"] is None \
             else f"{r['sim_launches']:.1f}"
         out.print(
