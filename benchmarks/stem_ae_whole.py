@@ -27,9 +27,10 @@ Each row is one command in its own process, on that one file:
 * **hilsim import**: ``hilsim import CSV -o BUNDLE`` (the file to a bundle).
 * **hilsim plan**: ``hilsim plan BUNDLE -m stem -p epsilon=E -o plan.json``.
 
-Figures: wall seconds, CPU seconds (user + sys of the command's processes: the machine
-may be shared) and peak RSS of the process tree (sampled every 50 ms). Ratios: reference
-wall / plan wall ("plan only") and reference wall / (import + plan) wall.
+Figures: wall seconds, CPU seconds (user + sys of the command's processes: on a shared
+machine the comparable figure) and peak RSS of the process tree (sampled every 50 ms).
+Ratios: reference / plan ("plan only") and reference / (import + plan), in wall and in
+CPU seconds.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import json
 import os
 import resource
 import shutil
@@ -244,9 +246,14 @@ def one_size(reference: Path, workdir: Path, repeat: int, epsilon: float) -> dic
     return out
 
 
+def ratio_text(ref: dict[str, float], ours: dict[str, float]) -> str:
+    """Reference / ours, in wall time and (in parentheses) in CPU time."""
+    return f"{ref['wall'] / ours['wall']:.1f}x ({ref['cpu'] / ours['cpu']:.1f}x)"
+
+
 def table(results: list[dict]) -> str:
     lines = [
-        "| launches | command | wall s | CPU s | peak RSS GiB | reference wall / this |",
+        "| launches | command | wall s | CPU s | peak RSS GiB | reference / this: wall (CPU) |",
         "|---|---|---|---|---|---|",
     ]
     for r in results:
@@ -255,9 +262,9 @@ def table(results: list[dict]) -> str:
                 "peak": max(imp["peak"], plan["peak"])}
         for label, fig, ratio in (
             ("STEM-AE reference `kernel_sample` (stem.py)", ref, ""),
-            ("hilsim `plan -m stem` (plan only)", plan, f"{ref['wall'] / plan['wall']:.1f}x"),
+            ("hilsim `plan -m stem` (plan only)", plan, ratio_text(ref, plan)),
             ("hilsim `import`", imp, ""),
-            ("hilsim `import` + `plan -m stem`", both, f"{ref['wall'] / both['wall']:.1f}x"),
+            ("hilsim `import` + `plan -m stem`", both, ratio_text(ref, both)),
         ):
             lines.append(f"| {r['launches']:,} | {label} | {fig['wall']:.2f} | {fig['cpu']:.2f} "
                          f"| {fig['peak']:.2f} | {ratio} |")
@@ -272,6 +279,7 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, help="inputs and outputs (default: a temp dir)")
     parser.add_argument("--epsilon", type=float, default=0.05)
     parser.add_argument("--keep", action="store_true", help="keep the temporary workdir")
+    parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     parser.add_argument("--run-reference", nargs=3, metavar=("DIR", "WORKDIR", "NAME"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -299,6 +307,10 @@ def main() -> None:
             results.append(one_size(args.reference.resolve(), workdir, repeat, args.epsilon))
         print()
         print(table(results))
+        if args.json:
+            from hilsim.analyzer.atomic import write_text_atomic
+
+            write_text_atomic(args.json, json.dumps(results, indent=1) + "\n")
 
 
 if __name__ == "__main__":
