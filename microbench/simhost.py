@@ -11,15 +11,34 @@ written by Python, so one compiled program serves every benchmark of its module.
 (``ptx_sim.cc:205``), so on this backend only the program text puts one define after the
 CUDA headers, ``#define clock64 hilsim_clock64``, and ``hilsim_clock64()`` reads the
 32-bit ``%clock`` register (the simulated core cycle) with inline PTX. The kernel text
-itself is untouched. ``%clock`` is ``gpu_sim_cycle + gpu_tot_sim_cycle`` of a fresh
-process (it starts at 0); :func:`run_plan` refuses a log whose total cycle count
-reached 2^32, so every difference of two reads is exact (no wrap).
+itself is untouched. Likewise ``#define __shfl_xor_sync hilsim_shfl_xor_sync``: nvcc
+emits ``shfl.sync.bfly.b32 d|p, ...`` for it, GPGPU-Sim's parser takes ``d|p`` for a
+vector operand and ``d`` reads 0 (measured: the ``grid_read_*`` warp reductions summed
+lane 0 only); the shim's inline PTX is the same shuffle without the predicate
+destination, and re-assembles 64-bit values without ``bfi.b64`` (which GPGPU-Sim
+computes on 32 bits, ``instructions.cc`` ``bfi_impl``). ``%clock`` is
+``gpu_sim_cycle + gpu_tot_sim_cycle`` of a fresh process (it starts at 0);
+:func:`run_plan` refuses a log whose total cycle count reached 2^32, so every
+difference of two reads is exact (no wrap).
+
+``red`` -> ``atom``: GPGPU-Sim's PTX front end does not implement ``red`` ("instruction
+red not (yet) implemented"), so on this backend only :func:`sim_kernel_text` rewrites
+every ``red.<space>.<op>.<type> [addr], b;`` of the kernel text into
+``atom.<space>.<op>.<type> _, [addr], b;`` (PTX's sink ``_`` as destination): the same
+memory update. Timing caveat: GPGPU-Sim times an ``atom`` as a load that returns a value,
+so the issuing warp keeps a register reservation until the reply comes back from L2,
+whereas hardware ``red`` is fire and forget. Throughput kernels with independent updates
+are little affected (the warp does not read the result); a rate limited by per-warp
+outstanding replies would read lower than hardware's ``red``. The CuPy suite's text
+stays the one source of truth; the rewrite is applied to a copy when the program is
+generated, and the generated ``prog.cu`` in the cache shows it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import struct
 import tempfile
@@ -42,9 +61,49 @@ __device__ __forceinline__ long long hilsim_clock64()
     return (long long)c;
 }
 #define clock64 hilsim_clock64
+
+// hilsim: GPGPU-Sim backend only. __shfl_xor_sync compiles to
+// "shfl.sync.bfly.b32 d|p, ...": GPGPU-Sim's parser takes "d|p" for a vector operand and
+// d reads 0 (measured); the same shuffle without the predicate destination is exact.
+// 64-bit values: two 32-bit shuffles, re-assembled without bfi.b64 (GPGPU-Sim's bfi
+// works on the low 32 bits only, instructions.cc bfi_impl).
+__device__ __forceinline__ unsigned int hilsim_shfl_xor32(unsigned int mask, unsigned int v,
+                                                          int lane_mask)
+{
+    unsigned int r;
+    asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 31, %3;"
+                 : "=r"(r) : "r"(v), "r"(lane_mask), "r"(mask));
+    return r;
+}
+__device__ __forceinline__ unsigned long long hilsim_shfl_xor_sync(
+    unsigned int mask, unsigned long long v, int lane_mask)
+{
+    unsigned int lo = hilsim_shfl_xor32(mask, (unsigned int)v, lane_mask);
+    unsigned int hi = hilsim_shfl_xor32(mask, (unsigned int)(v >> 32), lane_mask);
+    unsigned long long h;  // opaque shift: nvcc would fuse "hi << 32 | lo" into bfi.b64
+    asm volatile("shl.b64 %0, %1, 32;" : "=l"(h) : "l"((unsigned long long)hi));
+    return h | lo;
+}
+__device__ __forceinline__ unsigned int hilsim_shfl_xor_sync(unsigned int mask, unsigned int v,
+                                                             int lane_mask)
+{
+    return hilsim_shfl_xor32(mask, v, lane_mask);
+}
+#define __shfl_xor_sync hilsim_shfl_xor_sync
 """
 
 _CLOCK_LIMIT = 1 << 32
+
+#: ``red.<space>.<op>.<type> [`` (inline PTX in the kernel text; ``%%`` operands allowed)
+_RED = re.compile(r"\bred\.((?:global|shared)\.[a-z]+\.[a-z0-9]+)\s+\[")
+
+
+def sim_kernel_text(text: str) -> str:
+    """Kernel text as this backend compiles it: ``red.X [a], b`` -> ``atom.X _, [a], b``.
+
+    See the module docstring (GPGPU-Sim does not implement ``red``; timing caveat).
+    """
+    return _RED.sub(r"atom.\1 _, [", text)
 
 
 def driver_source() -> str:
@@ -66,7 +125,7 @@ def program_source(module: str) -> str:
         "#include <cuda_runtime.h>\n"
         + CLOCK_SHIM
         + f"// ---- kernel source {module} (hilsim.microbench.sources) ----\n"
-        + sources[module]
+        + sim_kernel_text(sources[module])
         + "\n// ---- kernel table ----\n"
         + "struct HilsimKernel { const char* name; const void* fn; };\n"
         + f"static const HilsimKernel HILSIM_KERNELS[] = {{\n{table}\n}};\n"

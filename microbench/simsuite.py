@@ -23,8 +23,9 @@ capacity analysis (:func:`hilsim.microbench.analysis.cache_levels`). What differ
   no ``%globaltimer``; the SM clock *is* the config's ``-gpgpu_clock_domains``, given in
   the device facts), the page-stride DRAM chase (no TLB model), the stride sweep
   (10^5 loads).
-* **Throughput families**: only what GPGPU-Sim executes (unit and atomic latencies);
-  the rest is skipped with the simulator's own reason (:mod:`simthroughput`).
+* **Throughput families** (bandwidth, compute, atomics) run on a slice of the card: 2 SMs
+  for per-SM rates, one memory channel for L2/DRAM bandwidth scaled by the channel count;
+  tensor cores and DRAM write/copy are skipped with a reason (:mod:`simthroughput`).
 """
 
 from __future__ import annotations
