@@ -3,12 +3,15 @@
     python benchmarks/sim_microbench.py                      # the committed runs
     python benchmarks/sim_microbench.py FILE.microbench.json ...
     python benchmarks/sim_microbench.py --run SM7_QV100 --only latency,launch
+    python benchmarks/sim_microbench.py --runs          # also every simulated program
 
 Every ``hilsim agent microbench --backend gpgpusim`` file records each simulator run
 (benchmark, options, simulated cycles, wall seconds) under ``device.simulation.runs``;
 this prints them grouped by family, with the simulation rate. ``--run`` runs the suite
 first (needs a GPGPU-Sim build), writing ``<card>.microbench.json`` in the current folder.
 Wall times depend on the machine's load: the committed files say where they were made.
+Throughput families (bandwidth, compute, atomics) run on a 2-SM slice, L2/DRAM bandwidth
+on a one-channel slice (``microbench/simthroughput.py``).
 """
 
 from __future__ import annotations
@@ -29,13 +32,16 @@ FAMILY_OF = {
 }
 
 
+SLICE_OPTIONS = ("-gpgpu_n_clusters", "-gpgpu_n_mem")
+
+
 def family(bench: str) -> str:
     """The suite family a simulated run belongs to."""
     return FAMILY_OF.get(bench, bench.split(".")[0])
 
 
-def report(path: Path) -> float:
-    """Print one file's table; return its total wall seconds."""
+def report(path: Path, runs_too: bool = False) -> float:
+    """Print one file's table (and every run with ``runs_too``); return its wall seconds."""
     doc = json.loads(path.read_text())
     sim = doc["device"].get("simulation") or {}
     runs = sim.get("runs") or []
@@ -56,6 +62,13 @@ def report(path: Path) -> float:
         f"  {'total':<12} {len(runs):>4} {sum(r['sim_cycles'] for r in runs):>12,.0f} "
         f"{total:>8.1f}   (suite wall {sim.get('wall_s')} s incl. compiles)"
     )
+    rates(doc)
+    if runs_too:
+        for r in runs:
+            opts = " ".join(
+                f"{k}={v}" for k, v in r.get("options", {}).items() if k in SLICE_OPTIONS
+            )
+            print(f"    {r['benchmark']:<28} {r['sim_cycles']:>12,.0f} {r['wall_s']:>8.1f}  {opts}")
     skipped = [
         m["name"] for m in doc["measurements"] if str(m.get("note", "")).startswith("skipped")
     ]
@@ -64,12 +77,47 @@ def report(path: Path) -> float:
     return total
 
 
+def rates(doc: dict) -> None:
+    """Measured throughput/bandwidth vs what the card's config implies (closedloop)."""
+    from hilsim.simmodel.gpgpusim.cards import card_config
+    from hilsim.simmodel.gpgpusim.closedloop import RATES, configured_rates
+
+    config = doc["device"].get("config")
+    if not config or not Path(config).is_file():  # the build's copy; else the test data's
+        config = COMMITTED.parents[1] / "accelsim" / f"{doc['device'].get('card')}.gpgpusim.config"
+        if not config.is_file():
+            return
+    want = configured_rates(card_config(config).options())
+    got = {m["name"]: m for m in doc["measurements"]}
+    print(f"  {'measured vs configured':<26} {'measured':>10} {'configured':>10} {'ratio':>6}")
+    for name, unit in RATES.items():
+        m = got.get(name)
+        if m is None or m.get("value") is None or name not in want:
+            continue
+        print(
+            f"  {name:<26} {m['value']:>10.2f} {want[name]:>10.2f} "
+            f"{m['value'] / want[name]:>6.3f}  {unit}"
+        )
+    for name in (
+        "l1_bandwidth",
+        "l2_bandwidth",
+        "atomic_throughput_distinct",
+        "atomic_throughput_same",
+    ):
+        m = got.get(name)
+        if m is not None and m.get("value") is not None:
+            extra = m["params"].get("atomics_per_clk")
+            shown = f"{extra:.3f} per clk" if extra is not None else f"{m['value']:.2f} {m['unit']}"
+            print(f"  {name:<26} {shown}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("files", nargs="*", type=Path)
     ap.add_argument("--run", metavar="CARD", action="append", default=[])
-    ap.add_argument("--only", default="launch,latency,clock")
+    ap.add_argument("--only", default="clock,launch,latency,bandwidth,compute,atomics")
+    ap.add_argument("--runs", action="store_true", help="also list every simulated program")
     args = ap.parse_args(argv)
     files = list(args.files)
     for card in args.run:
@@ -93,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         files.append(out)
     if not files:
         files = sorted(COMMITTED.glob("*.microbench.json"))
-    grand = sum(report(f) for f in files)
+    grand = sum(report(f, args.runs) for f in files)
     print(f"\nall cards: {grand:.1f} s of simulator wall time")
     return 0
 

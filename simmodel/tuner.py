@@ -609,6 +609,16 @@ def derive_options(
             ["l1.capacity_bytes"],
             "L1 capacity in KB",
         )
+    # shared-memory banks from the measured shared bandwidth (hilsim; 4 B per bank and
+    # clock: 32 banks = 128 B/clk/SM). Only from a measurement: a preset's value stays.
+    shbw = g("shared.bandwidth")
+    if shbw is not None and shbw.source.kind == "measured" and float(shbw.value) > 0:
+        add(
+            "-gpgpu_shmem_num_banks",
+            round_up_pow2(float(shbw.value) / 4),
+            ["shared.bandwidth"],
+            "round_up_pow2(shared B/clk/SM / 4 B per bank)",
+        )
     # L2 (l2_config) and memory (mem_config)
     bus = g("dram.bus_width_bits")
     chans = None

@@ -18,11 +18,30 @@ import numpy as np
 import pytest
 from hilsim.analyzer.errors import HilsimError
 from hilsim.simmodel.gpgpusim.cards import card_config
-from hilsim.simmodel.gpgpusim.closedloop import TOLERANCE, compare, tune_simulated
+from hilsim.simmodel.gpgpusim.closedloop import (
+    TOLERANCE,
+    compare,
+    dram_peak_gbs,
+    measured_values,
+    tune_simulated,
+)
 
 DATA = Path(__file__).parent / "data"
 CARDS = ("SM7_QV100", "SM75_RTX2060", "SM86_RTX3070")
 LATENCIES = ("-gpgpu_l1_latency", "-gpgpu_l2_rop_latency", "-dram_latency", "-gpgpu_smem_latency")
+THROUGHPUT_INPUTS = (
+    "units.fp32.throughput",
+    "units.fp64.throughput",
+    "units.int32.throughput",
+    "shared.bandwidth",
+    "dram.bandwidth_gbs",
+)
+THROUGHPUT_OPTIONS = (
+    "-ptx_opcode_initiation_fp",
+    "-ptx_opcode_initiation_dp",
+    "-ptx_opcode_initiation_int",
+    "-gpgpu_shmem_num_banks",
+)
 
 
 def _tuned_options(result) -> dict[str, str]:
@@ -34,7 +53,7 @@ def test_tune_recovers_the_card(card: str) -> None:
     config = card_config(DATA / "accelsim" / f"{card}.gpgpusim.config")
     bench = DATA / "microbench" / "gpgpusim" / f"{card}.microbench.json"
     result = tune_simulated(bench)
-    rows = compare(config.options(), _tuned_options(result))
+    rows = compare(config.options(), _tuned_options(result), measured_values(bench))
     missing = [r.quantity for r in rows if r.tuned is None or r.configured is None]
     assert not missing, f"not emitted: {missing}"
     bad = [(r.quantity, r.configured, r.tuned) for r in rows if not r.ok]
@@ -43,6 +62,11 @@ def test_tune_recovers_the_card(card: str) -> None:
     by_name = {o.name: o for o in result.options}
     for name in LATENCIES:
         assert by_name[name].convention == "gpgpusim"
+    # the throughput-derived options come from the simulated measurements
+    for quantity in THROUGHPUT_INPUTS:
+        assert result.timing.get(quantity).source.kind == "measured", (card, quantity)
+    for name in THROUGHPUT_OPTIONS:
+        assert by_name[name].kind == "measured", (card, name, by_name[name])
 
 
 def simulated_l1_bytes(options: dict[str, str]) -> int:
@@ -61,6 +85,39 @@ def test_reduced_sweep_sees_the_simulated_l1() -> None:
         m = next(x for x in doc["measurements"] if x["name"] == "l1_capacity_bytes")
         assert m["valid"], m["note"]
         assert want / 2**0.5 <= m["value"] <= want, (card, m["value"], want)
+
+
+@pytest.mark.parametrize("card", CARDS)
+def test_dram_peak_of_a_config_is_the_device_facts_peak(card: str) -> None:
+    from hilsim.microbench.simsuite import card_device_facts
+
+    config = card_config(DATA / "accelsim" / f"{card}.gpgpusim.config")
+    peak = card_device_facts(config)["peak_dram_gbs"]
+    assert dram_peak_gbs(config.options()) == pytest.approx(peak)
+    expected = {"SM7_QV100": 870.4, "SM75_RTX2060": 336.0, "SM86_RTX3070": 448.0}[card]
+    assert abs(peak - expected) < 0.2  # the cards' published peaks (3070: 448.1 at 3500.5)
+
+
+@pytest.mark.parametrize("card", CARDS)
+def test_measured_rates_lie_below_the_configured_peaks(card: str) -> None:
+    """No simulated rate exceeds what the config allows; none is below 3/4 of it (a slice
+    that lost an SM or a channel would read half)."""
+    from hilsim.simmodel.gpgpusim.closedloop import RATES, configured_rates
+
+    config = card_config(DATA / "accelsim" / f"{card}.gpgpusim.config")
+    want = configured_rates(config.options())
+    got = measured_values(DATA / "microbench" / "gpgpusim" / f"{card}.microbench.json")
+    assert set(RATES) <= set(want) and set(RATES) <= set(got)
+    for name in RATES:
+        assert 0.75 * want[name] <= got[name] <= 1.001 * want[name], (card, name, got[name])
+
+
+def test_a_relative_row_fails_outside_its_fraction() -> None:
+    from hilsim.simmodel.gpgpusim.closedloop import Row
+
+    assert Row("x", 100.0, 96.0, 0.05, "", relative=True).ok
+    assert not Row("x", 100.0, 94.0, 0.05, "", relative=True).ok
+    assert not Row("x", 100.0, None, 0.05, "", relative=True).ok
 
 
 def test_tolerances_are_stated_for_every_latency() -> None:

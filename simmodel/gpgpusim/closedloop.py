@@ -9,6 +9,14 @@ recovered option beside the configured one with the tolerance :data:`TOLERANCE` 
 Convention of the latency options (``gpgpusim``): the option values that make GPGPU-Sim
 reproduce the measured load-to-use latencies, through the map measured on the simulator
 (:mod:`hilsim.simmodel.gpgpusim.calibration`), rounded to an integer.
+
+Throughput-derived options (measured on a 2-SM slice, :mod:`hilsim.microbench.simthroughput`):
+the initiation intervals of the fp32/fp64/int32 units (Accel-Sim's ``config_fpu`` /
+``config_dpu`` / ``config_int``: first entry of ``-ptx_opcode_initiation_*``) and the
+shared-memory banks (from the shared bandwidth). The DRAM read bandwidth (one channel x
+the channel count) is compared with the configured card's peak (``dram_read_gbs``, a
+relative tolerance), and the peak the tuned options give with the configured one
+(``dram_peak_gbs``).
 """
 
 from __future__ import annotations
@@ -36,7 +44,15 @@ TOLERANCE: dict[str, tuple[float, str]] = {
     "-gpgpu_dram_buswidth": (0, "bytes per channel"),
     "-gpgpu_dram_burst_length": (0, "beats"),
     "-dram_data_command_freq_ratio": (0, "ratio"),
+    "-ptx_opcode_initiation_fp": (0, "cycles (fp32 unit, first entry)"),
+    "-ptx_opcode_initiation_dp": (0, "cycles (fp64 unit, first entry)"),
+    "-ptx_opcode_initiation_int": (0, "cycles (int32 unit, first entry)"),
+    "-gpgpu_shmem_num_banks": (0, "banks"),
+    "dram_peak_gbs": (0.5, "GB/s (channels x bus x 2 x memory clock)"),
+    "dram_read_gbs": (0.05, "relative: measured read bandwidth vs the configured peak"),
 }
+#: quantities whose tolerance is a fraction of the configured value
+RELATIVE = ("dram_read_gbs",)
 _INT_OPTIONS = (
     "-gpgpu_l1_latency",
     "-gpgpu_smem_latency",
@@ -47,6 +63,10 @@ _INT_OPTIONS = (
     "-gpgpu_dram_buswidth",
     "-gpgpu_dram_burst_length",
     "-dram_data_command_freq_ratio",
+    "-ptx_opcode_initiation_fp",
+    "-ptx_opcode_initiation_dp",
+    "-ptx_opcode_initiation_int",
+    "-gpgpu_shmem_num_banks",
 )
 
 
@@ -75,7 +95,29 @@ def values_of(options: dict[str, str]) -> dict[str, float]:
             options.get("-gpgpu_n_sub_partition_per_mchannel", "1")
         )
         out["l2_bytes"] = sets * line * assoc * banks
+    peak = dram_peak_gbs(options)
+    if peak is not None:
+        out["dram_peak_gbs"] = peak
     return out
+
+
+def dram_peak_gbs(options: dict[str, str]) -> float | None:
+    """Theoretical DRAM bandwidth of a config: channels x bus bytes x 2 x memory clock.
+
+    The memory clock is the ``-gpgpu_clock_domains`` DRAM (command) clock x
+    ``-dram_data_command_freq_ratio`` / 2 (as :func:`hilsim.microbench.simsuite.card_device_facts`).
+    """
+    need = ("-gpgpu_n_mem", "-gpgpu_dram_buswidth", "-gpgpu_clock_domains")
+    if not all(k in options for k in need):
+        return None
+    dram_mhz = float(options["-gpgpu_clock_domains"].split(":")[3])
+    ratio = _num(options.get("-dram_data_command_freq_ratio", "2"))
+    bus = (
+        _num(options["-gpgpu_n_mem"])
+        * _num(options.get("-gpgpu_n_mem_per_ctrlr", "1"))
+        * _num(options["-gpgpu_dram_buswidth"])
+    )
+    return dram_mhz * ratio / 2 * 1e6 * 2 * bus / 1e9
 
 
 @dataclass(frozen=True)
@@ -88,14 +130,15 @@ class Row:
     tolerance: float
     unit: str
 
+    relative: bool = False
+
     @property
     def ok(self) -> bool:
-        """Recovered within the tolerance."""
-        return (
-            self.configured is not None
-            and self.tuned is not None
-            and abs(self.tuned - self.configured) <= self.tolerance
-        )
+        """Recovered within the tolerance (a fraction of the configured value if relative)."""
+        if self.configured is None or self.tuned is None:
+            return False
+        tol = self.tolerance * abs(self.configured) if self.relative else self.tolerance
+        return abs(self.tuned - self.configured) <= tol
 
 
 def tune_simulated(microbench: str | os.PathLike[str], convention: str = "gpgpusim") -> Any:
@@ -108,10 +151,66 @@ def tune_simulated(microbench: str | os.PathLike[str], convention: str = "gpgpus
     )
 
 
-def compare(card_options: dict[str, str], tuned_options: dict[str, str]) -> list[Row]:
-    """Configured vs tuned for every quantity of :data:`TOLERANCE`."""
+#: measurement -> (configured-rate key of :func:`configured_rates`, unit)
+RATES: dict[str, str] = {
+    "fp32_throughput": "flop/clk/SM",
+    "fp64_throughput": "flop/clk/SM",
+    "int32_throughput": "flop/clk/SM",
+    "shared_bandwidth": "B/clk/SM",
+    "dram_read_bandwidth": "GB/s",
+}
+
+
+def configured_rates(options: dict[str, str]) -> dict[str, float]:
+    """The peak rates a config implies, in the suite's units (for measured vs configured).
+
+    Unit throughput = ops per lane x units x 32 lanes / initiation interval (first entry
+    of ``-ptx_opcode_initiation_*``; an FMA is 2 flops; fp16x2 is left out: which unit
+    and interval GPGPU-Sim gives it is not a config option we read); shared =
+    ``-gpgpu_shmem_num_banks`` x 4 B; DRAM = :func:`dram_peak_gbs`.
+    """
+    out: dict[str, float] = {}
+    for name, units, init, ops in (
+        ("fp32_throughput", "-gpgpu_num_sp_units", "-ptx_opcode_initiation_fp", 2),
+        ("fp64_throughput", "-gpgpu_num_dp_units", "-ptx_opcode_initiation_dp", 2),
+        ("int32_throughput", "-gpgpu_num_int_units", "-ptx_opcode_initiation_int", 2),
+    ):
+        if units in options and init in options and _num(options[units]) > 0:
+            out[name] = ops * _num(options[units]) * 32 / _num(options[init])
+    if "-gpgpu_shmem_num_banks" in options:
+        out["shared_bandwidth"] = 4 * _num(options["-gpgpu_shmem_num_banks"])
+    peak = dram_peak_gbs(options)
+    if peak is not None:
+        out["dram_read_bandwidth"] = peak
+    return out
+
+
+def measured_values(microbench: str | os.PathLike[str]) -> dict[str, float]:
+    """Valid measurement values by name from a ``microbench.json``."""
+    from hilsim.simmodel.tuner import read_microbench  # noqa: PLC0415
+
+    rows, _facts = read_microbench(microbench)
+    return {r.name: float(r.value) for r in rows if r.value is not None}
+
+
+def compare(
+    card_options: dict[str, str],
+    tuned_options: dict[str, str],
+    measured: dict[str, float] | None = None,
+) -> list[Row]:
+    """Configured vs tuned for every quantity of :data:`TOLERANCE`.
+
+    ``measured`` (:func:`measured_values`) gives ``dram_read_gbs``: the measured DRAM
+    read bandwidth against the configured card's peak.
+    """
     want, got = values_of(card_options), values_of(tuned_options)
-    return [Row(q, want.get(q), got.get(q), tol, unit) for q, (tol, unit) in TOLERANCE.items()]
+    want["dram_read_gbs"] = want.get("dram_peak_gbs")  # type: ignore[assignment]
+    if measured and "dram_read_bandwidth" in measured:
+        got["dram_read_gbs"] = measured["dram_read_bandwidth"]
+    return [
+        Row(q, want.get(q), got.get(q), tol, unit, q in RELATIVE)
+        for q, (tol, unit) in TOLERANCE.items()
+    ]
 
 
 def markdown_table(rows: list[Row]) -> str:
@@ -124,7 +223,12 @@ def markdown_table(rows: list[Row]) -> str:
 
         lines.append(
             f"| `{r.quantity}` | {fmt(r.configured)} | {fmt(r.tuned)} | "
-            f"±{r.tolerance:g} {r.unit} | {'yes' if r.ok else 'NO'} |"
+            + (
+                f"±{100 * r.tolerance:g} % ({r.unit.removeprefix('relative: ')}) "
+                if r.relative
+                else f"±{r.tolerance:g} {r.unit} "
+            )
+            + f"| {'yes' if r.ok else 'NO'} |"
         )
     return "\n".join(lines)
 
@@ -143,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     for config, bench in zip(args[::2], args[1::2], strict=True):
         result = tune_simulated(bench)
         options = {o.name: o.value for o in result.options if o.file == "gpgpusim.config"}
-        rows = compare(card_config(config).options(), options)
+        rows = compare(card_config(config).options(), options, measured_values(bench))
         bad += sum(not r.ok for r in rows)
         print(
             f"\n### {Path(config).name} vs `hilsim tune --convention gpgpusim {Path(bench).name}`\n"

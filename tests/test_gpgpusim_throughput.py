@@ -1,0 +1,83 @@
+"""Throughput and atomics on the simulated card (issue 12, part 2): the suite's own kernels
+on a 2-SM slice give back what the card's config says.
+
+* fp32 throughput on a QV100 whose ``-ptx_opcode_initiation_fp`` is drawn (seeded):
+  flop/clk/SM within [0.85, 1.0] of 2 x units x 32 lanes / interval, and the tuner's
+  formula (``-ptx_opcode_initiation_fp``, Accel-Sim ``config_fpu``) gives the drawn
+  interval back;
+* same-address atomic throughput: GPGPU-Sim serves one atomic per L2 bank and L2 cycle,
+  so the rate is at most 1 per clock (L2 clock = core clock on the QV100) and, with 4096
+  threads queueing, above 0.8.
+
+Each runs one or two short simulations (~10-20 s of wall time in all on an idle core).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pytest
+from hilsim.analyzer.errors import HilsimError
+from hilsim.simmodel.gpgpusim.cards import card_config
+from hilsim.simmodel.tuner import round_up_pow2
+
+pytestmark = pytest.mark.gpgpusim
+
+
+def _build():
+    from hilsim.simmodel.gpgpusim.build import find_build
+    from hilsim.simmodel.gpgpusim.toolchain import find_toolchain
+
+    reason = None
+    try:
+        find_toolchain(need_build_tools=False)
+    except HilsimError as exc:
+        reason = str(exc)
+    build = find_build() if reason is None else None
+    if build is None:
+        reason = reason or "no GPGPU-Sim build found (run `hilsim gpgpusim setup`)"
+        if os.environ.get("HILSIM_REQUIRE_GPGPUSIM") == "1":
+            pytest.fail(f"HILSIM_REQUIRE_GPGPUSIM=1 but {reason}")
+        pytest.skip(reason)
+    return build
+
+
+def _ctx(options: dict[str, str] | None = None):
+    from hilsim.microbench.simsuite import SimContext, card_device_facts
+
+    build = _build()
+    card = card_config("SM7_QV100", build, options=options)
+    return SimContext(card, card_device_facts(card), build=build), card
+
+
+def test_fp32_throughput_recovers_a_drawn_initiation_interval() -> None:
+    from hilsim.microbench.simthroughput import unit_throughput
+
+    interval = int(np.random.default_rng(7).choice([1, 2, 4]))
+    ctx, card = _ctx(
+        {"-ptx_opcode_initiation_fp": f"{interval},{interval},{interval},{interval},{2 * interval}"}
+    )
+    (m,) = unit_throughput(ctx, "fp32", target_cycles=12000)
+    units = int(card.option("-gpgpu_num_sp_units"))
+    truth = 2 * units * 32 / interval
+    assert m.valid, m.note
+    assert m.params["sms_simulated"] == 2 and m.params["sms_seen"] == 2
+    assert 0.85 * truth <= m.value <= 1.0 * truth, (interval, m.value, truth)
+    schedulers = int(card.option("-gpgpu_num_sched_per_core"))
+    tuned = max(1, math.floor(32 / (round_up_pow2(m.value / 2) / schedulers)))
+    assert tuned == interval, (m.value, tuned, interval)
+
+
+def test_same_address_atomics_are_one_per_l2_cycle_at_most() -> None:
+    from hilsim.microbench.simthroughput import atomic_throughput
+
+    ctx, card = _ctx()
+    core, _icnt, l2, _dram = card.clock_domains_mhz
+    assert core == l2
+    (m,) = atomic_throughput(ctx, same=True)
+    assert m.valid, m.note  # the one counter equals threads x updates
+    assert m.params["instruction"].startswith("red.global.add.u32 (simulated as atom")
+    assert 0.8 <= m.params["atomics_per_clk"] <= 1.0, m.params["atomics_per_clk"]
+    assert m.value == pytest.approx(m.params["atomics_per_clk"] * core * 1e6)
