@@ -6,6 +6,10 @@ and the shared chase at a calibration point (the card's values raised by ``BASE`
 once per option raised by ``STEP`` more, plus an empty-kernel launch at two
 ``-gpgpu_kernel_launch_latency`` values, and merges the result into the calibration
 file under the card's compute capability.
+
+``--units`` instead measures the execution units' map (``lat_{fp32,fp64,int32}`` with the
+ADD/MAX/MUL/MAD entries of ``-ptx_opcode_latency_*`` at the card's MAD + 4 and + 20) into
+``unit_latency_calibration.json``.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from hilsim.simmodel.gpgpusim.calibration import (
     LATENCY_OPTIONS,
     LAUNCH_OPTION,
     SCHEMA,
+    UNIT_OPTIONS,
+    UNIT_SCHEMA,
     quantities,
 )
 
@@ -40,6 +46,7 @@ STEP = {
     "-gpgpu_smem_latency": 16,
 }
 LAUNCH_POINTS = (1000, 3000)
+UNIT_POINTS = (4, 20)  # added to the card's MAD latency
 STEPS = CHASE_STEPS
 
 
@@ -99,6 +106,42 @@ def calibrate(card_name: str) -> dict[str, Any]:
     }
 
 
+def calibrate_units(card_name: str) -> dict[str, Any]:
+    """The unit-latency entry for one card: per unit, two (MAD option, measured) points."""
+    from hilsim.microbench.simsuite import SimContext, card_device_facts  # noqa: PLC0415
+    from hilsim.microbench.simthroughput import unit_latency  # noqa: PLC0415
+    from hilsim.simmodel.gpgpusim.build import find_build  # noqa: PLC0415
+    from hilsim.simmodel.gpgpusim.cards import card_config  # noqa: PLC0415
+
+    build = find_build()
+    card = card_config(card_name, build)
+    units: dict[str, Any] = {}
+    runs: list[dict[str, Any]] = []
+    for unit, option in UNIT_OPTIONS.items():
+        entries = card.option(option).split(",")
+        mad = int(float(entries[3]))
+        points = []
+        for add in UNIT_POINTS:
+            value = mad + add
+            tuned = card_config(
+                card_name, build, options={option: ",".join([str(value)] * 4 + entries[4:])}
+            )
+            ctx = SimContext(tuned, card_device_facts(tuned), build=build)
+            m = unit_latency(ctx, unit)[0]
+            if not m.valid:
+                raise SystemExit(f"unit calibration run failed: {m.note}")
+            points.append([value, float(m.value)])
+            runs.extend(ctx.runs)
+        units[unit] = {"option": option, "entry": "MAD (4th)", "card_value": mad, "points": points}
+    return {
+        "card": card.name,
+        "build": build.key,
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "units": units,
+        "runs": runs,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line: calibrate one card and merge it into the file."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -112,7 +155,10 @@ def main(argv: list[str] | None = None) -> int:
         / "gpgpusim"
         / "latency_calibration.json",
     )
+    ap.add_argument("--units", action="store_true", help="calibrate the execution units")
     args = ap.parse_args(argv)
+    if args.units and args.output.name == "latency_calibration.json":
+        args.output = args.output.with_name("unit_latency_calibration.json")
     from hilsim.simmodel.gpgpusim.build import find_build  # noqa: PLC0415
     from hilsim.simmodel.gpgpusim.cards import card_config  # noqa: PLC0415
 
@@ -121,8 +167,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{int(float(card.option('-gpgpu_compute_capability_major')))}."
         f"{int(float(card.option('-gpgpu_compute_capability_minor')))}"
     )
-    entry = calibrate(args.card)
-    data = {"schema": SCHEMA, "calibrations": {}}
+    entry = calibrate_units(args.card) if args.units else calibrate(args.card)
+    data = {"schema": UNIT_SCHEMA if args.units else SCHEMA, "calibrations": {}}
     if args.output.is_file():
         data = json.loads(args.output.read_text())
     data["calibrations"][cc] = entry

@@ -763,10 +763,20 @@ def derive_options(
                 f"units.{unit}.throughput",
                 "core.schedulers_per_sm",
             ]
+            lat_form, conv, note = "lat = floor(latency)", "accelsim-tuner", ""
+            if convention == "gpgpusim" and cc is not None:
+                from hilsim.simmodel.gpgpusim.calibration import (  # noqa: PLC0415
+                    unit_latency_option,
+                )
+
+                mapped = unit_latency_option(unit, float(lv.value), str(cc.value))
+                if mapped is not None:
+                    lat_i, lat_form, note = mapped[0], f"lat = {mapped[1]}", mapped[2]
+                    conv = "gpgpusim"
             form = (
                 "init = floor(32 / (round_up_pow2("
                 + ("flops/2" if fma else "ops")
-                + ") / schedulers)); lat = floor(latency)"
+                + f") / schedulers)); {lat_form}"
             )
             if unit == "sfu":
                 add("-ptx_opcode_latency_sfu", lat_i, ins, form)
@@ -778,6 +788,8 @@ def derive_options(
                     f"{lat_i},{lat_i},{lat_i},{lat_i},{last_lat}",
                     ins,
                     form + f"; DIV entry fixed {last_lat}",
+                    convention=conv,
+                    note=note,
                 )
                 add(
                     f"-ptx_opcode_initiation_{ptx}",
@@ -935,7 +947,11 @@ def tune(
         and not any(r.name == mn.SM_CLOCK_MHZ for r in measurements or [])
     ):  # no clock under load was measured (e.g. a simulated card): the queried max clock
         cfg = _put(
-            cfg, "core.core_clock_mhz", boost.value, None, "device-query",
+            cfg,
+            "core.core_clock_mhz",
+            boost.value,
+            None,
+            "device-query",
             f"{boost.source.detail} (no {mn.SM_CLOCK_MHZ} measurement: the max SM clock)",
         )
     if measurements:

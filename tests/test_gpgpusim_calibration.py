@@ -59,3 +59,31 @@ def test_shipped_map_inverts_its_own_points() -> None:
         (x1, y1), (x2, y2) = entry["launch"]["points"]
         rows = {r[0]: r[1] for r in tuned_options(lat, float(y2), cc, cals)}
         assert rows["-gpgpu_kernel_launch_latency"] == x2
+
+
+def test_unit_map_inverts_its_own_points_and_refuses_a_degenerate_pair(tmp_path) -> None:
+    """Each measured unit point, fed back, gives its MAD option; a bad file is one line."""
+    import json
+    from importlib import resources
+
+    from hilsim.simmodel.gpgpusim.calibration import (
+        UNIT_FILE,
+        load_unit_calibrations,
+        unit_fit,
+        unit_latency_option,
+    )
+
+    doc = json.loads(resources.files("hilsim.simmodel.gpgpusim").joinpath(UNIT_FILE).read_text())
+    assert {"7.0", "7.5", "8.6"} <= set(doc["calibrations"])
+    for cc, entry in doc["calibrations"].items():
+        assert set(entry["units"]) == {"fp32", "fp64", "int32"}
+        for unit, u in entry["units"].items():
+            for option, measured in u["points"]:
+                assert unit_latency_option(unit, measured, cc)[0] == option
+    assert unit_latency_option("fp32", 10.0, "9.0") is None  # no map: the caller decides
+    with pytest.raises(HilsimError, match="same option value"):
+        unit_fit([[4, 9.0], [4, 10.0]])
+    bad = tmp_path / "u.json"
+    bad.write_text(json.dumps({"schema": doc["schema"], "calibrations": {"7.0": {"card": "x"}}}))
+    with pytest.raises(HilsimError, match=r"u.json: compute capability 7.0: malformed"):
+        load_unit_calibrations(bad)

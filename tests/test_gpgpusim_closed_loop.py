@@ -29,6 +29,7 @@ from hilsim.simmodel.gpgpusim.closedloop import (
 DATA = Path(__file__).parent / "data"
 CARDS = ("SM7_QV100", "SM75_RTX2060", "SM86_RTX3070")
 LATENCIES = ("-gpgpu_l1_latency", "-gpgpu_l2_rop_latency", "-dram_latency", "-gpgpu_smem_latency")
+UNIT_LATENCIES = ("-ptx_opcode_latency_fp", "-ptx_opcode_latency_dp", "-ptx_opcode_latency_int")
 THROUGHPUT_INPUTS = (
     "units.fp32.throughput",
     "units.fp64.throughput",
@@ -60,8 +61,8 @@ def test_tune_recovers_the_card(card: str) -> None:
     assert not bad, f"{card}: outside tolerance: {bad}"
     # the latencies are measured, not the preset's
     by_name = {o.name: o for o in result.options}
-    for name in LATENCIES:
-        assert by_name[name].convention == "gpgpusim"
+    for name in (*LATENCIES, *UNIT_LATENCIES):
+        assert by_name[name].convention == "gpgpusim", (name, by_name[name])
     # the throughput-derived options come from the simulated measurements
     for quantity in THROUGHPUT_INPUTS:
         assert result.timing.get(quantity).source.kind == "measured", (card, quantity)

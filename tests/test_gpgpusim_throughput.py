@@ -7,9 +7,13 @@ on a 2-SM slice give back what the card's config says.
   interval back;
 * same-address atomic throughput: GPGPU-Sim serves one atomic per L2 bank and L2 cycle,
   so the rate is at most 1 per clock (L2 clock = core clock on the QV100) and, with 4096
-  threads queueing, above 0.8.
+  threads queueing, above 0.8;
+* the tuned unit latencies (``gpgpusim`` convention, the unit map of
+  ``simmodel/gpgpusim/calibration.py``) re-simulated give the committed QV100 file's
+  ``lat_*`` cycles back.
 
-Each runs one or two short simulations (~10-20 s of wall time in all on an idle core).
+Each runs one to three short simulations (~15 s of wall time in all when the programs
+are compiled; nvcc adds ~10 s per source module on a fresh cache).
 """
 
 from __future__ import annotations
@@ -81,3 +85,22 @@ def test_same_address_atomics_are_one_per_l2_cycle_at_most() -> None:
     assert m.params["instruction"].startswith("red.global.add.u32 (simulated as atom")
     assert 0.8 <= m.params["atomics_per_clk"] <= 1.0, m.params["atomics_per_clk"]
     assert m.value == pytest.approx(m.params["atomics_per_clk"] * core * 1e6)
+
+
+def test_tuned_unit_latencies_reproduce_the_measured_ones() -> None:
+    """Re-simulate ``lat_*`` under the tuned ``-ptx_opcode_latency_*`` (gpgpusim
+    convention) of the committed QV100 file: the same cycles per operation (±1)."""
+    import json
+    from pathlib import Path
+
+    from hilsim.microbench.simthroughput import unit_latency
+    from hilsim.simmodel.gpgpusim.calibration import UNIT_OPTIONS
+    from hilsim.simmodel.gpgpusim.closedloop import tune_simulated
+
+    bench = Path(__file__).parent / "data" / "microbench" / "gpgpusim" / "SM7_QV100.microbench.json"
+    measured = {m["name"]: m["value"] for m in json.loads(bench.read_text())["measurements"]}
+    tuned = {o.name: o.value for o in tune_simulated(bench).options}
+    ctx, _card = _ctx({opt: tuned[opt] for opt in UNIT_OPTIONS.values()})
+    for unit in UNIT_OPTIONS:
+        (m,) = unit_latency(ctx, unit)
+        assert abs(m.value - measured[f"{unit}_latency"]) <= 1, (unit, m.value, tuned)

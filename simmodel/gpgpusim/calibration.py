@@ -20,6 +20,15 @@ tuning a card's own measurements is a prediction, not an identity.
 
 The measured maps are in ``latency_calibration.json`` beside this module, one per
 compute capability (the card each was measured on, its build and every point).
+
+Execution units (Accel-Sim ``config_fpu`` / ``config_dpu`` / ``config_int``): the suite's
+``lat_{fp32,fp64,int32}`` (one warp, a dependent chain of multiply-adds) measures
+``s x MAD + c``, where MAD is the fourth entry of ``-ptx_opcode_latency_{fp,dp,int}``
+(the multiply-add latency). ``s`` and ``c`` per unit are measured the same way (two
+points, ``python -m hilsim.microbench.simcalibrate CARD --units``) and stored in
+``unit_latency_calibration.json``; the ``gpgpusim`` convention emits
+``round((m - c) / s)`` for the four ADD/MAX/MUL/MAD entries (Accel-Sim's one latency per
+unit).
 """
 
 from __future__ import annotations
@@ -203,3 +212,83 @@ def tuned_options(
             )
         )
     return rows
+
+
+# --- execution units -----------------------------------------------------------------
+
+#: suite key -> latency option (its 4th entry, MAD, is what ``lat_*`` measures)
+UNIT_OPTIONS = {
+    "fp32": "-ptx_opcode_latency_fp",
+    "fp64": "-ptx_opcode_latency_dp",
+    "int32": "-ptx_opcode_latency_int",
+}
+UNIT_SCHEMA = "hilsim.gpgpusim-unit-calibration/1"
+UNIT_FILE = "unit_latency_calibration.json"
+
+
+@dataclass(frozen=True)
+class UnitCalibration:
+    """``measured = slope x MAD option + offset`` for one unit on one compute capability."""
+
+    slope: float
+    offset: float
+    source: str
+
+    def option_for(self, measured: float) -> float:
+        """The MAD latency option (unrounded) that gives ``measured`` cycles."""
+        return (float(measured) - self.offset) / self.slope
+
+
+def unit_fit(points: list[list[float]]) -> tuple[float, float]:
+    """(slope, offset) from two ``[option, measured]`` points."""
+    if len(points) < 2:
+        raise HilsimError(f"unit calibration: need 2 points, got {len(points)}")
+    (x1, y1), (x2, y2) = points[:2]
+    if float(x2) == float(x1):
+        raise HilsimError("unit calibration: the two points have the same option value")
+    slope = (float(y2) - float(y1)) / (float(x2) - float(x1))
+    return slope, float(y1) - slope * float(x1)
+
+
+def load_unit_calibrations(path: str | Path | None = None) -> dict[str, dict[str, UnitCalibration]]:
+    """``{compute capability: {unit: UnitCalibration}}`` (the shipped file unless ``path``)."""
+    if path is None:
+        text = resources.files("hilsim.simmodel.gpgpusim").joinpath(UNIT_FILE).read_text()
+        where = UNIT_FILE
+    else:
+        where = str(path)
+        try:
+            text = Path(path).read_text()
+        except OSError as exc:
+            raise HilsimError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise HilsimError(f"{where}: not JSON ({exc})") from None
+    if data.get("schema") != UNIT_SCHEMA:
+        raise HilsimError(f"{where}: schema {data.get('schema')!r}, expected {UNIT_SCHEMA}")
+    out: dict[str, dict[str, UnitCalibration]] = {}
+    for cc, entry in (data.get("calibrations") or {}).items():
+        try:
+            src = f"{where}: {entry['card']}, build {entry.get('build')}"
+            out[cc] = {
+                unit: UnitCalibration(*unit_fit(u["points"]), src)
+                for unit, u in entry["units"].items()
+            }
+        except (KeyError, TypeError, ValueError) as exc:
+            raise HilsimError(f"{where}: compute capability {cc}: malformed ({exc})") from None
+    return out
+
+
+def unit_latency_option(
+    unit: str, measured: float, compute_capability: str
+) -> tuple[int, str, str] | None:
+    """(MAD option, formula, note) for a measured unit latency, or None without a map."""
+    cal = load_unit_calibrations().get(str(compute_capability), {}).get(unit)
+    if cal is None:
+        return None
+    return (
+        round_option(cal.option_for(measured)),
+        f"round((latency - {cal.offset:.4g}) / {cal.slope:.4g})",
+        f"GPGPU-Sim unit map measured on {cal.source}",
+    )

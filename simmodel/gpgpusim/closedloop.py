@@ -10,6 +10,10 @@ Convention of the latency options (``gpgpusim``): the option values that make GP
 reproduce the measured load-to-use latencies, through the map measured on the simulator
 (:mod:`hilsim.simmodel.gpgpusim.calibration`), rounded to an integer.
 
+Unit latencies (``gpgpusim`` convention, the unit map of
+:mod:`hilsim.simmodel.gpgpusim.calibration`): the multiply-add entry (4th) of
+``-ptx_opcode_latency_{fp,dp,int}``.
+
 Throughput-derived options (measured on a 2-SM slice, :mod:`hilsim.microbench.simthroughput`):
 the initiation intervals of the fp32/fp64/int32 units (Accel-Sim's ``config_fpu`` /
 ``config_dpu`` / ``config_int``: first entry of ``-ptx_opcode_initiation_*``) and the
@@ -44,6 +48,9 @@ TOLERANCE: dict[str, tuple[float, str]] = {
     "-gpgpu_dram_buswidth": (0, "bytes per channel"),
     "-gpgpu_dram_burst_length": (0, "beats"),
     "-dram_data_command_freq_ratio": (0, "ratio"),
+    "-ptx_opcode_latency_fp": (1, "cycles (fp32 multiply-add, 4th entry)"),
+    "-ptx_opcode_latency_dp": (1, "cycles (fp64 multiply-add, 4th entry)"),
+    "-ptx_opcode_latency_int": (1, "cycles (int32 multiply-add, 4th entry)"),
     "-ptx_opcode_initiation_fp": (0, "cycles (fp32 unit, first entry)"),
     "-ptx_opcode_initiation_dp": (0, "cycles (fp64 unit, first entry)"),
     "-ptx_opcode_initiation_int": (0, "cycles (int32 unit, first entry)"),
@@ -80,6 +87,10 @@ def values_of(options: dict[str, str]) -> dict[str, float]:
     for name in _INT_OPTIONS:
         if name in options:
             out[name] = _num(options[name])
+    for name in ("-ptx_opcode_latency_fp", "-ptx_opcode_latency_dp", "-ptx_opcode_latency_int"):
+        entries = str(options.get(name, "")).split()[0].split(",") if name in options else []
+        if len(entries) >= 4:  # ADD, MAX, MUL, MAD, ...: the suite's chain measures MAD
+            out[name] = float(entries[3])
     if "-gpgpu_n_clusters" in options:
         out["sm_count"] = _num(options["-gpgpu_n_clusters"]) * _num(
             options.get("-gpgpu_n_cores_per_cluster", "1")
