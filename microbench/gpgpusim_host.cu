@@ -1,9 +1,10 @@
 // Generic host driver of the microbenchmark suite on GPGPU-Sim (hilsim.microbench.simhost).
 //
 // CuPy cannot drive the simulator (its driver-API entry points are stubs), so the suite's
-// kernel source text (hilsim.microbench.sources.all_sources(), unchanged) is compiled by
-// nvcc together with this driver into one host program. The program reads a plan, one
-// command per line, and carries it out on the simulated card:
+// kernel source text (hilsim.microbench.sources.all_sources(), through
+// simhost.sim_kernel_text) is compiled by nvcc together with this driver into one host
+// program. The program reads a plan, one command per line, and carries it out on the
+// simulated card:
 //
 //   buf    NAME BYTES                 cudaMalloc + zero (cudaMemset)
 //   chain  NAME STRIDE FILE           pointer chain: FILE holds N int64 'next' indices; the

@@ -1,11 +1,12 @@
 """Host programs that run the suite's kernels on GPGPU-Sim (issue 12, part 2).
 
 CuPy cannot drive the simulator (its driver-API entry points are stubs), so the *same*
-kernel source text as the CuPy suite (:func:`hilsim.microbench.sources.all_sources`,
-unchanged) is compiled by nvcc 11.8 together with one generic host driver
-(``gpgpusim_host.cu``, written once) into a small program per source module. The program
-carries out a *plan* (buffers, pointer chains, launches, dumps; see the driver's header)
-written by Python, so one compiled program serves every benchmark of its module.
+kernel source text as the CuPy suite (:func:`hilsim.microbench.sources.all_sources`;
+unchanged but for the ``red`` rewrite below) is compiled by nvcc 11.8 together with one
+generic host driver (``gpgpusim_host.cu``, written once) into a small program per source
+module. The program carries out a *plan* (buffers, pointer chains, launches, dumps; see
+the driver's header) written by Python, so one compiled program serves every benchmark
+of its module.
 
 ``%clock`` instead of ``clock64()``: the simulator aborts on ``%clock64``
 (``ptx_sim.cc:205``), so on this backend only the program text puts one define after the
