@@ -99,6 +99,8 @@ def rates(doc: dict) -> None:
             f"{m['value'] / want[name]:>6.3f}  {unit}"
         )
     for name in (
+        "dram_write_bandwidth",
+        "dram_copy_bandwidth",
         "l1_bandwidth",
         "l2_bandwidth",
         "atomic_throughput_distinct",
@@ -108,6 +110,9 @@ def rates(doc: dict) -> None:
         if m is not None and m.get("value") is not None:
             extra = m["params"].get("atomics_per_clk")
             shown = f"{extra:.3f} per clk" if extra is not None else f"{m['value']:.2f} {m['unit']}"
+            frac = m["params"].get("achieved_fraction")
+            if frac is not None:
+                shown += f" ({frac:.3f} of the configured peak)"
             print(f"  {name:<26} {shown}")
 
 
