@@ -27,8 +27,8 @@ that each simulation takes seconds to a few minutes on one CPU core:
   for this backend (:func:`hilsim.microbench.simhost.sim_kernel_text`, with its timing
   caveat).
 
-Skipped with a reason: tensor cores (``mma.sync`` on GPGPU-Sim's PTX front end not
-attempted).
+Skipped with a reason: tensor cores (GPGPU-Sim's PTX parser knows ``wmma.*`` only; the
+suite's ``mma.sync.aligned.m8n8k4`` is a syntax error there, then an assertion abort).
 """
 
 from __future__ import annotations
@@ -511,7 +511,10 @@ def sim_benchmarks(family: str) -> list[tuple[str, Callable[[Any], list[Measurem
                 "compute.mma",
                 lambda ctx: [
                     _skipped(
-                        f"tensor_{w}", u, "mma.sync on GPGPU-Sim's PTX front end not attempted"
+                        f"tensor_{w}",
+                        u,
+                        "GPGPU-Sim's PTX parser knows wmma.* only: the suite's "
+                        "mma.sync.aligned.m8n8k4 (sm_70) is a syntax error that aborts it",
                     )
                     for w, u in (("throughput", "FMA/clk/SM"), ("latency", "cycles"))
                 ],
