@@ -27,8 +27,8 @@ that each simulation takes seconds to a few minutes on one CPU core:
   for this backend (:func:`hilsim.microbench.simhost.sim_kernel_text`, with its timing
   caveat).
 
-Skipped with a reason: tensor cores (GPGPU-Sim's PTX parser knows ``wmma.*`` only; the
-suite's ``mma.sync.aligned.m8n8k4`` is a syntax error there, then an assertion abort).
+Skipped with a reason: tensor cores (GPGPU-Sim's PTX lexer knows ``wmma.*`` only, not
+``mma``: the suite's ``mma.sync`` is a syntax error there, then an assertion abort).
 """
 
 from __future__ import annotations
@@ -513,8 +513,8 @@ def sim_benchmarks(family: str) -> list[tuple[str, Callable[[Any], list[Measurem
                     _skipped(
                         f"tensor_{w}",
                         u,
-                        "GPGPU-Sim's PTX parser knows wmma.* only: the suite's "
-                        "mma.sync.aligned.m8n8k4 (sm_70) is a syntax error that aborts it",
+                        "GPGPU-Sim's PTX lexer knows wmma.* only, not mma: the suite's "
+                        "mma.sync is a syntax error that aborts the simulator",
                     )
                     for w, u in (("throughput", "FMA/clk/SM"), ("latency", "cycles"))
                 ],
