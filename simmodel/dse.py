@@ -94,9 +94,10 @@ def vary(config: TimingConfig, spec: str) -> TimingConfig:
 
 @dataclass
 class DseRow:
-    """One variation: totals (cycles), speedups over the baseline, errors."""
+    """One variation: totals (cycles of its own clock), speedups (in time) over the baseline."""
 
     variation: str
+    clock_mhz: float
     full_cycles: float
     sampled_cycles: float
     estimate_error: float
@@ -151,9 +152,11 @@ def dse(
     """Run the model on every launch and on the plan's samples, per variation.
 
     ``counters_all`` has one row per launch in launch order (row ``i`` = ``launch_id``
-    ``i``). The baseline row is ``config`` itself. For variation ``v``:
-    ``true_speedup = full(base) / full(v)``, ``sampled_speedup = sampled(base) /
-    sampled(v)``, ``speedup_error = |sampled - true| / true``, and ``estimate_error =
+    ``i``). The baseline row is ``config`` itself. Speedups are old time / new time,
+    time = cycles / core clock (a variation of the clock, ``sm_clock=x1.2``, changes the
+    length of a cycle: the same cycles are 1.2x faster): for variation ``v``,
+    ``true_speedup = T_full(base) / T_full(v)``, ``sampled_speedup = T_sampled(base) /
+    T_sampled(v)``, ``speedup_error = |sampled - true| / true``, and ``estimate_error =
     |sampled(v) - full(v)| / full(v)`` (STEM eq. 1 on the varied GPU).
     """
     model.require_counters(counters_all, "dse")
@@ -171,12 +174,14 @@ def dse(
     base_full = base_sampled = 0.0
     for label, cfg in configs:
         full, sampled, binding = _totals(cfg, counters_all, ids, weights, config)
+        clock = float(model.model_params(cfg).clock_mhz.value)
         if label == "baseline":
-            base_full, base_sampled = full, sampled
-        true_s, est_s = base_full / full, base_sampled / sampled
+            base_full, base_sampled = full / clock, sampled / clock
+        true_s, est_s = base_full / (full / clock), base_sampled / (sampled / clock)
         rows.append(
             DseRow(
                 label,
+                clock,
                 full,
                 sampled,
                 abs(sampled - full) / full,

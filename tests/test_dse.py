@@ -107,6 +107,27 @@ def test_rows_are_what_the_full_model_table_gives() -> None:
     assert set(result.rows[0].binding) == {"dram", "issue", "latency"}
 
 
+def test_speedup_is_old_time_over_new_time() -> None:
+    """Hand example: a compute-bound launch (issue-bound, no memory) takes the same
+    cycles at 1.2x the clock, so it runs 1.2x faster; cycles alone would say 1.0."""
+    counters = pd.DataFrame([{"grid_x": 320, "block_x": 256, "regs": 32,
+                              model.INST: 4e8}])
+    plan = plan_for(1, [0], [1.0])
+    base, fast = dse(QV100, counters, plan, ["sm_clock=x1.2"]).rows
+    assert fast.clock_mhz == pytest.approx(1.2 * base.clock_mhz)
+    assert fast.full_cycles == pytest.approx(base.full_cycles)  # same cycles ...
+    by_hand = (base.full_cycles / base.clock_mhz) / (fast.full_cycles / fast.clock_mhz)
+    assert fast.true_speedup == pytest.approx(by_hand)
+    assert fast.true_speedup == pytest.approx(1.2)  # ... in 1/1.2 of the time
+    assert fast.sampled_speedup == pytest.approx(1.2)
+    # a DRAM-bound launch: bandwidth is GB/s, so more cycles at the higher clock, same time
+    stream = pd.DataFrame([{"grid_x": 6400, "block_x": 256, "regs": 32,
+                            model.DRAM_RD: 4e9, model.INST: 1e6}])
+    base, fast = dse(QV100, stream, plan, ["sm_clock=x1.2"]).rows
+    assert fast.full_cycles > 1.19 * base.full_cycles
+    assert fast.true_speedup == pytest.approx(1.0, abs=0.01)
+
+
 def test_dse_rejects_out_of_range_plan() -> None:
     with pytest.raises(HilsimError, match="samples launch 99"):
         dse(QV100, workload(5), plan_for(10, [99], [1.0]), [])
