@@ -5,10 +5,12 @@ Usage::
     nice -n 10 python benchmarks/model_correlation_set.py --card SM7_QV100 \
         [--out tests/data/model-correlation] [--ts-steps 2]
 
-Builds ``simmodel/gpgpusim/workloads/calib_kernels.cu`` (268 parameterised launches of 7
+Builds ``simmodel/gpgpusim/workloads/calib_kernels.cu`` (300 parameterised launches of 13
 kernels: FMA loops, streaming, strided loads, pointer chase, divergence, shared-memory
-bank conflicts, atomics) and ``transformer_step.cu`` (``--ts-steps`` steps, 29 launches
-each), runs both fully on ``--card`` with the reduced options below, parses the logs with
+bank conflicts, atomics, SFU chains, low-occupancy dependent chains, reductions,
+shared-memory atomics, divergent loads, transposes) and ``transformer_step.cu``
+(``--ts-steps`` steps, 29 launches each), runs both fully on ``--card`` with the reduced
+options below, parses the logs with
 :mod:`hilsim.simmodel.gpgpusim.logbundle` (Nsight Compute counter names,
 ``docs/gpgpusim-metrics.md``) and writes ``<card>.csv`` (one row per launch: program,
 launch id, kernel, launch configuration, counters, ``cycles``, card facts) plus
@@ -25,12 +27,11 @@ from pathlib import Path
 
 import pandas as pd
 from hilsim.analyzer.atomic import write_text_atomic
+from hilsim.simmodel.correlation import table_from_log
 from hilsim.simmodel.gpgpusim.build import find_build
 from hilsim.simmodel.gpgpusim.compile import compile_cuda
-from hilsim.simmodel.gpgpusim.logbundle import parse_gpgpusim_log
 from hilsim.simmodel.gpgpusim.simprofile import run_on_card
 from hilsim.simmodel.gpgpusim.workloads import TRANSFORMER_STEP
-from hilsim.simmodel.simlog import parse_simlog
 
 ROOT = Path(__file__).resolve().parent.parent
 CALIB = ROOT / "simmodel" / "gpgpusim" / "workloads" / "calib_kernels.cu"
@@ -48,28 +49,6 @@ def _commit() -> str:
     got = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
                          text=True, check=False)
     return got.stdout.strip()
-
-
-#: simulator counters with no Nsight Compute metric of the same meaning, kept under their
-#: ``hilsim.simmodel.simlog`` names (``sim__`` prefix): thread-level shared-memory
-#: instructions and bank conflicts (read by hilsim.simmodel.correlation.model_input)
-SIM_ONLY = ("thread_shared_insts", "shared_bank_conflicts")
-
-
-def table_from_log(text: str, where: str) -> tuple[pd.DataFrame, dict]:
-    """One run's launches + counters (Nsight Compute names) + ``sim__`` extras, and facts."""
-    parsed = parse_gpgpusim_log(text, where)
-    stats = parse_simlog(text, where, "cumulative")
-    part = pd.concat([parsed.launches.reset_index(drop=True),
-                      parsed.metrics.reset_index(drop=True)], axis=1)
-    part = part.loc[:, ~part.columns.duplicated()].copy()
-    for col in SIM_ONLY:
-        if col in stats.columns:
-            part[f"sim__{col}"] = stats[col].to_numpy()
-    ids = parsed.facts.get("full_run_launch_ids")
-    if ids is not None:
-        part["launch_id"] = ids
-    return part, parsed.facts
 
 
 def main() -> None:
@@ -166,7 +145,8 @@ def _write(args: argparse.Namespace, table: pd.DataFrame, extra: dict, key: str 
         "commit": _commit(),
         "build_key": key,
         "launches": len(table),
-        "command": f"nice -n 10 python benchmarks/model_correlation_set.py --card {args.card}",
+        "command": f"nice -n 10 python benchmarks/model_correlation_set.py --card {args.card} "
+                   f"--ts-steps {args.ts_steps}",
         **extra,
     }
     write_text_atomic(args.out / f"{args.card}.json", json.dumps(meta, indent=1) + "\n")

@@ -64,11 +64,53 @@ def model_input(table: pd.DataFrame) -> pd.DataFrame:
         out[m.SHLD_INST] = pd.to_numeric(sh, errors="coerce") / ratio
         conflicts = pd.to_numeric(out.get("sim__shared_bank_conflicts"), errors="coerce")
         out[m.SH_WAVEFRONTS] = out[m.SHLD_INST] + conflicts.fillna(0)
-    if m.L1_LD not in out.columns and "l1tex__t_sectors.sum" in out.columns:
-        out[m.L1_LD] = out["l1tex__t_sectors.sum"]
-    if m.L2_RD not in out.columns and "lts__t_sectors.sum" in out.columns:
-        out[m.L2_RD] = out["lts__t_sectors.sum"]
+    l1 = pd.to_numeric(out.get("l1tex__t_sectors.sum"), errors="coerce")
+    l2 = pd.to_numeric(out.get("lts__t_sectors.sum"), errors="coerce")
+    if l1 is not None and l2 is not None and m.L2_ATOM[0] not in out.columns:
+        # L2 sectors that never passed L1 are atomics (performed at L2; every other
+        # access is counted at L1 first): their share of the global "loads" (GPGPU-Sim
+        # counts atomics as loads) are atomic instructions
+        atom_sec = (l2 - l1).clip(lower=0).fillna(0)
+        share = (atom_sec / (atom_sec + l1)).where(atom_sec > 0).fillna(0)
+        out[m.L2_ATOM[0]] = atom_sec
+        if m.GLD_INST in out.columns:
+            out[m.ATOM_INST] = out[m.GLD_INST] * share
+            out[m.GLD_INST] = out[m.GLD_INST] * (1 - share)
+        l2 = l2 - atom_sec
+    if m.L1_LD not in out.columns and l1 is not None:
+        out[m.L1_LD] = l1
+    if m.L2_RD not in out.columns and l2 is not None:
+        out[m.L2_RD] = l2
     return out
+
+
+#: simulator counters with no Nsight Compute metric of the same meaning, kept under their
+#: ``hilsim.simmodel.simlog`` names (``sim__`` prefix): thread-level shared-memory
+#: instructions and bank conflicts (read by :func:`model_input`)
+SIM_ONLY = ("thread_shared_insts", "shared_bank_conflicts")
+
+
+def table_from_log(text: str, where: str) -> tuple[pd.DataFrame, dict]:
+    """One GPGPU-Sim run's launches + counters (Nsight Compute names) + ``sim__`` extras.
+
+    Returns the table (``launch_id`` from the program's ``hilsim-launch K`` marks) and
+    the log's facts (core clock, SM count, simulator version).
+    """
+    from hilsim.simmodel.gpgpusim.logbundle import parse_gpgpusim_log
+    from hilsim.simmodel.simlog import parse_simlog
+
+    parsed = parse_gpgpusim_log(text, where)
+    stats = parse_simlog(text, where, "cumulative")
+    part = pd.concat([parsed.launches.reset_index(drop=True),
+                      parsed.metrics.reset_index(drop=True)], axis=1)
+    part = part.loc[:, ~part.columns.duplicated()].copy()
+    for col in SIM_ONLY:
+        if col in stats.columns:
+            part[f"sim__{col}"] = stats[col].to_numpy()
+    ids = parsed.facts.get("full_run_launch_ids")
+    if ids is not None:
+        part["launch_id"] = ids
+    return part, parsed.facts
 
 
 @dataclass(frozen=True)
@@ -105,4 +147,5 @@ def load_set(path: str) -> pd.DataFrame:
     return df
 
 
-__all__ = ["CARD_PRESETS", "Scores", "card_timing", "load_set", "model_input", "scores"]
+__all__ = ["CARD_PRESETS", "SIM_ONLY", "Scores", "card_timing", "load_set", "model_input",
+           "scores", "table_from_log"]

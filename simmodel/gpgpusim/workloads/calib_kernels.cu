@@ -9,6 +9,13 @@
 //   diverge  divergent branches: lanes take `ways` paths of different lengths
 //   smem     shared-memory bound: stride-s accesses -> s-way bank conflicts
 //   atomic   atomics on `targets` addresses (contention = threads / targets)
+//   sfu      compute bound on the special-function unit: __sinf/__expf chains
+//   dep      latency bound at low occupancy: one dependent FMA chain per thread, CTAs per
+//            SM limited by a large dynamic shared-memory allocation (`smem_kb`)
+//   reduce   shared-memory tree reduction with a barrier per level, `reps` times
+//   shatomic shared-memory atomics on `targets` words per CTA (contention in the CTA)
+//   divmem   divergent memory: lanes of `ways` paths load from different strides
+//   transpose tiled 32x32 transpose through shared memory (padded or not: bank conflicts)
 //
 // Usage: calib_kernels [--list] [--launches FILE]   (launch marks like transformer_step)
 // No clock()/clock64(): GPGPU-Sim aborts on %clock in some builds (vendor README).
@@ -87,6 +94,74 @@ __global__ void atomic_k(int* counters, int targets, int reps) {
   for (int r = 0; r < reps; ++r) atomicAdd(&counters[(t + r) % targets], 1);
 }
 
+__global__ void sfu_k(float* out, int iters) {
+  float a = threadIdx.x * 1e-3f, b = a + 0.5f;
+  for (int i = 0; i < iters; ++i) { a = __sinf(a) + 0.5f; b = __expf(-b) + 0.25f; }
+  out[blockIdx.x * blockDim.x + threadIdx.x] = a + b;
+}
+
+__global__ void dep_k(float* out, int iters) {
+  extern __shared__ float pad[];  // only limits occupancy
+  float a = threadIdx.x * 1e-3f;
+  for (int i = 0; i < iters; ++i) a = a * 0.999f + 1e-4f;
+  if (a < -1.f) pad[threadIdx.x] = a;  // never true: keeps the allocation
+  out[blockIdx.x * blockDim.x + threadIdx.x] = a;
+}
+
+__global__ void reduce_k(const float* x, float* out, int reps) {
+  extern __shared__ float sh[];
+  int t = threadIdx.x;
+  float total = 0.f;
+  for (int r = 0; r < reps; ++r) {
+    sh[t] = x[(blockIdx.x * blockDim.x + t + r * 4096) & ((1 << 20) - 1)];
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+      if (t < s) sh[t] += sh[t + s];
+      __syncthreads();
+    }
+    total += sh[0];
+    __syncthreads();
+  }
+  if (t == 0) out[blockIdx.x] = total;
+}
+
+__global__ void shatomic_k(int* out, int targets, int reps) {
+  extern __shared__ int cnt[];
+  int t = threadIdx.x;
+  for (int i = t; i < targets; i += blockDim.x) cnt[i] = 0;
+  __syncthreads();
+  for (int r = 0; r < reps; ++r) atomicAdd(&cnt[(t + r) % targets], 1);
+  __syncthreads();
+  if (t < targets) out[blockIdx.x * targets + t] = cnt[t];
+}
+
+__global__ void divmem_k(const float* x, float* out, int ways, int reps) {
+  long t = blockIdx.x * (long)blockDim.x + threadIdx.x;
+  int path = (threadIdx.x & 31) % ways;
+  float acc = 0.f;
+  for (int r = 0; r < reps; ++r) {
+    if (path == 0) acc += x[(t + r * 64) & ((1 << 20) - 1)];
+    else acc += x[((t * (path + 1) * 8) + r * 64) & ((1 << 20) - 1)] * 0.5f;
+  }
+  out[t] = acc;
+}
+
+__global__ void transpose_k(const float* in, float* out, int n, int padded) {
+  __shared__ float tile[32][33];
+  int bx = blockIdx.x % (n / 32), by = blockIdx.x / (n / 32);
+  int tx = threadIdx.x % 32, ty = threadIdx.x / 32;  // 32 x (blockDim / 32) threads
+  int rows = blockDim.x / 32;
+  for (int j = ty; j < 32; j += rows) {
+    if (padded) tile[j][tx] = in[(by * 32 + j) * n + bx * 32 + tx];
+    else (&tile[0][0])[j * 32 + tx] = in[(by * 32 + j) * n + bx * 32 + tx];
+  }
+  __syncthreads();
+  for (int j = ty; j < 32; j += rows) {
+    if (padded) out[(bx * 32 + j) * n + by * 32 + tx] = tile[tx][j];
+    else out[(bx * 32 + j) * n + by * 32 + tx] = (&tile[0][0])[tx * 32 + j];
+  }
+}
+
 struct Launch {
   std::string name;
   unsigned grid, block;
@@ -126,6 +201,24 @@ static std::vector<Launch> schedule() {
     for (unsigned g : {4u, 16u})
       for (unsigned b : {64u, 256u})
         for (int reps : {1, 3}) s.push_back({"atomic", g, b, targets, reps, 0});
+  // added after the first 254 (their indices unchanged)
+  for (unsigned g : {4u, 16u})
+    for (unsigned b : {64u, 256u})
+      for (int it : {16, 64}) s.push_back({"sfu", g, b, it, 0, 0});
+  for (unsigned g : {4u, 16u})
+    for (unsigned b : {64u, 256u})
+      for (int smem_kb : {0, 40}) s.push_back({"dep", g, b, 128, smem_kb, 0});
+  for (unsigned g : {4u, 16u})
+    for (unsigned b : {64u, 256u})
+      for (int reps : {1, 4}) s.push_back({"reduce", g, b, reps, 0, 0});
+  for (int targets : {1, 32, 256})
+    for (unsigned b : {64u, 256u}) s.push_back({"shatomic", 8, b, targets, 4, 0});
+  for (int ways : {2, 8})
+    for (unsigned g : {4u, 16u})
+      for (unsigned b : {64u, 256u}) s.push_back({"divmem", g, b, ways, 4, 0});
+  for (int n : {256, 512})
+    for (unsigned b : {256u, 1024u})
+      for (int padded : {0, 1}) s.push_back({"transpose", (unsigned)((n / 32) * (n / 32)), b, n, padded, 0});
   return s;
 }
 
@@ -193,6 +286,14 @@ int main(int argc, char** argv) {
     else if (L.name == "smem")
       smem_k<<<L.grid, L.block, L.block * L.a * sizeof(float)>>>(out, L.a, L.b);
     else if (L.name == "atomic") atomic_k<<<L.grid, L.block>>>(iout, L.a, L.b);
+    else if (L.name == "sfu") sfu_k<<<L.grid, L.block>>>(out, L.a);
+    else if (L.name == "dep") dep_k<<<L.grid, L.block, L.b * 1024>>>(out, L.a);
+    else if (L.name == "reduce")
+      reduce_k<<<L.grid, L.block, L.block * sizeof(float)>>>(x, out, L.a);
+    else if (L.name == "shatomic")
+      shatomic_k<<<L.grid, L.block, L.a * sizeof(int)>>>(iout, L.a, L.b);
+    else if (L.name == "divmem") divmem_k<<<L.grid, L.block>>>(x, out, L.a, L.b);
+    else if (L.name == "transpose") transpose_k<<<L.grid, L.block>>>(x, y, L.a, L.b);
     CHECK(cudaGetLastError());
     CHECK(cudaDeviceSynchronize());
     ++ran;
