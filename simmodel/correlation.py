@@ -12,6 +12,7 @@ as :func:`hilsim.analyzer.validate.correlation` computes them).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,9 +27,47 @@ from hilsim.simmodel.presets import load_preset
 CARD_PRESETS = {"SM7_QV100": "QV100", "SM86_RTX3070": "RTX3070", "SM75_RTX2060": "RTX2060"}
 
 
-def card_timing(card: str, sm_count: int | None = None, launch_cycles: float | None = None
-                ) -> TimingConfig:
-    """The preset of ``card`` with the simulated SM count and launch latency substituted."""
+def card_latencies(card: str, options: Mapping[str, str] | None = None) -> dict[str, float]:
+    """Load-to-use latencies (core cycles) a pointer chase measures on ``card``.
+
+    From the measured option -> microbenchmark map of the card's compute capability
+    (:mod:`hilsim.simmodel.gpgpusim.calibration`, ``latency_calibration.json``): the
+    card's ``-gpgpu_l1_latency``, ``-gpgpu_l2_rop_latency``, ``-dram_latency``,
+    ``-gpgpu_smem_latency`` (``options`` override them) give L1, L2 - L1, DRAM - L2 and
+    shared latency, as ``hilsim tune`` on the card's microbenchmarks would. Returns the
+    config fields and values; empty when no map was measured for the card.
+    """
+    from hilsim.simmodel.gpgpusim.calibration import LATENCY_OPTIONS, load_calibrations
+
+    cals = {c.card: c for c in load_calibrations().values()}
+    if card not in cals:
+        return {}
+    cal = cals[card]
+    base = _card_values(cal.compute_capability)
+    x = [float((options or {}).get(o, base[o])) for o in LATENCY_OPTIONS]
+    l1, l2_l1, dram_l2, shared = (float(v) for v in cal.predict(x))
+    return {"l1.hit_latency_cycles": l1, "l2.hit_latency_cycles": l1 + l2_l1,
+            "dram.latency_cycles": l1 + l2_l1 + dram_l2, "shared.latency_cycles": shared}
+
+
+def _card_values(cc: str) -> dict[str, float]:
+    import json
+    from importlib import resources
+
+    text = resources.files("hilsim.simmodel.gpgpusim").joinpath(
+        "latency_calibration.json").read_text()
+    return json.loads(text)["calibrations"][cc]["card_values"]
+
+
+def card_timing(card: str, sm_count: int | None = None, launch_cycles: float | None = None,
+                options: Mapping[str, str] | None = None) -> TimingConfig:
+    """The preset of ``card`` as the simulator ran it: SM count, launch latency, latencies.
+
+    ``sm_count`` / ``launch_cycles`` replace the preset's; the L1/L2/DRAM/shared
+    latencies are the card's measured ones (:func:`card_latencies`, with ``options``
+    overriding the card's latency options): what ``hilsim tune`` gives a user from the
+    latency microbenchmarks, never fitted to the workload.
+    """
     if card not in CARD_PRESETS:
         raise HilsimError(f"correlation: no preset for card {card!r} "
                           f"(known: {', '.join(CARD_PRESETS)})")
@@ -38,6 +77,10 @@ def card_timing(card: str, sm_count: int | None = None, launch_cycles: float | N
         cfg = cfg.set("core.sm_count", Sourced(int(sm_count), "count", src))
     if launch_cycles is not None:
         cfg = cfg.set("core.launch_latency_cycles", Sourced(float(launch_cycles), "cycles", src))
+    measured = Source("measured", f"pointer-chase microbenchmarks on {card} "
+                                  "(simmodel/gpgpusim/latency_calibration.json)")
+    for dotted, value in card_latencies(card, options).items():
+        cfg = cfg.set(dotted, Sourced(round(value, 2), "cycles", measured))
     return cfg
 
 
@@ -147,5 +190,5 @@ def load_set(path: str) -> pd.DataFrame:
     return df
 
 
-__all__ = ["CARD_PRESETS", "SIM_ONLY", "Scores", "card_timing", "load_set", "model_input",
-           "scores", "table_from_log"]
+__all__ = ["CARD_PRESETS", "SIM_ONLY", "Scores", "card_latencies", "card_timing", "load_set",
+           "model_input", "scores", "table_from_log"]

@@ -9,6 +9,9 @@ Fig. 10 (80 vs 40 SMs), with the model standing in for the simulator.
 
 Variation syntax: ``NAME=xF`` scales the value by F; ``NAME=V`` sets it. Names
 (:data:`VARIABLES`) map to :class:`~hilsim.simmodel.config.TimingConfig` fields.
+Clocks carry what runs on them: ``sm_clock`` keeps the DRAM part of the memory
+latency (DRAM latency minus L2 latency) constant in time, so more core cycles;
+``dram_clock`` scales the DRAM bandwidth with the clock and shortens that DRAM part.
 """
 
 from __future__ import annotations
@@ -42,12 +45,18 @@ VARIABLES: dict[str, tuple[str, str | None]] = {
     "shared_latency": ("shared.latency_cycles", "shared_latency"),
     "dram_bandwidth": ("dram.bandwidth_gbs", None),
     "dram_latency": ("dram.latency_cycles", "dram_latency"),
+    "dram_clock": ("dram.clock_mhz", None),
 }
 _UNITS_FALLBACK = {"l1.bandwidth": "bytes/clk/SM", "l2.bandwidth": "bytes/clk"}
 
 
 def vary(config: TimingConfig, spec: str) -> TimingConfig:
     """A copy of ``config`` with one variation applied (``"l2_size=x2"``, ``"sm_count=40"``).
+
+    ``sm_clock`` and ``dram_clock`` also set ``dram.latency_cycles`` (core cycles): its
+    DRAM part, ``DRAM latency - L2 latency``, is time on the DRAM clock, so it becomes
+    ``x F_core / F_dram`` core cycles; ``dram_clock`` also scales
+    ``dram.bandwidth_gbs`` by the clock ratio.
 
     A scaled value whose field is unset in ``config`` starts from the value the model
     uses (:func:`hilsim.simmodel.model.model_params`). Integer fields are rounded (at least 1).
@@ -88,8 +97,27 @@ def vary(config: TimingConfig, spec: str) -> TimingConfig:
         if current is not None
         else (unit_for(dotted) or _UNITS_FALLBACK.get(dotted, ""))
     )
-    new = Sourced(final, unit, Source("derived", f"DSE variation {spec}"))
-    return config.set(dotted, new)
+    src = Source("derived", f"DSE variation {spec}")
+    new = Sourced(final, unit, src)
+    out = config.set(dotted, new)
+    if name in ("sm_clock", "dram_clock"):
+        if current is None and param is None:
+            raise HilsimError(f"--vary {spec!r}: {dotted} is not set in {config.name!r}")
+        old = float(current.value) if current is not None else float(
+            getattr(model.model_params(config), str(param)).value)
+        ratio = float(final) / old
+        p = model.model_params(config)
+        dram_part = p.dram_latency.value - p.l2_latency.value
+        core_per_dram = ratio if name == "sm_clock" else 1.0 / ratio
+        out = out.set("dram.latency_cycles", Sourced(
+            p.l2_latency.value + dram_part * core_per_dram, "cycles", src))
+        if name == "dram_clock":
+            bw = config.get("dram.bandwidth_gbs")
+            if bw is None:
+                raise HilsimError(f"--vary {spec!r}: dram.bandwidth_gbs is not set")
+            out = out.set("dram.bandwidth_gbs", Sourced(float(bw.value) * ratio,
+                                                        bw.unit or "GB/s", src))
+    return out
 
 
 @dataclass

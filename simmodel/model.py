@@ -19,7 +19,9 @@ in about a second; ``benchmarks/bench_model.py``). Equations and sources are in
   2009), and the warp chain: Hong & Kim (ISCA 2009) section 4 with too few warps to
   hide latency, one warp's memory cycles (one outstanding request, or a fitted number
   of independent ones: GPUMech's MLP, MICRO 2014) plus its compute cycles (warp
-  instructions x a fitted issue delay), per wave. Per-SM resources see the busiest
+  instructions x a fitted issue delay) plus the other warps' compute periods on its
+  scheduler (Hong & Kim's N <= MWP case), per wave. Global atomics add L2 traffic and
+  a same-address bound (one atomic per cycle at one L2 slice). Per-SM resources see the busiest
   SM's ``ceil(CTAs / SMs)`` CTAs; GPU-wide ones (L2, DRAM) see the total.
 * ``cycles = max(components) + launch overhead + kernel overhead`` (the fitted fixed
   cost of any kernel); ``binding`` names the maximum. The five fitted constants
@@ -28,9 +30,10 @@ in about a second; ``benchmarks/bench_model.py``). Equations and sources are in
 
 Cache capacities do not enter the bounds directly (hit counts are inputs). When
 ``reference`` names the config the counters were measured on and a cache capacity
-differs, misses are rescaled by the square-root rule (miss rate proportional to
-``capacity ** -0.5``; Hartstein et al., CF 2006), capped at the accesses, so that
-``l2_size=x2`` in :mod:`hilsim.simmodel.dse` changes DRAM traffic.
+differs, capacity misses are rescaled by the square-root rule (miss rate proportional
+to ``capacity ** -0.5``; Hartstein et al., CF 2006), capped at the accesses, so that
+``l2_size=x2`` in :mod:`hilsim.simmodel.dse` changes DRAM traffic; the first cache-full
+of misses is compulsory and kept (3C model, Hill & Smith 1989).
 """
 
 from __future__ import annotations
@@ -123,10 +126,10 @@ SECTORS_PER_REQUEST = 4
 #: (``benchmarks/model_vs_sim.py``, ``docs/timing-model.md`` "Validation"). Not per
 #: workload: the same five numbers for every launch on every config.
 FIT: dict[str, float] = {
-    "kernel_overhead": 345.734,
-    "dep_issue_cycles": 5.498,
-    "issue_efficiency": 0.577,
-    "fp32_mix": 0.858,
+    "kernel_overhead": 432.074,
+    "dep_issue_cycles": 2.788,
+    "issue_efficiency": 0.587,
+    "fp32_mix": 0.851,
     "warp_mlp": 1.0,
 }
 FIT_SOURCE = "fitted: benchmarks/model_fit.py on the correlation set's SM7_QV100 calib_kernels"
@@ -409,6 +412,19 @@ def _capacity_scale(new: float, ref: float) -> float:
     return float((new / ref) ** -0.5) if new != ref else 1.0
 
 
+def _rescale_misses(misses: np.ndarray, cold: float, scale: float) -> np.ndarray:
+    """Misses on a cache of another capacity: the first ``cold`` (one fill of the smaller
+    of the two caches) are compulsory and stay; the rest follow the square-root rule.
+
+    A launch whose misses fit in the cache has no capacity misses to lose when the cache
+    grows (the compulsory / capacity split of Hill & Smith's 3C model, IEEE TC 1989).
+    """
+    if scale == 1.0:
+        return misses
+    kept = np.minimum(misses, cold)
+    return kept + (misses - kept) * scale
+
+
 def require_counters(counters: pd.DataFrame, source: str = "counters") -> None:
     """One-line error when none of :data:`COUNTER_COLUMNS` is present.
 
@@ -476,10 +492,14 @@ def _components(
     if reference is not None:
         pr = model_params(reference)
         s1 = _capacity_scale(p.l1_capacity.value, pr.l1_capacity.value)
+        l1_cap = min(p.l1_capacity.value * p.sm_count.value,
+                     pr.l1_capacity.value * pr.sm_count.value) / SECTOR_BYTES
         # misses never exceed the accesses of the level above (or the measured misses)
-        l2_rd = np.minimum(l2_rd * s1, np.maximum(l1_ld, l2_rd))
+        l2_rd = np.minimum(_rescale_misses(l2_rd, l1_cap, s1), np.maximum(l1_ld, l2_rd))
         s2 = _capacity_scale(p.l2_capacity.value, pr.l2_capacity.value)
-        dram_rd = np.minimum(dram_rd * s2, np.maximum(l2_rd * SECTOR_BYTES, dram_rd))
+        l2_cap = min(p.l2_capacity.value, pr.l2_capacity.value)
+        dram_rd = np.minimum(_rescale_misses(dram_rd, l2_cap, s2),
+                             np.maximum(l2_rd * SECTOR_BYTES, dram_rd))
 
     atom_sec = _sum_cols(counters, L2_ATOM, n)
     atom = _col(counters, ATOM_INST)
@@ -544,7 +564,18 @@ def _components(
     mem_chain = (gld * lat_load + sh_inst * p.shared_latency.value) / total_warps
     mem_chain = mem_chain / p.warp_mlp.value
     comp_chain = inst_w * p.dep_issue_cycles.value
-    comp["latency"] = waves * (mem_chain + comp_chain)
+    # Hong & Kim section 4 with N warps per scheduler but not enough to hide the memory
+    # latency (N <= MWP): Exec = Mem + Comp + Comp / #Mem_insts x (N - 1): every other
+    # warp's compute period between two loads delays this warp once per load
+    resident = np.minimum(busiest, cpsm) * warps_cta
+    n_sched = np.ceil(resident / p.schedulers.value)
+    mem_insts = (gld + sh_inst) / total_warps
+    others = comp_chain / np.maximum(mem_insts, 1.0) * (n_sched - 1)
+    # ... but N interleaved warps never compute slower than the scheduler issues them
+    # all (N x instructions at the attained rate): that is the issue bound's regime
+    comp_wave = np.minimum(comp_chain + others,
+                           np.maximum(comp_chain, n_sched * inst_w / p.issue_efficiency.value))
+    comp["latency"] = waves * (mem_chain + comp_wave)
 
     return {
         "p": p,
@@ -556,6 +587,10 @@ def _components(
         "waves": waves,
         "grid": grid,
         "inst": inst,
+        # the last stores drain after the last instruction: write-through L1, then L2
+        # (the kernel ends when they are acknowledged; a fixed cost of every launch
+        # that stores, Hong & Kim section 4.6)
+        "drain": np.where(gst > 0, p.l1_latency.value, 0.0),
     }
 
 
@@ -597,7 +632,7 @@ def predict(
     p, n, comp, lim = r["p"], r["n"], r["comp"], r["lim"]
     cpsm, warps_cta = r["cpsm"], r["warps_cta"]
     best, body = _binding(comp, n)
-    launch = np.full(n, p.launch_cycles.value + p.kernel_overhead.value)
+    launch = p.launch_cycles.value + p.kernel_overhead.value + r["drain"]
     limit_names = ["warps", "ctas", "registers", "shared"]
     limit_stack = np.vstack([lim[name] for name in limit_names])
     limit = np.argmin(limit_stack, axis=0) if n else np.zeros(0, dtype=np.int64)
@@ -634,7 +669,7 @@ def predict_cycles(
     r = _components(config, counters, reference)
     best, body = _binding(r["comp"], r["n"])
     # the same sum, in the same order, as predict's ``body + launch``
-    cycles = body + (r["p"].launch_cycles.value + r["p"].kernel_overhead.value)
+    cycles = body + (r["p"].launch_cycles.value + r["p"].kernel_overhead.value + r["drain"])
     return cycles, pd.Categorical.from_codes(best, categories=list(COMPONENTS))
 
 
