@@ -78,3 +78,21 @@ def test_bad_table_is_one_line_error(tmp_path: Path) -> None:
         corr.load_set(str(tmp_path / "missing.csv"))
     with pytest.raises(HilsimError, match="no preset for card"):
         corr.card_timing("SM_NOPE")
+
+
+def test_card_timing_has_the_cards_measured_latencies() -> None:
+    """The model gets each card's microbenchmark latencies (latency_calibration.json), not
+    the Volta fallbacks: the RTX 3070's DRAM is ~150 cycles further than the QV100's."""
+    from hilsim.simmodel.model import model_params
+
+    q = model_params(corr.card_timing("SM7_QV100", 4, 0.0))
+    r = model_params(corr.card_timing("SM86_RTX3070", 4, 0.0))
+    assert q.l1_latency.value == pytest.approx(24.42, abs=0.01)
+    assert "measured" in q.l1_latency.source and "SM7_QV100" in q.l1_latency.source
+    assert q.l1_latency.value < q.l2_latency.value < q.dram_latency.value
+    assert r.dram_latency.value - q.dram_latency.value > 100
+    assert r.shared_latency.value > q.shared_latency.value
+    # a latency option override moves the measured latency it feeds
+    slow = corr.card_latencies("SM7_QV100", {"-gpgpu_l1_latency": "30"})
+    assert slow["l1.hit_latency_cycles"] > q.l1_latency.value + 5
+    assert corr.card_latencies("SM_NOPE") == {}
