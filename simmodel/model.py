@@ -24,7 +24,8 @@ in about a second; ``benchmarks/bench_model.py``). Equations and sources are in
   a same-address bound (one atomic per cycle at one L2 slice). Per-SM resources see the busiest
   SM's ``ceil(CTAs / SMs)`` CTAs; GPU-wide ones (L2, DRAM) see the total.
 * ``cycles = max(components) + launch overhead + kernel overhead`` (the fitted fixed
-  cost of any kernel); ``binding`` names the maximum. The five fitted constants
+  cost of any kernel) ``+ drain`` (the L1 latency when the launch stores: its last
+  stores leave after its last instruction); ``binding`` names the maximum. The five fitted constants
   (:data:`FIT`) were fitted once on the correlation set's training kernels and are
   scored on held-out kernels and a held-out card (``benchmarks/model_vs_sim.py``).
 
