@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from hilsim.analyzer.atomic import write_text_atomic
+from hilsim.analyzer.errors import HilsimError
 from hilsim.simmodel import correlation as corr
 from hilsim.simmodel import dse_check
 
@@ -115,7 +116,9 @@ def _simulate(args: argparse.Namespace) -> None:
             df["core_clock_mhz"] = clock
             df["card"] = args.card
             df["sm_count"] = int(opts["-gpgpu_n_clusters"])
-            return spec, df, {"options": extra, "cpu_s": round(cpu, 1)}
+            # children's CPU time is per process: only one run at a time measures its own
+            return spec, df, {"options": extra,
+                              "cpu_s": round(cpu, 1) if args.jobs == 1 else None}
 
         t0 = time.time()
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
@@ -131,8 +134,8 @@ def _simulate(args: argparse.Namespace) -> None:
                     ["variation", "program", "launch_id", "kernel", "cycles", "core_clock_mhz"]]
                 write_text_atomic(args.data / f"{args.card}-cycles.csv",
                                   cyc.to_csv(index=False))
-                meta["cpu_s_total"] = round(sum(v["cpu_s"] for v in
-                                                meta["variations"].values()), 1)
+                meta["cpu_s_total"] = (round(sum(v["cpu_s"] for v in meta["variations"].values()
+                                                 ), 1) if args.jobs == 1 else None)
                 write_text_atomic(args.data / f"{args.card}.json",
                                   json.dumps(meta, indent=1) + "\n")
 
@@ -178,9 +181,12 @@ def main() -> None:
     parser.add_argument("--max-cycles", type=float, default=12000)
     parser.add_argument("--jobs", type=int, default=1)
     args = parser.parse_args()
-    if args.simulate:
-        _simulate(args)
-    report(args.data, args.card)
+    try:
+        if args.simulate:
+            _simulate(args)
+        report(args.data, args.card)
+    except HilsimError as exc:
+        raise SystemExit(f"dse_vs_sim: {exc}") from None
 
 
 if __name__ == "__main__":

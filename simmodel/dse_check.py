@@ -45,7 +45,8 @@ def sim_options(spec: str, options: dict[str, str]) -> dict[str, str]:
     """The GPGPU-Sim option overrides that make variation ``spec`` of a card.
 
     ``options``: the card's effective options (``CardConfig.options()``, the reduced SM
-    count included). ``l2_size``: sets of ``-gpgpu_cache:dl2`` (per bank) x F;
+    count included). ``l2_size``: sets of ``-gpgpu_cache:dl2`` (per bank) x F, or its
+    ways where that would exceed 64 sets (the simulator's IPOLY hash);
     ``sm_count``: ``-gpgpu_n_clusters`` x F; ``dram_clock``: the DRAM clock of
     ``-gpgpu_clock_domains`` x F (bandwidth x F; the DRAM timing is in DRAM cycles, so
     that part of the latency shrinks too, as :func:`hilsim.simmodel.dse.vary` models);
@@ -58,7 +59,12 @@ def sim_options(spec: str, options: dict[str, str]) -> dict[str, str]:
     if name == "l2_size":
         parts = options["-gpgpu_cache:dl2"].split(",")
         head = parts[0].split(":")
-        head[1] = str(int(round(int(head[1]) * f)))
+        sets = int(round(int(head[1]) * f))
+        if sets <= 64:
+            head[1] = str(sets)
+        else:
+            # GPGPU-Sim's IPOLY set hash takes at most 64 sets per bank: more ways instead
+            head[3] = str(int(round(int(head[3]) * f)))
         return {"-gpgpu_cache:dl2": ",".join([":".join(head), *parts[1:]])}
     if name == "sm_count":
         return {"-gpgpu_n_clusters": str(max(1, round(int(options["-gpgpu_n_clusters"]) * f)))}

@@ -66,6 +66,9 @@ def test_sim_options_by_hand() -> None:
             "-gpgpu_clock_domains": "1132.0:1132.0:1132.0:850.0"}
     assert dse_check.sim_options("l2_size=x2", opts) == {
         "-gpgpu_cache:dl2": "S:64:128:24,L:B:m:L:P,A:192:4,32:0,32"}
+    rtx = {**opts, "-gpgpu_cache:dl2": "S:64:128:16,L:B:m:L:X,A:192:4,32:0,32"}
+    assert dse_check.sim_options("l2_size=x2", rtx) == {  # 128 sets: ways x2 instead
+        "-gpgpu_cache:dl2": "S:64:128:32,L:B:m:L:X,A:192:4,32:0,32"}
     assert dse_check.sim_options("sm_count=x0.5", opts) == {"-gpgpu_n_clusters": "2"}
     assert dse_check.sim_options("l1_latency=x1.5", opts) == {"-gpgpu_l1_latency": "30"}
     assert dse_check.sim_options("dram_clock=x2", opts) == {
