@@ -11,7 +11,8 @@ Variation syntax: ``NAME=xF`` scales the value by F; ``NAME=V`` sets it. Names
 (:data:`VARIABLES`) map to :class:`~hilsim.simmodel.config.TimingConfig` fields.
 Clocks carry what runs on them: ``sm_clock`` keeps the DRAM part of the memory
 latency (DRAM latency minus L2 latency) constant in time, so more core cycles;
-``dram_clock`` scales the DRAM bandwidth with the clock and shortens that DRAM part.
+``dram_clock`` scales the DRAM bandwidth with the clock (the DRAM access latency is
+kept: device timings are specified in ns; give ``dram_latency`` as well to change it).
 """
 
 from __future__ import annotations
@@ -53,10 +54,9 @@ _UNITS_FALLBACK = {"l1.bandwidth": "bytes/clk/SM", "l2.bandwidth": "bytes/clk"}
 def vary(config: TimingConfig, spec: str) -> TimingConfig:
     """A copy of ``config`` with one variation applied (``"l2_size=x2"``, ``"sm_count=40"``).
 
-    ``sm_clock`` and ``dram_clock`` also set ``dram.latency_cycles`` (core cycles): its
-    DRAM part, ``DRAM latency - L2 latency``, is time on the DRAM clock, so it becomes
-    ``x F_core / F_dram`` core cycles; ``dram_clock`` also scales
-    ``dram.bandwidth_gbs`` by the clock ratio.
+    ``sm_clock`` also sets ``dram.latency_cycles`` (core cycles): its DRAM part,
+    ``DRAM latency - L2 latency``, is time off the SM clock, so it becomes ``x F`` core
+    cycles. ``dram_clock`` also scales ``dram.bandwidth_gbs`` by the clock ratio.
 
     A scaled value whose field is unset in ``config`` starts from the value the model
     uses (:func:`hilsim.simmodel.model.model_params`). Integer fields are rounded (at least 1).
@@ -106,12 +106,12 @@ def vary(config: TimingConfig, spec: str) -> TimingConfig:
         old = float(current.value) if current is not None else float(
             getattr(model.model_params(config), str(param)).value)
         ratio = float(final) / old
-        p = model.model_params(config)
-        dram_part = p.dram_latency.value - p.l2_latency.value
-        core_per_dram = ratio if name == "sm_clock" else 1.0 / ratio
-        out = out.set("dram.latency_cycles", Sourced(
-            p.l2_latency.value + dram_part * core_per_dram, "cycles", src))
-        if name == "dram_clock":
+        if name == "sm_clock":
+            p = model.model_params(config)
+            dram_part = p.dram_latency.value - p.l2_latency.value
+            out = out.set("dram.latency_cycles", Sourced(
+                p.l2_latency.value + dram_part * ratio, "cycles", src))
+        else:
             bw = config.get("dram.bandwidth_gbs")
             if bw is None:
                 raise HilsimError(f"--vary {spec!r}: dram.bandwidth_gbs is not set")

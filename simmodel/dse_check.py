@@ -90,7 +90,9 @@ _LATENCY_FIELDS = {"l1_latency": ("-gpgpu_l1_latency", "l1.hit_latency_cycles"),
 def model_spec(spec: str, card: str) -> list[str]:
     """The ``hilsim dse --vary`` specs the model gets for simulated variation ``spec``.
 
-    The same spec, except a latency option scaled by F: the model is given the L1, L2,
+    ``dram_clock=xF``: also the DRAM latency the simulator's DRAM-clocked timings give
+    at F x the clock (they are the offset of the card's measured latency map). A
+    latency option scaled by F: the model is given the L1, L2,
     DRAM and shared latencies the card's latency microbenchmarks measure with the scaled
     option (:func:`hilsim.simmodel.correlation.card_latencies`; an option can move more
     than one measured latency), e.g. ``l1_latency=x1.5`` on SM7_QV100
@@ -98,10 +100,15 @@ def model_spec(spec: str, card: str) -> list[str]:
     L2 / DRAM latencies that option moves.
     """
     name, f = _factor(spec)
-    if name not in _LATENCY_FIELDS:
-        return [spec]
     base = corr.card_latencies(card)
-    if not base:
+    if name == "dram_clock" and base:
+        # the simulator's DRAM timings are DRAM-clock cycles: the part of the measured
+        # DRAM - L2 latency that -dram_latency does not explain (the map's offset) is
+        # that time, and shrinks with a faster DRAM clock
+        cal = _calibration(card)
+        dram = base["dram.latency_cycles"] - float(cal.offset[2]) * (1 - 1 / f)
+        return [spec, f"dram_latency={dram:.2f}"]
+    if name not in _LATENCY_FIELDS or not base:
         return [spec]
     from hilsim.simmodel.gpgpusim.calibration import LATENCY_OPTIONS
 
@@ -119,6 +126,12 @@ def _cc_of(card: str) -> str:
     from hilsim.simmodel.gpgpusim.calibration import load_calibrations
 
     return next(cc for cc, c in load_calibrations().items() if c.card == card)
+
+
+def _calibration(card: str):  # noqa: ANN202 (a Calibration, imported lazily)
+    from hilsim.simmodel.gpgpusim.calibration import load_calibrations
+
+    return load_calibrations()[_cc_of(card)]
 
 
 def _direction(s: np.ndarray, tol: float) -> np.ndarray:
