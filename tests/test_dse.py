@@ -33,6 +33,20 @@ def test_vary_scale_and_set() -> None:
     vary(QV100, "l1_size=X0.5").validate()
 
 
+
+def test_clock_variations_carry_what_runs_on_each_clock() -> None:
+    p = model.model_params(QV100)
+    dram = vary(QV100, "dram_clock=x2")
+    assert dram.get("dram.clock_mhz").value == 1700.0
+    assert dram.get("dram.bandwidth_gbs").value == pytest.approx(2 * 870.4)
+    assert model.model_params(dram).dram_latency.value == p.dram_latency.value
+    # the DRAM part of the latency (DRAM - L2) is time off the SM clock: x1.2 cycles
+    fast = model.model_params(vary(QV100, "sm_clock=x1.2"))
+    assert fast.dram_latency.value == pytest.approx(
+        p.l2_latency.value + 1.2 * (p.dram_latency.value - p.l2_latency.value))
+    assert fast.l2_latency.value == p.l2_latency.value
+
+
 @pytest.mark.parametrize("spec", ["l2_size", "l2_size=", "nope=x2", "sm_count=xabc",
                                   "sm_count=-1"])
 def test_vary_errors(spec: str) -> None:
