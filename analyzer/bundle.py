@@ -142,6 +142,23 @@ def _write_table(frame: pd.DataFrame, path: Path) -> None:
     pq.write_table(table, path, compression="zstd")
 
 
+def finish_manifest(folder: Path, manifest: dict[str, Any], n_launches: int) -> dict[str, Any]:
+    """Write ``folder``'s manifest: the sha256 and size of every file in it, ``n_launches``
+    and the digest of the facts; return the manifest as a reader gets it back."""
+    manifest = dict(manifest)
+    manifest.setdefault("schema", BUNDLE_SCHEMA)
+    manifest["files"] = {
+        item.name: {"sha256": _sha256(item), "bytes": item.stat().st_size}
+        for item in sorted(folder.iterdir())
+    }
+    manifest["n_launches"] = int(n_launches)
+    manifest.pop("digest", None)
+    manifest = json.loads(json.dumps(manifest, default=str))  # as read back
+    manifest["digest"] = manifest_digest(manifest)
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2))
+    return manifest
+
+
 def write_bundle(bundle: Bundle, path: str | Path, overwrite: bool = False) -> Path:
     """Write ``bundle`` to the folder ``path`` atomically (temp folder, then rename).
 
@@ -161,15 +178,7 @@ def write_bundle(bundle: Bundle, path: str | Path, overwrite: bool = False) -> P
                 _write_table(bundle.regions[list(REGION_COLUMNS)], tmp / REGIONS)
             if bundle.microbench is not None:
                 (tmp / MICROBENCH).write_text(json.dumps(bundle.microbench, indent=1))
-            manifest["files"] = {
-                item.name: {"sha256": _sha256(item), "bytes": item.stat().st_size}
-                for item in sorted(tmp.iterdir())
-            }
-            manifest["n_launches"] = int(len(bundle.launches))
-            manifest.pop("digest", None)
-            manifest = json.loads(json.dumps(manifest, default=str))  # as read back
-            manifest["digest"] = manifest_digest(manifest)
-            (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
+            manifest = finish_manifest(tmp, manifest, len(bundle.launches))
     except FileExistsError as exc:
         raise HilsimError(f"{target}: already exists (use --force to replace it)") from exc
     bundle.manifest = manifest

@@ -238,10 +238,23 @@ def import_cmd(
 
     if output.exists() and not force:
         raise HilsimError(f"{output}: already exists (use --force to replace it)")
+    from hilsim.analyzer.importers.streaming import stream_profile
+
     with status(f"importing {profile}"):
-        bundle = import_profile(
-            profile, fmt=fmt, ncu=ncu_csv, ncu_join=ncu_join, ncu_first_launch=ncu_first_launch
+        # large nsys CSV/SQLite files: chunk by chunk, straight to OUTPUT (issue 18 §2)
+        streamed = stream_profile(profile, output, fmt, ncu_csv, overwrite=force)
+        if streamed is None:
+            bundle = import_profile(
+                profile, fmt=fmt, ncu=ncu_csv, ncu_join=ncu_join, ncu_first_launch=ncu_first_launch
+            )
+    if streamed is not None:
+        for line in streamed.manifest.get("warnings", []):
+            warn(line)
+        out.print(
+            f"wrote {streamed.path}: {streamed.n_launches} launches, "
+            f"{streamed.n_kernels} kernels, 0 with metrics"
         )
+        return
     path = write_bundle(bundle, output, overwrite=force)
     for line in bundle.manifest.get("warnings", []):
         warn(line)

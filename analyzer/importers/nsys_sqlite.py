@@ -267,7 +267,13 @@ def _depth_and_path(names: np.ndarray, parent: np.ndarray) -> tuple[np.ndarray, 
 # --------------------------------------------------------------------------- reading
 
 
-def _read_kernels(conn: sqlite3.Connection, tables: dict[str, str], path: Path) -> pd.DataFrame:
+def kernel_query(conn: sqlite3.Connection, tables: dict[str, str], path: Path) -> tuple[str, str]:
+    """The launches' SELECT (no ORDER BY) and the name of the strings table.
+
+    Columns: ``_row`` (the kernel row's rowid: a correlation id reused by two runtime rows
+    repeats it), ``start_ns``, ``duration_ns``, the launch facts, ``name`` and the
+    launching call's ``call_tid``/``call_start``/``call_end`` (NULL without a runtime table).
+    """
     kernel = tables.get(KERNEL_TABLE.lower())
     if kernel is None:
         if STRINGS_TABLE.lower() in tables or any(t.lower() in tables for t in META_TABLES):
@@ -315,11 +321,14 @@ def _read_kernels(conn: sqlite3.Connection, tables: dict[str, str], path: Path) 
         )
     else:
         select += ["NULL AS call_tid", "NULL AS call_start", "NULL AS call_end"]
-    sql = (
-        f'SELECT {", ".join(select)} FROM "{kernel}" AS k {" ".join(joins)} '  # noqa: S608
-        "ORDER BY k.start, k.rowid"
-    )
-    frame = _query(conn, sql)
+    sql = f'SELECT {", ".join(select)} FROM "{kernel}" AS k {" ".join(joins)}'  # noqa: S608
+    return sql, strings
+
+
+def _read_kernels(conn: sqlite3.Connection, tables: dict[str, str], path: Path) -> pd.DataFrame:
+    sql, strings = kernel_query(conn, tables, path)
+    kernel = tables[KERNEL_TABLE.lower()]
+    frame = _query(conn, sql + " ORDER BY k.start, k.rowid")
     # a correlation id reused by two runtime rows must not duplicate the launch
     frame = frame.drop_duplicates("_row", keep="first").drop(columns="_row")
     if len(frame) == 0:
@@ -449,13 +458,19 @@ def _positive(value: Any) -> int | None:
 
 def _device(conn: sqlite3.Connection, tables: dict[str, str], launches: pd.DataFrame):
     """Description of the GPU that ran most launches (CUDA ordinal = kernel deviceId)."""
-    devices = launches["device"].dropna()
-    ordinal = int(devices.mode().iloc[0]) if len(devices) else None
+    return device_info(conn, tables, launches["device"].dropna().value_counts())
+
+
+def device_info(conn: sqlite3.Connection, tables: dict[str, str], counts: pd.Series):
+    """Description of the GPU that ran most launches, from ``counts`` (launches per CUDA
+    ordinal = kernel deviceId; ties: the lowest ordinal)."""
+    counts = counts[counts > 0]
+    ordinal = int(counts.index[counts == counts.max()].min()) if len(counts) else None
     info: dict[str, Any] = {}
     if ordinal is not None:
         info["cuda_device"] = ordinal
-        if devices.nunique() > 1:
-            info["n_devices_used"] = int(devices.nunique())
+        if len(counts) > 1:
+            info["n_devices_used"] = int(len(counts))
     gpu_id, cuda_row = None, None
     cuda_table = tables.get(CUDA_DEVICE_TABLE.lower())
     if cuda_table is not None and ordinal is not None:

@@ -46,7 +46,9 @@ import csv
 import io
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -340,14 +342,38 @@ def _recode(categorical: pd.Categorical, values: np.ndarray) -> np.ndarray:
     return out
 
 
-def _read_fast(source: Path) -> tuple[pd.DataFrame, str, int] | None:
-    """The launch columns of a well-formed file without holding it as text.
+@dataclass
+class FastLayout:
+    """Where a file's CSV body starts and how its columns are read (the fast path's plan).
 
-    Returns what :func:`_read_exact` returns, or ``None`` when the file is anything but
-    well formed (the exact path then reads it and words the error). Raises only errors it
-    words exactly as the exact path does: a malformed row (too many fields, a quote left
-    open at the end), a truncated last row, a header with no kernel rows.
+    Attributes:
+        report: :data:`GPU_TRACE` or :data:`KERN_EXEC_TRACE`.
+        header_index: 0-based line index of the header.
+        header_line: the header line's text (with its line break).
+        body_offset: byte offset of the header line.
+        columns: schema column -> (position, header text, kind, unit).
+        n_fields: number of header fields.
+        factors: unit factor of each time/size column.
+        dtypes: pandas dtype of each positional column ``c0..``.
+        numeric: the positional columns read as float64.
+        size: the file's size in bytes.
     """
+
+    report: str
+    header_index: int
+    header_line: str
+    body_offset: int
+    columns: dict[str, tuple[int, str, str, str | None]]
+    n_fields: int
+    factors: dict[str, float]
+    dtypes: dict[str, object]
+    numeric: list[str]
+    size: int
+
+
+def fast_layout(source: Path) -> FastLayout | None:
+    """The fast path's plan for ``source``, or ``None`` when only the exact path can read it
+    (header not within the first MiB, not UTF-8, the name not the last column, ...)."""
     head = _head(source)
     if head is None:
         return None
@@ -387,44 +413,91 @@ def _read_fast(source: Path) -> tuple[pd.DataFrame, str, int] | None:
         if kind not in ("text", "device", "triple"):
             dtypes[f"c{position}"] = np.float64
     numeric = [label for label, dtype in dtypes.items() if dtype is np.float64]
+    return FastLayout(
+        report,
+        header_index,
+        lines[header_index],
+        offsets[header_index],
+        columns,
+        n_fields,
+        factors,
+        dtypes,
+        numeric,
+        size,
+    )
+
+
+def fast_table(
+    source: Path, layout: FastLayout, body: Any, first_line: int | None = None
+) -> pd.DataFrame | None:
+    """Parse CSV rows (``body``: a binary file object starting with the header line) into
+    the positional columns.
+
+    ``first_line``: ``None`` when ``body`` is the file from its header on; else ``body`` is
+    the header line then a block of the file's rows, the first being this 1-based line of
+    the file. (The header comes first either way: pandas takes a first row with too many
+    fields for index columns, where after the header it is a malformed row.) Raises a
+    malformed row as one line naming the file line; returns ``None`` for anything else
+    it does not vouch for (the exact path then words it).
+    """
+    line_base = layout.header_index if first_line is None else first_line - 2
     try:
-        with open(source, "rb") as handle:
-            handle.seek(offsets[header_index])
-            table = pd.read_csv(
-                handle,
-                header=None,
-                names=list(dtypes),
-                skiprows=1,  # the header (counted in the line numbers of errors)
-                dtype=dtypes,  # type: ignore[arg-type]
-                keep_default_na=False,
-                na_values={label: [""] for label in numeric},
-                thousands=",",
-                skip_blank_lines=True,
-                encoding="utf-8",
-                engine="c",
-            )
+        table = pd.read_csv(
+            body,
+            header=None,
+            names=list(layout.dtypes),
+            skiprows=1,  # the header (counted in the line numbers of errors)
+            dtype=layout.dtypes,  # type: ignore[arg-type]
+            keep_default_na=False,
+            na_values={label: [""] for label in layout.numeric},
+            thousands=",",
+            skip_blank_lines=True,
+            encoding="utf-8",
+            engine="c",
+        )
     except pd.errors.ParserError as exc:
         # counted as the exact path counts them (from the header line, blank lines too)
-        _raise_parser_error(source, exc, header_index)
+        _raise_parser_error(source, exc, line_base)
     except (ValueError, TypeError, OverflowError, LookupError, UnicodeError, OSError):
         return None  # e.g. a cell that is not a number: the exact path names it
+    if not isinstance(table.index, pd.RangeIndex):
+        # pandas takes the extra fields of a first row with too many for index columns
+        # (not an error there, as it is on any later row)
+        first = layout.header_index + 2 if first_line is None else first_line
+        raise HilsimError(
+            f"{source}: line {first}: malformed CSV row (Error tokenizing data. C error: "
+            f"Expected {layout.n_fields} fields, saw {layout.n_fields + table.index.nlevels})"
+        )
+    return table
 
-    # a row cut short at the end of the file (the exact path checks it before the rest)
-    last = _last_line(source, size)
+
+def check_last_row(source: Path, layout: FastLayout) -> bool:
+    """Refuse a row cut short at the end of the file (the exact path checks it before the
+    rest); ``False`` when the last line cannot be told from the file's tail."""
+    last = _last_line(source, layout.size)
     if last is None:
-        return None
+        return False
     last_offset, last_text = last
-    if last_offset > offsets[header_index]:
+    if last_offset > layout.body_offset:
         try:
             have = len(next(csv.reader([last_text.rstrip("\r\n")])))
         except csv.Error:
             have = 0
-        if have < n_fields:
+        if have < layout.n_fields:
             raise HilsimError(
                 f"{source}: line {_line_number(source, last_offset)}: truncated row "
-                f"({have} of {n_fields} fields)"
+                f"({have} of {layout.n_fields} fields)"
             )
+    return True
 
+
+def fast_launches(
+    source: Path, layout: FastLayout, table: pd.DataFrame
+) -> tuple[pd.DataFrame, int] | None:
+    """The launch columns (before :func:`normalize_launches`) of parsed rows and the number
+    of memcpy/memset rows dropped (no kernel rows gives an empty frame); ``None`` when a
+    row is anything but well formed (the exact path then names it)."""
+    columns, report, numeric = layout.columns, layout.report, layout.numeric
     names = table[f"c{columns['name'][0]}"].array
     stripped = names.categories.astype(object).str.strip()
     if (names.codes < 0).any() or (stripped == "").any():
@@ -448,11 +521,6 @@ def _read_fast(source: Path) -> tuple[pd.DataFrame, str, int] | None:
         if dropped:
             kernel_rows = is_kernel  # taken column by column (no copy of the whole table)
     n_kernels = len(table) - dropped
-    if n_kernels == 0:
-        raise HilsimError(
-            f"{source}: {report} CSV has a header but no kernel rows"
-            + (f" ({dropped} memcpy/memset rows dropped)" if dropped else "")
-        )
 
     out = pd.DataFrame(index=pd.RangeIndex(n_kernels))
     for target, (position, column, kind, _unit) in columns.items():
@@ -473,11 +541,39 @@ def _read_fast(source: Path) -> tuple[pd.DataFrame, str, int] | None:
         else:
             numbers = np.asarray(values, dtype=np.float64)
             if kind in ("time", "size"):
-                numbers = numbers * factors[target]
+                numbers = numbers * layout.factors[target]
             out[target] = np.round(numbers)
     if (out["duration_ns"] < 0).any():
         return None  # the exact path names the line
-    return out, report, dropped
+    return out, dropped
+
+
+def _read_fast(source: Path) -> tuple[pd.DataFrame, str, int] | None:
+    """The launch columns of a well-formed file without holding it as text.
+
+    Returns what :func:`_read_exact` returns, or ``None`` when the file is anything but
+    well formed (the exact path then reads it and words the error). Raises only errors it
+    words exactly as the exact path does: a malformed row (too many fields, a quote left
+    open at the end), a truncated last row, a header with no kernel rows.
+    """
+    layout = fast_layout(source)
+    if layout is None:
+        return None
+    with open(source, "rb") as handle:
+        handle.seek(layout.body_offset)
+        table = fast_table(source, layout, handle)
+    if table is None or not check_last_row(source, layout):
+        return None
+    parsed = fast_launches(source, layout, table)
+    if parsed is None:
+        return None
+    out, dropped = parsed
+    if len(out) == 0:
+        raise HilsimError(
+            f"{source}: {layout.report} CSV has a header but no kernel rows"
+            + (f" ({dropped} memcpy/memset rows dropped)" if dropped else "")
+        )
+    return out, layout.report, dropped
 
 
 def _stripped_categorical(names: pd.Categorical) -> pd.Categorical:
@@ -503,13 +599,20 @@ def _raise_parser_error(source: Path, exc: Exception, header_index: int) -> None
     raise HilsimError(f"{source}: malformed CSV ({message})") from exc
 
 
-def _read_exact(source: Path) -> tuple[pd.DataFrame, str, int]:
+def _read_exact(
+    source: Path, text: str | None = None, line_offset: int = 0, block: bool = False
+) -> tuple[pd.DataFrame, str, int]:
     """The whole file as text and every cell as a string: slow, exact error messages.
 
     Returns the launch columns (before :func:`normalize_launches`), the report and the
     number of memcpy/memset rows dropped.
+
+    ``text``/``line_offset``/``block``: read ``text`` (a header line and a block of the
+    file's rows, :mod:`~hilsim.analyzer.importers.streaming`) instead of the file; line
+    numbers in errors are those of ``text`` plus ``line_offset``; a ``block`` is not the
+    file's end (its last row is not checked for truncation) and may hold no kernel rows.
     """
-    text = _read_text(source)
+    text = _read_text(source) if text is None else text
     lines = text.splitlines()
     found = _find_header(lines)
     if found is None:
@@ -530,9 +633,9 @@ def _read_exact(source: Path) -> tuple[pd.DataFrame, str, int]:
             engine="c",
         )
     except pd.errors.ParserError as exc:
-        _raise_parser_error(source, exc, header_index)
+        _raise_parser_error(source, exc, header_index + line_offset)
     # 1-based file line number of each parsed row (one line per record)
-    line_numbers = np.arange(len(table), dtype=np.int64) + header_index + 2
+    line_numbers = np.arange(len(table), dtype=np.int64) + header_index + 2 + line_offset
     # blank rows: every cell empty; a line of blanks counts too (the C parser of the fast
     # path skips it as it skips an empty line)
     empty = table.isna() | (table == "")
@@ -561,7 +664,7 @@ def _read_exact(source: Path) -> tuple[pd.DataFrame, str, int]:
     last_index = next(
         (i for i in range(len(lines) - 1, header_index, -1) if lines[i].strip()), header_index
     )
-    if last_index > header_index:
+    if last_index > header_index and not block:
         try:
             have = len(next(csv.reader([lines[last_index]])))
         except csv.Error:
@@ -594,7 +697,7 @@ def _read_exact(source: Path) -> tuple[pd.DataFrame, str, int]:
         dropped = int((~is_kernel).sum())
         table = table.loc[is_kernel].reset_index(drop=True)
         line_numbers = line_numbers[is_kernel]
-    if len(table) == 0:
+    if len(table) == 0 and not block:
         raise HilsimError(
             f"{source}: {report} CSV has a header but no kernel rows"
             + (f" ({dropped} memcpy/memset rows dropped)" if dropped else "")
