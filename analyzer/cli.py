@@ -431,7 +431,11 @@ def evaluate_cmd(
     help="Folder for bundles, plans and result.",
 )
 @click.option("--seeds", default=20, show_default=True, help="Seeds for stochastic methods.")
-def quickstart_cmd(output: Path, seeds: int) -> None:
+@click.option("--example", "example", type=click.Choice(["profiles", "simulated-v100"]),
+              default="profiles", show_default=True,
+              help="profiles: the shipped real profiles; simulated-v100: validate, pkp, "
+                   "portability and dse on shipped GPGPU-Sim runs (docs/tutorial-new-card.md).")
+def quickstart_cmd(output: Path, seeds: int, example: str) -> None:
     """Run the main job on the real profiles shipped with hilsim.
 
     Imports each example, builds STEM+ROOT and PKA plans (plus the random and
@@ -439,6 +443,11 @@ def quickstart_cmd(output: Path, seeds: int) -> None:
     writes OUTPUT/<example>/{bundle/, plan-*.json} and OUTPUT/result.json
     (files of an earlier quickstart run there are replaced).
     """
+    if example == "simulated-v100":
+        from hilsim.analyzer.simexample import run_simulated_example
+
+        run_simulated_example(output)
+        return
     from hilsim.analyzer.quickstart import run_quickstart
 
     run_quickstart(output, seeds=seeds)

@@ -3,8 +3,9 @@
 Combined with any launch-level plan this is PKA = PKS + PKP: each sampled launch
 is simulated only until its IPC is stable (and one full wave of CTAs has
 finished), the rest of its CTAs are projected. Timelines come from the analytical
-timing model (``--model``) or from a per-CTA timing trace of a simulator
-(``--cta-trace``).
+timing model (``--model``), from a per-CTA timing trace of a simulator
+(``--cta-trace``) or from GPGPU-Sim's periodic visualizer samples (``--gpgpusim-log``,
+:mod:`hilsim.simmodel.gpgpusim.visualizer`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,20 @@ from hilsim.analyzer.errors import HilsimError
     help="Per-CTA timing CSV: launch_id, cta_id, sm_id, start_cycle, end_cycle, instructions.",
 )
 @click.option(
+    "--gpgpusim-log",
+    "gpgpusim_run",
+    type=click.Path(path_type=Path),
+    help="GPGPU-Sim run folder (e.g. a `hilsim simulate` output) run with -O "
+    "-visualizer_enabled=1 -O -gpgpu_runtime_stat=500: per-window IPC from the simulator's "
+    "own periodic output, scored against each launch's full simulated cycles.",
+)
+@click.option(
+    "--relative",
+    is_flag=True,
+    help="Compare std / mean of the windowed IPC with -s (whole-GPU IPC, where PKA's "
+    "absolute 0.25 is never met).",
+)
+@click.option(
     "--window",
     "window_cycles",
     default=3000.0,
@@ -58,6 +73,8 @@ def pkp_cmd(
     plan_path: Path,
     model_config: Path | None,
     cta_trace: Path | None,
+    gpgpusim_run: Path | None,
+    relative: bool,
     window_cycles: float,
     s: float,
     output: Path | None,
@@ -75,14 +92,20 @@ def pkp_cmd(
     from hilsim.analyzer.report import write_result
     from rich.table import Table
 
-    if (model_config is None) == (cta_trace is None):
-        raise HilsimError("pkp: give either --model CONFIG or --cta-trace CSV")
+    if sum(x is not None for x in (model_config, cta_trace, gpgpusim_run)) != 1:
+        raise HilsimError(
+            "pkp: give one of --model CONFIG, --cta-trace CSV or --gpgpusim-log RUN")
     plan = load_plan(plan_path)
     with status(f"reading {profile}"):
         bundle = load_profile(profile)
     check_compatible(plan, bundle)
     ids = plan.samples["launch_id"].to_numpy(dtype=np.int64)
-    if cta_trace is not None:
+    if gpgpusim_run is not None:
+        from hilsim.simmodel.gpgpusim.visualizer import read_timelines
+
+        timelines = read_timelines(gpgpusim_run)
+        source = f"GPGPU-Sim visualizer samples {gpgpusim_run}"
+    elif cta_trace is not None:
         timelines = read_cta_trace(cta_trace)
         source = f"CTA trace {cta_trace}"
     else:
@@ -95,16 +118,25 @@ def pkp_cmd(
         require_counters(inputs, f"{profile}: --model")
         timelines = dict(zip(ids.tolist(), ipc_timeline(config, inputs), strict=True))
         source = f"analytical model ({config.name})"
-    result = project_plan(plan, timelines, window_cycles=window_cycles, s=s)
+    result = project_plan(plan, timelines, window_cycles=window_cycles, s=s, relative=relative)
     result["timelines"] = source
     table = Table(title=f"PKP on {plan.method} plan ({source})")
-    for column in ("projected total cycles", "simulated fraction", "sampled launches"):
+    columns = ["projected total cycles", "simulated fraction", "sampled launches",
+               "projected launches"]
+    if result["full_total_cycles"]:
+        columns += ["full total cycles", "projection error"]
+    for column in columns:
         table.add_column(column, justify="right")
-    table.add_row(
+    cells = [
         f"{result['projected_total_cycles']:,.0f}",
         f"{100 * result['simulated_fraction']:.1f}%",
         f"{len(ids):,}",
-    )
+        f"{result['n_projected']:,}",
+    ]
+    if result["full_total_cycles"]:
+        cells += [f"{result['full_total_cycles']:,.0f}",
+                  f"{100 * result['projection_error']:.2f}%"]
+    table.add_row(*cells)
     out.print(table)
     if output:
         write_result(output, result)

@@ -816,6 +816,10 @@ def render_html(report: dict[str, Any], images: dict[str, Any]) -> str:
                 f"<p class='note'>first {MAX_CLUSTER_ROWS} of {len(r['clusters'])} "
                 "clusters by projected share; all are in the JSON</p>"
             )
+        if r.get("decomposition"):
+            from hilsim.analyzer.decompose import render_html as decomposition_html
+
+            parts.append(decomposition_html(r["label"], r["decomposition"]))
         parts.append("<h3>Counter correlation, simulator vs silicon</h3>")
         parts.append(
             _table(

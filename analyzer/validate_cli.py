@@ -20,6 +20,10 @@ from hilsim.analyzer.errors import HilsimError
 @click.option("--sim", "sim_logs", multiple=True, type=click.Path(path_type=Path),
               help="Accel-Sim/GPGPU-Sim log(s) or folder(s) of the exported kernelslist.g "
                    "(one plan), or of every launch (full simulation).")
+@click.option("--sim-full", "sim_full", multiple=True, type=click.Path(path_type=Path),
+              help="Log(s) of a full simulation (every launch) on the --sim card: "
+                   "configuration error (full vs silicon) and sampling error (sampled vs "
+                   "full) apart, per kernel and per counter (PKA Table 4).")
 @click.option("--model", "model_config", type=click.Path(path_type=Path),
               help="Timing config (hilsim.timing/1 JSON): run the analytical model on "
                    "every launch.")
@@ -31,8 +35,8 @@ from hilsim.analyzer.errors import HilsimError
 @click.option("-o", "--output", required=True, type=click.Path(path_type=Path),
               help="Report path without extension: writes OUT.html and OUT.json.")
 def validate_cmd(silicon: Path, plans: tuple[Path, ...], sim_logs: tuple[Path, ...],
-                 model_config: Path | None, counters: str, clock_mhz: float | None,
-                 output: Path) -> None:
+                 sim_full: tuple[Path, ...], model_config: Path | None, counters: str,
+                 clock_mhz: float | None, output: Path) -> None:
     """Compare sampled simulation with silicon: one self-contained HTML + JSON."""
     from hilsim.analyzer import validate as v
     from hilsim.analyzer.importers.profile import load_profile
@@ -40,6 +44,8 @@ def validate_cmd(silicon: Path, plans: tuple[Path, ...], sim_logs: tuple[Path, .
 
     if bool(sim_logs) == bool(model_config):
         raise HilsimError("validate: give exactly one of --sim LOGS or --model CONFIG")
+    if sim_full and not sim_logs:
+        raise HilsimError("validate: --sim-full needs --sim (the sampled logs on that card)")
     bundle = load_profile(silicon)
     loaded = [(p.stem, load_plan(p)) for p in plans]
     timing = None
@@ -66,9 +72,24 @@ def validate_cmd(silicon: Path, plans: tuple[Path, ...], sim_logs: tuple[Path, .
 
     clock = v.sm_clock_mhz(bundle, clock_mhz, timing)
     report, images = v.validate(bundle, loaded, sim_for, clock)
+    if sim_full:
+        from hilsim.analyzer.decompose import attach_decomposition
+
+        full_log = read_simlogs(list(sim_full), counters)
+        markdown = attach_decomposition(report, bundle, loaded, sim_for, full_log, clock)
+        from hilsim.analyzer.atomic import write_text_atomic
+
+        base = output.with_suffix("") if output.suffix in (".html", ".json") else output
+        md_path = write_text_atomic(base.with_suffix(".md"), markdown)
+        click.echo(f"wrote {md_path}")
     html_path, json_path = v.write_report(report, images, output)
     for r in report["plans"]:
         h = r["headline"]
         total = "n/a" if h["total_error"] is None else f"{100 * h['total_error']:.2f}%"
         click.echo(f"{r['label']}: total error {total}, speedup {h['speedup']:.1f}x")
+        if "decomposition" in r:
+            t = r["decomposition"]["totals"]
+            click.echo(f"{r['label']}: configuration {100 * t['configuration_error']:+.2f}%, "
+                       f"sampling {100 * t['sampling_error']:+.2f}%, "
+                       f"total {100 * t['total_error']:+.2f}%")
     click.echo(f"wrote {html_path} and {json_path}")

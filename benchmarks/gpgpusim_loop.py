@@ -1,28 +1,49 @@
-"""The whole loop on the simulated card, timed: profile fully, plan, simulate the sample, validate.
+"""The whole loop on the simulated card, timed, and the shipped example regenerated (issue 14).
 
-    python benchmarks/gpgpusim_loop.py --out runs/loop [--steps 36] [--card SM7_QV100]
-        [--method stem] [--method pka] ...
+    python benchmarks/gpgpusim_loop.py --out runs/loop [--steps 36] [--reuse] [--jobs 2]
+        [--ship analyzer/examples/simulated-v100]
 
-Steps (each printed with its wall time; simulator runs also with their CPU time):
-1. compile ``transformer_step.cu`` (``hilsim.simmodel.gpgpusim.workloads``);
-2. ``hilsim agent profile --backend gpgpusim`` on the reduced card -> ``full.bundle``
-   (its log kept in ``full-raw/sim.log``);
-3. per method: ``hilsim plan`` -> ``METHOD.json``; ``hilsim simulate`` -> ``METHOD-sim/``
-   (prints the simulated-time saving); ``hilsim validate --sim`` -> ``METHOD-report.html``.
+The reference card (``SM7_QV100`` reduced to 4 SMs, ``REDUCED_QV100``) plays the silicon;
+the tuned card is what ``hilsim tune --convention gpgpusim`` writes from the QV100
+microbenchmarks (``tests/data/microbench/gpgpusim/SM7_QV100.microbench.json``), reduced the
+same way; ``SM86_RTX3070`` (reduced the same way) is the second card for portability.
+Steps, each printed with its wall time (simulator runs also with their CPU time):
 
-Figures go to stdout and ``OUT/loop.json``. Needs a GPGPU-Sim build and nvcc <= 11.x.
-The full run of the default 36 steps costs about 20 CPU-minutes (workloads README).
+1. compile ``transformer_step.cu``; ``hilsim tune`` -> ``tuned/``;
+2. full runs (``hilsim agent profile --backend gpgpusim``) on the reference, tuned and
+   RTX 3070 cards -> ``{reference,tuned,rtx3070}.bundle`` + ``*-raw/sim.log``
+   (``--jobs 2`` runs two at once);
+3. per method (stem, pka): ``hilsim plan`` on the reference bundle; ``hilsim simulate`` of
+   the plan on the tuned and on the reference card (visualizer samples on, for pkp);
+4. ``hilsim validate --sim-full`` per method and card (configuration vs sampling error);
+5. ``hilsim pkp --gpgpusim-log`` on the STEM samples (tuned card); ``hilsim compare`` on
+   the reference bundle; ``hilsim portability`` QV100 -> RTX 3070; ``hilsim dse``;
+6. ``--ship DIR``: the example's files into DIR (logs gzip-compressed, ``provenance.json``);
+   then ``hilsim quickstart --example simulated-v100`` is timed when DIR is the package's.
+
+``--reuse`` skips every step whose output exists (its recorded time is printed, marked
+"reused"). Figures go to stdout and ``OUT/loop.json``. Needs a GPGPU-Sim build and
+nvcc <= 11.x. One full run costs about 6 CPU-minutes (``docs/tutorial-new-card.md``).
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import resource
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+MICROBENCH = REPO / "tests/data/microbench/gpgpusim/SM7_QV100.microbench.json"
+METHODS = ("stem", "pka")
+SAMPLED_CARDS = ("tuned", "reference")
+VISUALIZER = ("-O", "-visualizer_enabled=1", "-O", "-gpgpu_runtime_stat=500")
+DSE_VARY = ("sm_count=x2", "l2_size=x2", "dram_bandwidth=x2")
 
 
 def _cpu() -> float:
@@ -30,55 +51,214 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _hilsim(*args: str) -> tuple[float, float, str]:
-    started, cpu = time.monotonic(), _cpu()
-    done = subprocess.run([sys.executable, "-m", "hilsim.analyzer.cli", *args],
-                          capture_output=True, text=True, check=False)
-    out = (done.stdout + done.stderr).strip()
-    if done.returncode != 0:
-        sys.exit(f"hilsim {' '.join(args[:3])} failed: {out.splitlines()[-1] if out else ''}")
-    return time.monotonic() - started, _cpu() - cpu, out
+def _cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "hilsim.analyzer.cli", *args]
+
+
+class Steps:
+    """Runs and times steps; ``--reuse`` skips those whose output exists."""
+
+    def __init__(self, out: Path, reuse: bool) -> None:
+        self.out, self.reuse = out, reuse
+        self.path = out / "steps.json"
+        self.times: dict[str, dict[str, float | bool]] = (
+            json.loads(self.path.read_text()) if reuse and self.path.exists() else {})
+
+    def _record(self, name: str, wall: float, cpu: float, reused: bool = False) -> None:
+        old = self.times.get(name, {})
+        if reused and old:
+            print(f"[{name}] reused (recorded {old.get('wall_s')} s wall, "
+                  f"{old.get('cpu_s')} CPU s)", flush=True)
+            return
+        self.times[name] = {"wall_s": round(wall, 1), "cpu_s": round(cpu, 1)}
+        self.path.write_text(json.dumps(self.times, indent=1) + "\n")
+        print(f"[{name}] {wall:.1f} s wall, {cpu:.1f} CPU s" + (" (reused)" if reused else ""),
+              flush=True)
+
+    def run(self, name: str, args: list[str], done: Path | None = None) -> str:
+        """Run one command (one-line exit on failure); skipped when ``done`` exists."""
+        if self.reuse and done is not None and done.exists():
+            self._record(name, 0.0, 0.0, reused=True)
+            return ""
+        started, cpu = time.monotonic(), _cpu()
+        proc = subprocess.run(args, capture_output=True, text=True, check=False)
+        text = (proc.stdout + proc.stderr).strip()
+        if proc.returncode != 0:
+            sys.exit(f"[{name}] failed: {text.splitlines()[-1] if text else proc.returncode}")
+        self._record(name, time.monotonic() - started, _cpu() - cpu)
+        print(text, flush=True)
+        return text
+
+    def parallel(self, jobs: list[tuple[str, list[str], Path]], width: int) -> None:
+        """Run independent commands, ``width`` at a time (each timed on its own)."""
+        todo = [j for j in jobs if not (self.reuse and j[2].exists())]
+        for name in {j[0] for j in jobs} - {j[0] for j in todo}:
+            self._record(name, 0.0, 0.0, reused=True)
+        running: list[tuple[str, subprocess.Popen, float, Path]] = []
+        while todo or running:
+            while todo and len(running) < max(width, 1):
+                name, args, _ = todo.pop(0)
+                log = self.out / f"{name}.out"
+                handle = log.open("w")
+                running.append((name, subprocess.Popen(args, stdout=handle, stderr=handle),
+                                time.monotonic(), log))
+            time.sleep(2)
+            for item in list(running):
+                name, proc, started, log = item
+                if proc.poll() is None:
+                    continue
+                running.remove(item)
+                text = log.read_text().strip()
+                if proc.returncode != 0:
+                    sys.exit(f"[{name}] failed: {text.splitlines()[-1] if text else ''}")
+                cpu = _sim_cpu(self.out / f"{name.split(':')[1]}.bundle")
+                self._record(name, time.monotonic() - started, cpu)
+                print(text, flush=True)
+
+
+def _sim_cpu(bundle: Path) -> float:
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    return float(manifest["workload"].get("cpu_s") or 0.0)
+
+
+def _gzip(src: Path, dst: Path, slim=None) -> None:
+    """``src`` gzip-compressed into ``dst`` (``slim``: keep only the lines hilsim reads)."""
+    from hilsim.simmodel.simlog import read_log_text, slim_log
+
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dst.with_name(dst.name + ".tmp")
+    text = (slim or slim_log)(read_log_text(src))
+    with gzip.GzipFile(tmp, "wb", compresslevel=9, mtime=0) as fout:
+        fout.write(text.encode("utf-8"))
+    tmp.replace(dst)
+
+
+def ship(out: Path, dest: Path, figures: dict) -> None:
+    """Copy the example's files into ``dest`` (see ``analyzer/simexample.py``)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name, src in (("reference", "reference"), ("rtx3070", "rtx3070")):
+        target = dest / f"{name}.bundle"
+        if target.exists():
+            shutil.rmtree(target)
+        shutil.copytree(out / f"{src}.bundle", target)
+    shutil.copyfile(out / "tuned" / "timing.json", dest / "tuned-timing.json")
+    shutil.copyfile(out / "tuned" / "gpgpusim.config", dest / "tuned-gpgpusim.config")
+    (dest / "plans").mkdir(exist_ok=True)
+    for m in METHODS:
+        shutil.copyfile(out / f"{m}.json", dest / "plans" / f"{m}.json")
+        for card in SAMPLED_CARDS:
+            _gzip(out / f"{m}-{card}-sim" / "sampled.log",
+                  dest / "logs" / f"{m}-{card}.sampled.log.gz")
+    for card in ("reference", "tuned"):
+        _gzip(out / f"{card}-raw" / "sim.log", dest / "logs" / f"{card}-full.sim.log.gz")
+    pkp = dest / "pkp-stem-tuned"
+    if pkp.exists():
+        shutil.rmtree(pkp)
+    pkp.mkdir()
+    _gzip(out / "stem-tuned-sim" / "sampled.log", pkp / "sim.log.gz")
+    from hilsim.simmodel.gpgpusim.visualizer import find_visualizer_log, slim_visualizer
+
+    _gzip(find_visualizer_log(out / "stem-tuned-sim"), pkp / "gpgpusim_visualizer_.log.gz",
+          slim_visualizer)
+    provenance = {k: figures[k] for k in ("workload_steps", "options", "cards", "build",
+                                          "steps_wall") if k in figures}
+    provenance["regenerate"] = ("python benchmarks/gpgpusim_loop.py --out OUT --ship "
+                                "analyzer/examples/simulated-v100")
+    (dest / "provenance.json").write_text(json.dumps(provenance, indent=1) + "\n")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--steps", type=int, default=36)
-    ap.add_argument("--card", default="SM7_QV100")
-    ap.add_argument("--method", action="append", default=None)
+    ap.add_argument("--reuse", action="store_true", help="skip steps whose output exists")
+    ap.add_argument("--jobs", type=int, default=1, help="full runs at once")
+    ap.add_argument("--ship", type=Path, default=None, help="copy the example's files here")
     args = ap.parse_args()
+    from hilsim.simmodel.gpgpusim.build import find_build
     from hilsim.simmodel.gpgpusim.workloads import REDUCED_QV100, build_transformer_step
 
-    out = args.out
+    out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
+    steps = Steps(out, args.reuse)
     opts = [x for k, v in REDUCED_QV100.items() for x in ("-O", f"{k}={v}")]
-    figures: dict[str, object] = {"steps": args.steps, "card": args.card, "options": opts}
-    started = time.monotonic()
-    program = build_transformer_step(out / "transformer_step")
-    figures["compile_wall_s"] = round(time.monotonic() - started, 1)
+    build = find_build()
+    figures: dict[str, object] = {"workload_steps": args.steps, "options": opts,
+                                  "build": build.key if build else None}
+    program = out / "transformer_step"
+    if not (args.reuse and program.exists()):
+        started = time.monotonic()
+        build_transformer_step(program)
+        steps._record("compile", time.monotonic() - started, 0.0)
     command = ["--", str(program), "--steps", str(args.steps)]
-    wall, cpu, text = _hilsim("agent", "profile", "--backend", "gpgpusim", "--card", args.card,
-                              *opts, "--keep-raw", str(out / "full-raw"), "--force",
-                              "-o", str(out / "full.bundle"), *command)
-    print(text)
-    figures["full"] = {"wall_s": round(wall, 1), "cpu_s": round(cpu, 1)}
-    for method in args.method or ["stem", "pka"]:
-        plan = out / f"{method}.json"
-        w_plan, _, text = _hilsim("plan", str(out / "full.bundle"), "-m", method,
-                                  "-o", str(plan))
-        print(text)
-        w_sim, c_sim, text = _hilsim("simulate", str(plan), "--card", args.card, *opts,
-                                     "-o", str(out / f"{method}-sim"), *command)
-        print(text)
-        w_val, _, text = _hilsim("validate", "--silicon", str(out / "full.bundle"),
-                                 "--plan", str(plan), "--sim", str(out / f"{method}-sim"),
-                                 "-o", str(out / f"{method}-report"))
-        print(text)
-        summary = json.loads((out / f"{method}-sim" / "simulate.json").read_text())
-        figures[method] = {"plan_wall_s": round(w_plan, 1), "sim_wall_s": round(w_sim, 1),
-                           "sim_cpu_s": round(c_sim, 1), "validate_wall_s": round(w_val, 1),
-                           "launches": summary["launches_simulated"],
-                           "simulated_time_speedup": summary["simulated_time_speedup"]}
+    steps.run("tune", _cmd("tune", str(MICROBENCH), "--convention", "gpgpusim", "-o",
+                           str(out / "tuned"), "--force"), out / "tuned" / "gpgpusim.config")
+    cards = {"reference": "SM7_QV100", "tuned": str(out / "tuned" / "gpgpusim.config"),
+             "rtx3070": "SM86_RTX3070"}
+    figures["cards"] = {k: (v if k != "tuned" else "hilsim tune output (tuned/)")
+                        for k, v in cards.items()}
+    steps.parallel([
+        (f"full:{name}", _cmd("agent", "profile", "--backend", "gpgpusim", "--card", card,
+                              *opts, "--keep-raw", str(out / f"{name}-raw"), "--force",
+                              "-o", str(out / f"{name}.bundle"), *command),
+         out / f"{name}.bundle" / "manifest.json")
+        for name, card in cards.items()], args.jobs)
+    ref = str(out / "reference.bundle")
+    for m in METHODS:
+        steps.run(f"plan:{m}", _cmd("plan", ref, "-m", m, "-o", str(out / f"{m}.json")),
+                  out / f"{m}.json")
+        for card in SAMPLED_CARDS:
+            sim = out / f"{m}-{card}-sim"
+            steps.run(f"simulate:{m}:{card}",
+                      _cmd("simulate", str(out / f"{m}.json"), "--card", cards[card], *opts,
+                           *VISUALIZER, "-o", str(sim), *command), sim / "simulate.json")
+            summary = json.loads((sim / "simulate.json").read_text())
+            figures[f"simulate:{m}:{card}"] = {
+                k: summary[k] for k in ("launches_simulated", "sampled_cycles", "full_cycles",
+                                        "cycle_fraction", "simulated_time_speedup",
+                                        "sim_cpu_s", "sim_wall_s")}
+            report = out / f"validate-{m}-{card}"
+            steps.run(f"validate:{m}:{card}",
+                      _cmd("validate", "--silicon", ref, "--plan", str(out / f"{m}.json"),
+                           "--sim", str(sim), "--sim-full", str(out / f"{card}-raw/sim.log"),
+                           "-o", str(report)), report.with_suffix(".json"))
+            d = json.loads(report.with_suffix(".json").read_text())["plans"][0]
+            figures[f"validate:{m}:{card}"] = {
+                k: d["decomposition"]["totals"][k]
+                for k in ("configuration_error", "sampling_error", "total_error")}
+            if card == "tuned":
+                figures[f"configuration_error_per_kernel:{m}"] = {
+                    r["kernel"]: r["configuration_error"]
+                    for r in d["decomposition"]["per_kernel"]}
+    steps.run("pkp", _cmd("pkp", ref, "--plan", str(out / "stem.json"), "--gpgpusim-log",
+                          str(out / "stem-tuned-sim"), "--relative", "-o",
+                          str(out / "pkp.json")), out / "pkp.json")
+    pkp = json.loads((out / "pkp.json").read_text())
+    figures["pkp"] = {k: pkp[k] for k in ("projection_error", "simulated_fraction",
+                                          "n_projected", "n_launches")}
+    steps.run("compare", _cmd("compare", ref, "-o", str(out / "compare")),
+              out / "compare" / "compare.json")
+    figures["compare"] = str(out / "compare" / "compare.csv")
+    for m in METHODS:
+        path = out / f"portability-{m}.json"
+        steps.run(f"portability:{m}", _cmd("portability", "--plan", str(out / f"{m}.json"),
+                                           "--source", ref, "--bundle",
+                                           str(out / "rtx3070.bundle"), "-o", str(path)), path)
+        p = json.loads(path.read_text())
+        figures[f"portability:{m}"] = {"error_on_b": p["error"], "error_on_a": p["error_on_a"],
+                                       "speedup_b_over_a": p["speedup_b_over_a"]}
+    vary = [x for v in DSE_VARY for x in ("--vary", v)]
+    steps.run("dse", _cmd("dse", ref, "--plan", str(out / "stem.json"), "--config",
+                          str(out / "tuned" / "timing.json"), *vary, "-o",
+                          str(out / "dse.json")), out / "dse.json")
+    if args.ship is not None:
+        started = time.monotonic()
+        figures["steps_wall"] = steps.times
+        ship(out, args.ship, figures)
+        steps._record("ship", time.monotonic() - started, 0.0)
+        steps.run("quickstart", _cmd("quickstart", "--example", "simulated-v100", "-o",
+                                     str(out / "quickstart")))
+    figures["steps_wall"] = steps.times
     (out / "loop.json").write_text(json.dumps(figures, indent=2) + "\n")
     print(json.dumps(figures, indent=2))
 

@@ -43,8 +43,10 @@ is reported as truncated, naming the file.
 
 from __future__ import annotations
 
+import gzip
 import os
 import re
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -111,6 +113,9 @@ _SCALARS = {
 LAUNCH_MARK = "hilsim-launch "
 
 _LINE = re.compile(r"^\s*([A-Za-z_][\w\[\] ]*?)\s*=\s*(\S+)")
+#: the first two bytes of a gzip file
+GZIP_MAGIC = b"\x1f\x8b"
+
 _END_MARKERS = ("gpgpu_simulation_time", "GPGPU-Sim: *** exit detected ***")
 
 
@@ -232,35 +237,55 @@ def parse_simlog(text: str, where: str = "<sim log>", counters: str = "cumulativ
     return frame.reset_index(drop=True)
 
 
-def read_simlog(path: str | os.PathLike[str], counters: str = "cumulative") -> pd.DataFrame:
-    """Read one log file (see :func:`parse_simlog`); errors name the file."""
+def read_log_text(path: str | os.PathLike[str]) -> str:
+    """The text of a simulation log, plain or gzip-compressed (``*.gz``, or the gzip magic).
+
+    Shipped logs are compressed (``sim.log.gz``): GPGPU-Sim's option dump and statistics
+    compress about 20x. Errors name the file in one line.
+    """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8", errors="replace")
+        with p.open("rb") as fh:
+            raw = fh.read()
     except FileNotFoundError:
         raise HilsimError(f"{p}: no such simulation log") from None
     except IsADirectoryError:
         raise HilsimError(f"{p}: is a folder; pass the log files") from None
-    return parse_simlog(text, str(p), counters)
+    if raw[:2] == GZIP_MAGIC:
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise HilsimError(f"{p}: damaged gzip file ({exc})") from None
+    return raw.decode("utf-8", errors="replace")
+
+
+def is_log_file(path: Path) -> bool:
+    """Whether a file in a log folder is a simulation log (``*.log``, ``*.log.gz``, ``*.o*``)."""
+    name = path.name
+    return name.endswith((".log", ".log.gz")) or path.suffix.startswith(".o")
+
+
+def read_simlog(path: str | os.PathLike[str], counters: str = "cumulative") -> pd.DataFrame:
+    """Read one log file, plain or gzip (see :func:`parse_simlog`); errors name the file."""
+    p = Path(path)
+    return parse_simlog(read_log_text(p), str(p), counters)
 
 
 def read_simlogs(paths: list[str | os.PathLike[str]] | tuple, counters: str = "cumulative"):
     """Read several logs (one per simulated kernel or one per batch) into one table.
 
-    Files are taken in the order given (a folder contributes its ``*.log``/``*.o*``
-    files sorted by name); ``sim_launch`` numbers the kernels across all files and
+    Files are taken in the order given (a folder contributes its ``*.log``/``*.log.gz``/
+    ``*.o*`` files sorted by name); ``sim_launch`` numbers the kernels across all files and
     ``log`` names the file each came from.
     """
     files: list[Path] = []
     for item in paths:
         p = Path(item)
         if p.is_dir():
-            found = sorted(
-                f for f in p.iterdir()
-                if f.is_file() and (f.suffix == ".log" or f.suffix.startswith(".o"))
-            )
+            found = sorted(f for f in p.iterdir() if f.is_file() and is_log_file(f))
             if not found:
-                raise HilsimError(f"{p}: no *.log or *.o* simulation logs in the folder")
+                raise HilsimError(
+                    f"{p}: no *.log, *.log.gz or *.o* simulation logs in the folder")
             files.extend(found)
         else:
             files.append(p)
@@ -274,3 +299,34 @@ def read_simlogs(paths: list[str | os.PathLike[str]] | tuple, counters: str = "c
     out = pd.concat(frames, ignore_index=True)
     out["sim_launch"] = np.arange(len(out), dtype=np.int64)
     return out
+
+
+#: line starts :func:`slim_log` keeps besides the statistics keys (what the readers use)
+_SLIM_PREFIXES: tuple[str, ...] = (
+    "kernel_name", "kernel_stream_id", LAUNCH_MARK, "hilsim-region ", "-gpgpu_",
+    "GPGPU-Sim PTX: pushing kernel '", "GPGPU-Sim PTX: Kernel '", "GPGPU-Sim: *** exit",
+    "gpgpu_simulation_time", "*** GPGPU-Sim Simulator Version",
+)
+
+
+def slim_log(text: str) -> str:
+    """Only the lines hilsim reads from a GPGPU-Sim log, in order (for shipped examples).
+
+    Kept: the option dump (``-gpgpu_*``), the simulator version, the PTX kernel and launch
+    lines, the workload's ``hilsim-*`` marks, each statistics block's ``kernel_name`` and
+    the keys of :data:`COUNTER_COLUMNS` and the per-kernel scalars, and the end markers.
+    Dropped: per-DRAM-channel, per-cache and memory-latency tables (about 95% of a
+    log). :func:`parse_simlog` and the bundle importer read the result exactly as the full
+    log (a test checks it).
+    """
+    keys = set(COUNTER_COLUMNS) | set(_SCALARS)
+    kept = []
+    for line in text.splitlines():
+        stripped = line.lstrip()
+        if stripped.startswith(_SLIM_PREFIXES) or any(m in line for m in _END_MARKERS):
+            kept.append(line)
+            continue
+        match = _LINE.match(line)
+        if match and match.group(1).strip() in keys:
+            kept.append(line)
+    return "\n".join(kept) + "\n"

@@ -288,11 +288,10 @@ def bundle_from_gpgpusim_log(
     path: str | Path, clock_mhz: float | None = None, card: str | None = None
 ) -> Bundle:
     """An in-memory bundle from one GPGPU-Sim log file (see :func:`parse_gpgpusim_log`)."""
+    from hilsim.simmodel.simlog import read_log_text
+
     source = Path(path)
-    try:
-        text = source.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        raise HilsimError(f"{source}: no such simulation log") from None
+    text = read_log_text(source)  # plain or gzip (shipped logs are sim.log.gz)
     parsed = parse_gpgpusim_log(text, str(source), clock_mhz)
     facts = parsed.facts
     device: dict[str, Any] = {
