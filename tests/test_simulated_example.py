@@ -95,3 +95,31 @@ EXPECTED: dict = {
     "pkp": (0.0, 1.0),
     "portability": (0.0, 1.0),
 }
+
+
+def test_visualizer_timelines_cover_each_launch_exactly() -> None:
+    from hilsim.simmodel.gpgpusim.visualizer import read_timelines
+    from hilsim.simmodel.simlog import read_simlog
+
+    timelines = read_timelines(EX.pkp_run)
+    stats = read_simlog(EX.pkp_run / "sim.log.gz").set_index("launch_id")
+    assert sorted(timelines) == sorted(stats.index)
+    for lid, t in timelines.items():
+        row = stats.loc[lid]
+        assert t.total_cycles == row["cycles"]
+        assert t.instructions.sum() == row["instructions"]
+        # every CTA finishes in exactly one window, also those counted by a later sample
+        assert t.ctas_finished.sum() == t.total_ctas == row["ctas"]
+        assert 1 <= t.ctas_per_wave <= t.total_ctas
+    assert sum(len(t.cycles) > 1 for t in timelines.values()) > len(timelines) / 2
+
+
+def test_pkp_cli_on_the_shipped_run(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "pkp.json"
+    assert main(["pkp", str(EX.reference), "--plan", str(EX.plan("stem")), "--gpgpusim-log",
+                 str(EX.pkp_run), "--relative", "-o", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["projection_error"] == pytest.approx(EXPECTED["pkp"][0], abs=5e-4)
+    assert main(["pkp", str(EX.reference), "--plan", str(EX.plan("stem")), "--gpgpusim-log",
+                 str(tmp_path)]) == 2
+    assert "no sim.log or sampled.log" in capsys.readouterr().err
