@@ -26,6 +26,12 @@ sampling error says how the weight moved, not that the total is wrong.
 misses, DRAM reads/writes, ...), against the silicon bundle's Nsight Compute-named metric of
 the same meaning (:data:`hilsim.analyzer.validate.COUNTER_PAIRS`) where it has one.
 
+**Selection vs state.** The sampling error splits once more with ``W = sum(weight x
+F_i)``, the projection from the *full* run's cycles of the sampled launches: selection
+error ``(W - F) / F`` (which launches were chosen, what the plan's error on a profile
+shows) and state error ``(P - W) / W`` (the same launches run alone instead of inside the
+full run); ``1 + sampling = (1 + selection)(1 + state)``.
+
 **Why a sampled run is not the full run.** A sampled run executes only the samples, back to
 back: each starts with the caches the previous *sample* left, not what the launch before it
 in the full run left. In a workload whose kernels re-read what the previous kernel touched,
@@ -102,6 +108,11 @@ def decompose(
     launches_k = np.bincount(codes, minlength=k)
     samples_k = np.bincount(codes[ids], minlength=k)
     total = _three(float(silicon_cycles.sum()), float(f_cycles.sum()), float(p_k.sum()))
+    # the sampling error split: which launches (their full-run cycles) vs how they ran alone
+    warm = float(np.dot(weights, f_cycles[ids]))
+    total["warm_projection"] = warm
+    total["selection_error"] = _signed(warm, total["full"])
+    total["state_error"] = _signed(total["projection"], warm)
     per_kernel = []
     for j in np.argsort(-s_k, kind="stable"):
         row = _three(float(s_k[j]), float(f_k[j]), float(p_k[j]))
@@ -127,8 +138,9 @@ def decompose(
                                      float(np.dot(weights, p_values)))})
     return {
         "definitions": "configuration = (full - silicon) / silicon; sampling = "
-        "(projection - full) / full; total = (projection - silicon) / silicon; "
-        "1 + total = (1 + configuration)(1 + sampling)",
+        "(projection - full) / full = selection (warm - full) / full x state (projection - "
+        "warm) / warm, warm = sum(weight x full-run cycles of the samples); total = "
+        "(projection - silicon) / silicon; 1 + total = (1 + configuration)(1 + sampling)",
         "full_simulation": {"source": full.source, "detail": full.detail},
         "totals": total,
         "per_kernel": per_kernel,
@@ -175,6 +187,10 @@ def render_markdown(label: str, d: dict[str, Any]) -> str:
         f"(cycles: silicon {_num(t['silicon'])}, full {_num(t['full'])}, projection "
         f"{_num(t['projection'])})",
         "",
+        f"sampling = selection {_pct(t['selection_error'])} (the sampled launches' full-run "
+        f"cycles) x state {_pct(t['state_error'])} (the same launches simulated alone: "
+        "caches as the previous sample left them)",
+        "",
     ]
     for title, rows in (("kernel", kernels), ("counter", counters)):
         lines.append("| " + " | ".join([title, *head[1:]]) + " |")
@@ -192,7 +208,8 @@ def render_html(label: str, d: dict[str, Any]) -> str:
     parts = [
         f"<h3>{e(label)}: configuration vs sampling error (PKA Table 4)</h3>",
         f"<p>configuration error {e(_pct(t['configuration_error']))}, sampling error "
-        f"{e(_pct(t['sampling_error']))}, total {e(_pct(t['total_error']))}; full "
+        f"{e(_pct(t['sampling_error']))} (selection {e(_pct(t['selection_error']))}, "
+        f"state {e(_pct(t['state_error']))}), total {e(_pct(t['total_error']))}; full "
         f"simulation: {e(str(d['full_simulation']['detail']))}</p>",
         f"<p class='note'>{e(d['definitions'])}. A sampled run starts every sample with the "
         "caches the previous sample left (cold L2 where the full run had the previous "

@@ -113,7 +113,7 @@ def _validate(ex: SimulatedExample, method: str, card: str, out: Path,
     score = score_plan(plan, bundle)
     return {"speedup": score.speedup, "n_samples": score.n_samples,
             **{k: d["totals"][k] for k in ("configuration_error", "sampling_error",
-                                            "total_error")},
+                                            "total_error", "selection_error", "state_error")},
             "per_kernel_configuration_error": {
                 r["kernel"]: r["configuration_error"] for r in d["per_kernel"]},
             "per_counter": {r["counter"]: {k: r[k] for k in (
@@ -191,13 +191,17 @@ def run_simulated_example(output: str | Path,
     timings["dse_s"] = time.monotonic() - t
 
     table = Table(title="simulated QV100: configuration vs sampling error (PKA Table 4)")
-    for col in ("plan on card", "samples", "speedup", "configuration", "sampling", "total"):
+    for col in ("plan on card", "samples", "speedup", "configuration", "sampling",
+                "(selection", "state)", "total"):
         table.add_column(col, justify="left" if col == "plan on card" else "right")
     for label, r in validate.items():
         table.add_row(label, f"{r['n_samples']}", f"{r['speedup']:.1f}x",
                       _pct(r["configuration_error"]), _pct(r["sampling_error"]),
+                      _pct(r["selection_error"]), _pct(r["state_error"]),
                       _pct(r["total_error"]))
     out.print(table)
+    out.print("[dim]sampling = selection (the sampled launches' full-run cycles) x state (the "
+              "same launches simulated alone: cold L2)[/dim]", highlight=False)
     out.print(f"pkp (STEM samples, tuned card): projection error "
               f"{100 * pkp['projection_error']:.2f}%, {100 * pkp['simulated_fraction']:.1f}% "
               f"of the sampled cycles simulated, {pkp['n_projected']} of "

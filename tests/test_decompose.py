@@ -50,6 +50,9 @@ def test_reference_card_full_run_gives_zero_configuration_error(tmp_path: Path) 
     assert t["projection"] == projection and t["full"] == full
     assert t["sampling_error"] == (projection - full) / full
     assert t["total_error"] == t["sampling_error"]
+    # sampling = selection (the samples' full-run cycles) x state (the samples run alone)
+    np.testing.assert_allclose(1 + t["sampling_error"],
+                               (1 + t["selection_error"]) * (1 + t["state_error"]), rtol=1e-12)
     # per kernel: the silicon/full sums add up to the totals, 10 kernels
     kernels = d["per_kernel"]
     assert len(kernels) == 10
