@@ -62,4 +62,4 @@ def test_pkp_needs_exactly_one_timeline_source(tmp_path, capsys) -> None:
     plan = STEM(seed=0).plan(bundle)
     plan.save(tmp_path / "plan.json")
     code = main(["pkp", str(tmp_path / "b"), "--plan", str(tmp_path / "plan.json")])
-    assert code == 2 and "either --model" in capsys.readouterr().err
+    assert code == 2 and "give one of --model" in capsys.readouterr().err
