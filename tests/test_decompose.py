@@ -107,6 +107,7 @@ def test_gzip_log_reads_as_the_plain_one(tmp_path: Path, capsys) -> None:
     a = bundle_from_gpgpusim_log(gz)
     b = bundle_from_gpgpusim_log(FULL)
     pd.testing.assert_frame_equal(a.launches, b.launches)
+    assert main(["import", str(gz), "-o", str(tmp_path / "gz.bundle")]) == 0
     bad = tmp_path / "bad.log.gz"
     bad.write_bytes(gz.read_bytes()[:200])
     assert main(["import", str(bad), "-o", str(tmp_path / "x.bundle")]) == 2

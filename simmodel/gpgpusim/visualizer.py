@@ -38,9 +38,13 @@ import gzip
 import os
 import zlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from hilsim.analyzer.errors import HilsimError
+
+if TYPE_CHECKING:
+    from hilsim.analyzer.methods.pkp import IpcTimeline
 
 #: the file GPGPU-Sim names when ``-visualizer_outputfile`` is not given
 VISUALIZER_GLOB = "gpgpusim_visualizer_*.log.gz"
@@ -100,7 +104,7 @@ def read_samples(path: Path) -> dict[str, np.ndarray]:
             "ctas_done": table[:, 3], "resident": table[:, 4]}
 
 
-def read_timelines(run: str | os.PathLike[str]) -> dict[int, object]:
+def read_timelines(run: str | os.PathLike[str]) -> dict[int, IpcTimeline]:
     """``{launch_id: IpcTimeline}`` of every kernel of a run folder (see the module doc).
 
     ``run``: a folder holding ``sim.log`` (or ``sampled.log``) and the visualizer log (a
@@ -127,7 +131,7 @@ def read_timelines(run: str | os.PathLike[str]) -> dict[int, object]:
             raise HilsimError(f"{log}: kernels without {col}: not a complete GPGPU-Sim log")
     order = np.argsort(samples["tot_insn"], kind="stable")
     keys = samples["tot_insn"][order]
-    out: dict[int, object] = {}
+    out: dict[int, IpcTimeline] = {}
     pending = 0  # CTAs of earlier kernels counted in the next sample
     # gpu_tot_sim_insn before each kernel: the instructions of the kernels before it
     befores = np.cumsum(stats["instructions"].to_numpy(np.int64)) - stats[
