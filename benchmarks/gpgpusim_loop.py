@@ -23,7 +23,8 @@ Steps, each printed with its wall time (simulator runs also with their CPU time)
 
 ``--reuse`` skips every step whose output exists (its recorded time is printed, marked
 "reused"). Figures go to stdout and ``OUT/loop.json``. Needs a GPGPU-Sim build and
-nvcc <= 11.x. One full run costs about 6 CPU-minutes (``docs/tutorial-new-card.md``).
+nvcc <= 11.x. One full run costs about 7.5 CPU-minutes (453 CPU-s measured on the reference
+card; every step's time: ``docs/tutorial-new-card.md``).
 """
 
 from __future__ import annotations
