@@ -48,6 +48,11 @@ def test_wheel_keeps_every_source_module(wheel: Path) -> None:
             assert f"hilsim/{rel}" in names, rel
     assert "hilsim/analyzer/examples/casio-nerf-a100.nsys.sqlite" in names
     assert "hilsim/simmodel/presets/QV100.json" in names
+    # the simulated example (issue 14): every shipped file, bundles and gzip logs included
+    example = ROOT / "analyzer" / "examples" / "simulated-v100"
+    for f in example.rglob("*"):
+        if f.is_file():
+            assert f"hilsim/{f.relative_to(ROOT).as_posix()}" in names, f
 
 
 def test_entry_point_targets_the_namespace(wheel: Path) -> None:
