@@ -228,6 +228,18 @@ def render_html(label: str, d: dict[str, Any]) -> str:
 
 
 
+def check_full_log(full_log: pd.DataFrame, bundle: Bundle) -> pd.DataFrame:
+    """``full_log`` when it holds every launch of ``bundle``; else a one-line error."""
+    from hilsim.analyzer.errors import HilsimError
+
+    if len(full_log) != bundle.n_launches:
+        raise HilsimError(
+            f"validate --sim-full: the logs hold {len(full_log)} kernels for "
+            f"{bundle.n_launches} launches: give the log of a full run (every launch)"
+        )
+    return full_log
+
+
 def attach_decomposition(
     report: dict[str, Any],
     bundle: Bundle,
@@ -242,14 +254,9 @@ def attach_decomposition(
     ``bundle``. The headline's full-simulation total, simulator and sampling errors are
     filled from it (absolute values, as the headline states them).
     """
-    from hilsim.analyzer.errors import HilsimError
     from hilsim.analyzer.validate import results_from_simlog, silicon_cycles
 
-    if len(full_log) != bundle.n_launches:
-        raise HilsimError(
-            f"validate --sim-full: the logs hold {len(full_log)} kernels for "
-            f"{bundle.n_launches} launches: give the log of a full run (every launch)"
-        )
+    check_full_log(full_log, bundle)
     silicon, _ = silicon_cycles(bundle, clock_mhz)
     parts = []
     for (label, plan), record in zip(plans, report["plans"], strict=True):
@@ -263,4 +270,5 @@ def attach_decomposition(
         h["sampling_error"] = abs(t["sampling_error"])
         parts.append(render_markdown(label, d))
     return "\n".join(parts)
-__all__ = ["COUNTERS", "attach_decomposition", "decompose", "render_html", "render_markdown"]
+__all__ = ["COUNTERS", "attach_decomposition", "check_full_log", "decompose", "render_html",
+           "render_markdown"]

@@ -71,11 +71,12 @@ def validate_cmd(silicon: Path, plans: tuple[Path, ...], sim_logs: tuple[Path, .
             return v.results_from_simlog(plan, bundle, simlog)
 
     clock = v.sm_clock_mhz(bundle, clock_mhz, timing)
+    if sim_full:  # read (and checked: every launch) before the report's plots
+        from hilsim.analyzer.decompose import attach_decomposition, check_full_log
+
+        full_log = check_full_log(read_simlogs(list(sim_full), counters), bundle)
     report, images = v.validate(bundle, loaded, sim_for, clock)
     if sim_full:
-        from hilsim.analyzer.decompose import attach_decomposition
-
-        full_log = read_simlogs(list(sim_full), counters)
         markdown = attach_decomposition(report, bundle, loaded, sim_for, full_log, clock)
         from hilsim.analyzer.atomic import write_text_atomic
 

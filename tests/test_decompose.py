@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from click.testing import CliRunner
 from hilsim.analyzer.cli import cli, main
 from hilsim.analyzer.plan import load_plan
@@ -35,6 +36,7 @@ def _validate(tmp_path: Path, full: Path) -> tuple[object, dict]:
     return res, report
 
 
+@pytest.mark.slow  # two CLI runs with the report's plots (~8 s)
 def test_reference_card_full_run_gives_zero_configuration_error(tmp_path: Path) -> None:
     res, report = _validate(tmp_path, FULL)
     assert res.exit_code == 0, res.output
@@ -67,6 +69,7 @@ def test_reference_card_full_run_gives_zero_configuration_error(tmp_path: Path) 
     assert "configuration +0.00%" in res.output
 
 
+@pytest.mark.slow  # two CLI runs with the report's plots (~5 s)
 def test_another_full_run_is_configuration_error_and_the_errors_compose(tmp_path: Path) -> None:
     # a "tuned card" whose full run took 10% more cycles per kernel: configuration +10%
     text = FULL.read_text()

@@ -39,6 +39,7 @@ def test_shipped_files_are_small_and_complete() -> None:
         assert path.is_file(), path
 
 
+@pytest.mark.slow  # the whole quickstart example (~5 s)
 def test_reference_card_has_no_configuration_error(result: dict) -> None:
     for method in ("stem", "pka"):
         r = result["validate"][f"{method}-reference"]
@@ -46,6 +47,7 @@ def test_reference_card_has_no_configuration_error(result: dict) -> None:
         assert r["total_error"] == pytest.approx(r["sampling_error"], abs=1e-12)
 
 
+@pytest.mark.slow  # the whole quickstart example (~5 s)
 def test_errors_compose_and_tuned_card_has_configuration_error(result: dict) -> None:
     for label, r in result["validate"].items():
         np.testing.assert_allclose(
@@ -65,6 +67,7 @@ def test_errors_compose_and_tuned_card_has_configuration_error(result: dict) -> 
         assert got["speedup"] == pytest.approx(want[2], rel=1e-3), label
 
 
+@pytest.mark.slow  # the whole quickstart example (~5 s)
 def test_pkp_portability_and_dse(result: dict) -> None:
     pkp = result["pkp"]
     assert pkp["projection_error"] == pytest.approx(EXPECTED["pkp"][0], abs=5e-4)
@@ -79,6 +82,7 @@ def test_pkp_portability_and_dse(result: dict) -> None:
     assert set(rows) >= {"sm_count=x2", "l1_latency=x0.5"}
 
 
+@pytest.mark.slow  # the whole quickstart example (~5 s)
 def test_reports_written_and_cold_l2_visible(result: dict) -> None:
     out = Path(result["_out"]) / "simulated-v100"
     html = (out / "validate-stem-tuned.html").read_text()
@@ -108,6 +112,31 @@ EXPECTED: dict = {
     "pkp": (0.00169, 0.81817),
     "portability": (0.00738, 0.83748),
 }
+
+
+def test_decomposition_of_the_shipped_runs_without_plots() -> None:
+    """The fast-tier check of the headline figures: decompose() on the shipped logs."""
+    from hilsim.analyzer import validate as v
+    from hilsim.analyzer.decompose import decompose
+    from hilsim.analyzer.importers.profile import load_profile
+    from hilsim.analyzer.plan import load_plan
+    from hilsim.simmodel.simlog import read_simlogs
+
+    bundle = load_profile(EX.reference)
+    silicon, _ = v.silicon_cycles(bundle, v.sm_clock_mhz(bundle))
+    full = read_simlogs([EX.full_log("tuned")])
+    for method in ("stem", "pka"):
+        plan = load_plan(EX.plan(method))
+        sampled = v.results_from_simlog(plan, bundle, read_simlogs([EX.sampled_log(method,
+                                                                                    "tuned")]))
+        d = decompose(plan, bundle, silicon, sampled, v.results_from_simlog(plan, bundle, full))
+        t = d["totals"]
+        want = EXPECTED["validate"][f"{method}-tuned"]
+        assert t["configuration_error"] == pytest.approx(EXPECTED["configuration"], abs=5e-4)
+        assert (t["sampling_error"], t["total_error"]) == pytest.approx(want[:2], abs=5e-4)
+        # the tuned card runs the same instructions: no configuration error there
+        counters = {r["counter"]: r for r in d["per_counter"]}
+        assert counters["instructions"]["configuration_error"] == 0.0
 
 
 def test_visualizer_timelines_cover_each_launch_exactly() -> None:
