@@ -45,7 +45,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import types
 from pathlib import Path
@@ -56,6 +55,7 @@ import pyarrow.compute as pc
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_50m import TreePeak  # noqa: E402  (peak RSS of a process tree, one copy)
 
 GIB = 1024**3
 HEADER = (
@@ -108,37 +108,6 @@ def write_kern_exec_csv(path: Path, repeat: int, chunk: int = 1_000_000) -> int:
             out.write(memoryview(rows.buffers()[2])[offsets[0] : offsets[-1]])
     os.replace(tmp, path)
     return n
-
-
-class TreePeak(threading.Thread):
-    """Peak summed RSS (bytes) of a process and its descendants, sampled every 50 ms."""
-
-    def __init__(self, pid: int) -> None:
-        super().__init__(daemon=True)
-        self.pid, self.peak, self._halt = pid, 0, threading.Event()
-
-    def run(self) -> None:
-        import psutil
-
-        try:
-            root = psutil.Process(self.pid)
-        except psutil.Error:
-            return
-        while not self._halt.wait(0.05):
-            try:
-                procs = [root, *root.children(recursive=True)]
-            except psutil.Error:
-                return
-            total = 0
-            for proc in procs:
-                with contextlib.suppress(psutil.Error):
-                    total += proc.memory_info().rss
-            self.peak = max(self.peak, total)
-
-    def stop(self) -> int:
-        self._halt.set()
-        self.join()
-        return self.peak
 
 
 def timed(argv: list[str], log: Path, cwd: Path | None = None) -> dict[str, float]:

@@ -11,7 +11,6 @@ recovered, and the tuned config re-simulated reproduces the measured latencies.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +24,8 @@ from hilsim.simmodel.gpgpusim.closedloop import (
     measured_values,
     tune_simulated,
 )
+
+from tests.simbuild import require_sim_build
 
 DATA = Path(__file__).parent / "data"
 CARDS = ("SM7_QV100", "SM75_RTX2060", "SM86_RTX3070")
@@ -137,21 +138,7 @@ def test_gpgpusim_convention_without_calibration_is_one_line() -> None:
 
 
 def _build():
-    from hilsim.simmodel.gpgpusim.build import find_build
-    from hilsim.simmodel.gpgpusim.toolchain import find_toolchain
-
-    reason = None
-    try:
-        find_toolchain(need_build_tools=False)
-    except HilsimError as exc:
-        reason = str(exc)
-    build = find_build() if reason is None else None
-    if build is None:
-        reason = reason or "no GPGPU-Sim build found (run `hilsim gpgpusim setup`)"
-        if os.environ.get("HILSIM_REQUIRE_GPGPUSIM") == "1":
-            pytest.fail(f"HILSIM_REQUIRE_GPGPUSIM=1 but {reason}")
-        pytest.skip(reason)
-    return build
+    return require_sim_build()
 
 
 def _latency_suite(config_path: Path, tmp: Path, build) -> Path:

@@ -7,7 +7,6 @@ Needs a GPGPU-Sim build (`hilsim gpgpusim setup`, or HILSIM_GPGPUSIM_HOME) and t
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from pathlib import Path
@@ -15,30 +14,16 @@ from pathlib import Path
 import pytest
 from hilsim.analyzer.errors import HilsimError
 
+from tests.simbuild import require_sim_build
+
 pytestmark = pytest.mark.gpgpusim
 DATA = Path(__file__).parent / "data" / "gpgpusim"
 ONE_SM = {"-gpgpu_n_clusters": "1", "-gpgpu_perf_sim_memcpy": "0"}
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get("HILSIM_REQUIRE_GPGPUSIM") == "1":
-        pytest.fail(f"HILSIM_REQUIRE_GPGPUSIM=1 but {reason}")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def sim():
-    from hilsim.simmodel.gpgpusim.build import find_build
-    from hilsim.simmodel.gpgpusim.toolchain import find_toolchain
-
-    try:
-        find_toolchain(need_build_tools=False)
-    except HilsimError as exc:
-        _unavailable(str(exc))
-    build = find_build()
-    if build is None:
-        _unavailable("no GPGPU-Sim build found (run `hilsim gpgpusim setup`)")
-    return build
+    return require_sim_build()
 
 
 @pytest.fixture(scope="module")

@@ -19,33 +19,19 @@ are compiled; nvcc adds ~10 s per source module on a fresh cache).
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 import pytest
-from hilsim.analyzer.errors import HilsimError
 from hilsim.simmodel.gpgpusim.cards import card_config
 from hilsim.simmodel.tuner import round_up_pow2
+
+from tests.simbuild import require_sim_build
 
 pytestmark = pytest.mark.gpgpusim
 
 
 def _build():
-    from hilsim.simmodel.gpgpusim.build import find_build
-    from hilsim.simmodel.gpgpusim.toolchain import find_toolchain
-
-    reason = None
-    try:
-        find_toolchain(need_build_tools=False)
-    except HilsimError as exc:
-        reason = str(exc)
-    build = find_build() if reason is None else None
-    if build is None:
-        reason = reason or "no GPGPU-Sim build found (run `hilsim gpgpusim setup`)"
-        if os.environ.get("HILSIM_REQUIRE_GPGPUSIM") == "1":
-            pytest.fail(f"HILSIM_REQUIRE_GPGPUSIM=1 but {reason}")
-        pytest.skip(reason)
-    return build
+    return require_sim_build()
 
 
 def _ctx(options: dict[str, str] | None = None):

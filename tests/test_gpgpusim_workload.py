@@ -9,34 +9,21 @@ full-run launch ids, in order. Skips without a build (HILSIM_REQUIRE_GPGPUSIM=1 
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
 import pytest
-from hilsim.analyzer.errors import HilsimError
+
+from tests.simbuild import require_sim_build
 
 pytestmark = pytest.mark.gpgpusim
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get("HILSIM_REQUIRE_GPGPUSIM") == "1":
-        pytest.fail(f"HILSIM_REQUIRE_GPGPUSIM=1 but {reason}")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def program(tmp_path_factory) -> Path:
-    from hilsim.simmodel.gpgpusim.build import find_build
-    from hilsim.simmodel.gpgpusim.toolchain import find_toolchain
     from hilsim.simmodel.gpgpusim.workloads import build_transformer_step
 
-    try:
-        find_toolchain(need_build_tools=False)
-    except HilsimError as exc:
-        _unavailable(str(exc))
-    if find_build() is None:
-        _unavailable("no GPGPU-Sim build found (run `hilsim gpgpusim setup`)")
+    require_sim_build()
     return build_transformer_step(tmp_path_factory.mktemp("bin") / "transformer_step")
 
 

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from hilsim.analyzer.cli import main
-from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.sweep import (
     RESULTS,
     SIM_SUMMARY,
@@ -28,6 +26,8 @@ from hilsim.analyzer.sweep import (
     load_spec,
     read_results,
 )
+
+from tests.simbuild import require_sim_build
 
 DATA = Path(__file__).parent / "data" / "gpgpusim"
 FULL = DATA / "transformer_step1.SM7_QV100-4sm.log"
@@ -61,24 +61,11 @@ params = {{ fraction = 0.05 }}
 """
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get("HILSIM_REQUIRE_GPGPUSIM") == "1":
-        pytest.fail(f"HILSIM_REQUIRE_GPGPUSIM=1 but {reason}")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def program(tmp_path_factory) -> Path:
-    from hilsim.simmodel.gpgpusim.build import find_build
-    from hilsim.simmodel.gpgpusim.toolchain import find_toolchain
     from hilsim.simmodel.gpgpusim.workloads import build_transformer_step
 
-    try:
-        find_toolchain(need_build_tools=False)
-    except HilsimError as exc:
-        _unavailable(str(exc))
-    if find_build() is None:
-        _unavailable("no GPGPU-Sim build found (run `hilsim gpgpusim setup`)")
+    require_sim_build()
     return build_transformer_step(tmp_path_factory.mktemp("bin") / "transformer_step")
 
 

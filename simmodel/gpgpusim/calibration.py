@@ -132,11 +132,13 @@ def _from_entry(cc: str, entry: dict[str, Any], where: str) -> Calibration:
         raise HilsimError(f"{where}: compute capability {cc}: malformed ({exc})") from None
 
 
-def load_calibrations(path: str | Path | None = None) -> dict[str, Calibration]:
-    """Every measured map by compute capability (the shipped file unless ``path``)."""
+def _read_map_file(
+    path: str | Path | None, packaged: str, schema: str
+) -> tuple[dict[str, Any], str]:
+    """A measured map's JSON (the packaged file unless ``path``) and the name errors use."""
     if path is None:
-        text = resources.files("hilsim.simmodel.gpgpusim").joinpath(FILE).read_text()
-        where = FILE
+        text = resources.files("hilsim.simmodel.gpgpusim").joinpath(packaged).read_text()
+        where = packaged
     else:
         where = str(path)
         try:
@@ -147,8 +149,15 @@ def load_calibrations(path: str | Path | None = None) -> dict[str, Calibration]:
         data = json.loads(text)
     except ValueError as exc:
         raise HilsimError(f"{where}: not JSON ({exc})") from None
-    if data.get("schema") != SCHEMA:
-        raise HilsimError(f"{where}: schema {data.get('schema')!r}, expected {SCHEMA}")
+    if not isinstance(data, dict) or data.get("schema") != schema:
+        found = data.get("schema") if isinstance(data, dict) else type(data).__name__
+        raise HilsimError(f"{where}: schema {found!r}, expected {schema}")
+    return data, where
+
+
+def load_calibrations(path: str | Path | None = None) -> dict[str, Calibration]:
+    """Every measured map by compute capability (the shipped file unless ``path``)."""
+    data, where = _read_map_file(path, FILE, SCHEMA)
     return {cc: _from_entry(cc, e, where) for cc, e in (data.get("calibrations") or {}).items()}
 
 
@@ -252,21 +261,7 @@ def unit_fit(points: list[list[float]]) -> tuple[float, float]:
 
 def load_unit_calibrations(path: str | Path | None = None) -> dict[str, dict[str, UnitCalibration]]:
     """``{compute capability: {unit: UnitCalibration}}`` (the shipped file unless ``path``)."""
-    if path is None:
-        text = resources.files("hilsim.simmodel.gpgpusim").joinpath(UNIT_FILE).read_text()
-        where = UNIT_FILE
-    else:
-        where = str(path)
-        try:
-            text = Path(path).read_text()
-        except OSError as exc:
-            raise HilsimError(f"{path}: cannot read ({exc.strerror})") from None
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise HilsimError(f"{where}: not JSON ({exc})") from None
-    if data.get("schema") != UNIT_SCHEMA:
-        raise HilsimError(f"{where}: schema {data.get('schema')!r}, expected {UNIT_SCHEMA}")
+    data, where = _read_map_file(path, UNIT_FILE, UNIT_SCHEMA)
     out: dict[str, dict[str, UnitCalibration]] = {}
     for cc, entry in (data.get("calibrations") or {}).items():
         try:
