@@ -223,6 +223,42 @@ def test_kern_exec_rows_fast_and_exact(tmp_path: Path) -> None:
     assert list(fast["kernel"].astype(str)) == ["k", "g"]
 
 
+def test_unused_number_columns_are_read_as_numbers_and_text_later_on_is_kept(
+    tmp_path: Path,
+) -> None:
+    # the unused start/duration columns look numeric in the sampled first rows: the fast
+    # path reads them as float64 (not categoricals of a million distinct values); a text
+    # cell past the sample in such a column makes it read them as categoricals after all
+    header = (
+        "API Start (ns),API Dur (ns),Queue Start (ns),Queue Dur (ns),Kernel Start (ns),"
+        "Kernel Dur (ns),Total Dur (ns),PID,TID,DevId,API Function,GridXYZ,BlockXYZ,"
+        "Kernel Name\n"
+    )
+    n = nsys_stats._LOOSE_SAMPLE_ROWS + 40
+    rows = [
+        f'{100 * i},5,{100 * i + 5},2,{100 * i + 10},{30 + i % 7},50,7,7,0,cudaLaunchKernel,'
+        f'"  64    1    1","  128    1    1",k{i % 3}\n'
+        for i in range(n)
+    ]
+    plain = tmp_path / "plain.csv"
+    plain.write_text(header + "".join(rows))
+    layout = nsys_stats.fast_layout(plain)
+    assert layout is not None
+    assert layout.loose == ["c0", "c1", "c2", "c3", "c6", "c7", "c8"]  # not the used ones
+    late_text = rows.copy()
+    late_text[-3] = late_text[-3].replace(f"{100 * (n - 3)},5,", f"{100 * (n - 3)},n/a,", 1)
+    odd = tmp_path / "late_text.csv"
+    odd.write_text(header + "".join(late_text))
+    for path in (plain, odd):
+        fast, exact = _both(path)
+        pd.testing.assert_frame_equal(fast, exact)
+        assert len(fast) == n and list(fast["duration_ns"][:3]) == [30, 31, 32]
+    with open(odd, "rb") as handle:  # the first parse fails on "n/a", the second reads it
+        handle.seek(layout.body_offset)
+        table = nsys_stats.fast_table(odd, layout, handle)
+    assert table is not None and str(table["c1"].dtype) == "category"
+
+
 def _message(read: Callable[[Path], object], path: Path) -> str:
     with pytest.raises(HilsimError) as info:
         read(path)
