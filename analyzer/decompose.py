@@ -215,13 +215,10 @@ def render_html(label: str, d: dict[str, Any]) -> str:
         "caches the previous sample left (cold L2 where the full run had the previous "
         "kernel's lines): see the DRAM rows.</p>",
     ]
+    from hilsim.analyzer.validate import _table  # the report's one table builder
+
     for title, rows in (("kernel", kernels), ("counter", counters)):
-        cells = "".join(f"<th>{e(h)}</th>" for h in [title, *head[1:]])
-        body = "".join(
-            "<tr><td class='l'>" + e(r[0]) + "</td>" + "".join(f"<td>{e(c)}</td>" for c in r[1:])
-            + "</tr>" for r in rows
-        )
-        parts.append(f"<table><tr>{cells}</tr>{body}</table>")
+        parts.append(_table([title, *head[1:]], [[e(c) for c in r] for r in rows]))
     return "\n".join(parts)
 
 

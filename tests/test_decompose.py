@@ -67,6 +67,13 @@ def test_reference_card_full_run_gives_zero_configuration_error(tmp_path: Path) 
     assert "configuration" in (tmp_path / "rep.md").read_text()
     assert "configuration vs sampling error" in (tmp_path / "rep.html").read_text()
     assert "configuration +0.00%" in res.output
+    # kernel names are C++ names: escaped in the HTML tables
+    from hilsim.analyzer.decompose import render_html
+
+    d["per_kernel"][0]["kernel"] = "void gemm<float, 4>(T*, int&)"
+    page = render_html("a<b>&c", d)
+    assert "void gemm&lt;float, 4&gt;(T*, int&amp;)" in page and "a&lt;b&gt;&amp;c" in page
+    assert "<float" not in page and "<b>" not in page
 
 
 @pytest.mark.slow  # two CLI runs with the report's plots (~5 s)
