@@ -165,3 +165,23 @@ def test_pkp_cli_on_the_shipped_run(tmp_path: Path, capsys) -> None:
     assert main(["pkp", str(EX.reference), "--plan", str(EX.plan("stem")), "--gpgpusim-log",
                  str(tmp_path)]) == 2
     assert "no sim.log or sampled.log" in capsys.readouterr().err
+
+
+def test_damaged_or_empty_visualizer_logs_are_one_line_errors(tmp_path: Path, capsys) -> None:
+    import gzip
+    import shutil
+
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copyfile(EX.pkp_run / "sim.log.gz", run / "sim.log.gz")
+    viz = run / "gpgpusim_visualizer_.log.gz"
+    real = (EX.pkp_run / "gpgpusim_visualizer_.log.gz").read_bytes()
+    argv = ["pkp", str(EX.reference), "--plan", str(EX.plan("stem")), "--gpgpusim-log", str(run)]
+    for body, said in (
+        (real[: len(real) // 2], "damaged gzip file"),  # cut short
+        (gzip.compress(b"not an AerialVision log\n"), "no visualizer samples"),
+    ):
+        viz.write_bytes(body)
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert said in err and str(viz) in err and "\n" not in err

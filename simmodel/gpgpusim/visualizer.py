@@ -72,7 +72,8 @@ def find_visualizer_log(folder: Path) -> Path:
 def read_samples(path: Path) -> dict[str, np.ndarray]:
     """Every sample of a visualizer log as arrays (cycles, insn, tot_insn, ctas_done, resident).
 
-    One line error naming the file for a damaged gzip or a sample missing a field.
+    One line error naming the file for a damaged gzip, a sample missing a field or a log
+    without samples.
     """
     try:
         with gzip.open(path, "rt", encoding="utf-8", errors="replace") as fh:
@@ -99,6 +100,11 @@ def read_samples(path: Path) -> dict[str, np.ndarray]:
                     "globalcyclecount/globalinsncount/ctas_completed"
                 ) from None
             current = {}
+    if not rows:
+        raise HilsimError(
+            f"{path}: no visualizer samples (globalcyclecount ... globaltotinsncount): not an "
+            "AerialVision log of a run with -visualizer_enabled 1"
+        )
     table = np.array(rows, dtype=np.int64).reshape(-1, 5)
     return {"cycles": table[:, 0], "insn": table[:, 1], "tot_insn": table[:, 2],
             "ctas_done": table[:, 3], "resident": table[:, 4]}
