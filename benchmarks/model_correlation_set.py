@@ -9,7 +9,9 @@ Builds ``simmodel/gpgpusim/workloads/calib_kernels.cu`` (300 parameterised launc
 kernels: FMA loops, streaming, strided loads, pointer chase, divergence, shared-memory
 bank conflicts, atomics, SFU chains, low-occupancy dependent chains, reductions,
 shared-memory atomics, divergent loads, transposes) and ``transformer_step.cu``
-(``--ts-steps`` steps, 29 launches each), runs both fully on ``--card`` with the reduced
+(``--ts-steps`` steps, 29 launches each), runs both fully (with GPGPU-Sim's PTX line
+statistics, from which :mod:`hilsim.simmodel.gpgpusim.ptxlines` adds the long-latency
+instruction counts), on ``--card`` with the reduced
 options below, parses the logs with
 :mod:`hilsim.simmodel.gpgpusim.logbundle` (Nsight Compute counter names,
 ``docs/gpgpusim-metrics.md``) and writes ``<card>.csv`` (one row per launch: program,
@@ -30,6 +32,7 @@ from hilsim.analyzer.atomic import write_text_atomic
 from hilsim.simmodel.correlation import table_from_log
 from hilsim.simmodel.gpgpusim.build import find_build
 from hilsim.simmodel.gpgpusim.compile import compile_cuda
+from hilsim.simmodel.gpgpusim.ptxlines import add_long_latency
 from hilsim.simmodel.gpgpusim.simprofile import run_on_card
 from hilsim.simmodel.gpgpusim.workloads import TRANSFORMER_STEP
 
@@ -43,6 +46,8 @@ OPTIONS = {
     "-gpgpu_kernel_launch_latency": "0",
     "-gpgpu_perf_sim_memcpy": "0",
 }
+#: per-PTX-line executed counts (no effect on timing): the long-latency instruction counts
+LINE_STATS = {"-enable_ptx_file_line_stats": "1"}
 
 
 def _commit() -> str:
@@ -64,7 +69,28 @@ def main() -> None:
                         help="build the table from kept sim.log files instead of simulating "
                              "(several logs of one program: separate runs, in order)")
     parser.add_argument("--cpu-s", type=float, help="with --from-logs: the runs' CPU seconds")
+    parser.add_argument("--add-line-stats", nargs="+", metavar="PROGRAM=PTX,STATS",
+                        help="add the long-latency counts of a run's PTX file and "
+                             "-ptx_line_stats_filename file to the existing <card>.csv")
     args = parser.parse_args()
+    if args.add_line_stats:
+        path = args.out / f"{args.card}.csv"
+        table = pd.read_csv(path)
+        for item in args.add_line_stats:
+            prog, _, files = item.partition("=")
+            ptx, _, stats = files.partition(",")
+            rows = table["program"] == prog
+            added = add_long_latency(table[rows], Path(ptx), Path(stats))
+            for col in added.columns:
+                table.loc[rows, col] = added[col]
+        write_text_atomic(path, table.to_csv(index=False))
+        meta_path = args.out / f"{args.card}.json"
+        meta = json.loads(meta_path.read_text())
+        meta["line_stats"] = {"added_by": "benchmarks/model_correlation_set.py "
+                              "--add-line-stats", "commit": _commit()}
+        write_text_atomic(meta_path, json.dumps(meta, indent=1) + "\n")
+        print(f"{args.card}: long-latency counts added -> {path}")
+        return
     if args.from_logs:
         frames = []
         for item in args.from_logs:
@@ -108,7 +134,9 @@ def main() -> None:
             (t / "rest.txt").write_text(" ".join(map(str, range(args.calib_from, n))))
             programs["calib_kernels"] += ["--launches", str(t / "rest.txt")]
         for prog, argv in programs.items():
-            run = run_on_card(argv, args.card, t / f"run-{prog}", OPTIONS)
+            stats = t / f"lines-{prog}.txt"
+            run = run_on_card(argv, args.card, t / f"run-{prog}",
+                              {**OPTIONS, **LINE_STATS, "-ptx_line_stats_filename": str(stats)})
             cpu[prog] = round(run.cpu_s, 1)
             texts = [run.log_path.read_text(encoding="utf-8", errors="replace")]
             if prog == "calib_kernels" and args.calib_log_before is not None:
@@ -120,6 +148,9 @@ def main() -> None:
                 part, facts = table_from_log(text, str(run.log_path))
                 parts.append(part)
             df = pd.concat(parts, ignore_index=True)
+            if args.calib_log_before is None:
+                ptx = sorted(run.run_dir.glob("*.ptx"))
+                df = pd.concat([df, add_long_latency(df, ptx[0], stats)], axis=1)
             df.insert(0, "program", prog)
             df["card"] = args.card
             for key, value in facts.items():

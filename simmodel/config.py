@@ -116,6 +116,8 @@ class UnitConfig:
     count: Sourced | None = _sf(int, "units/SM")
     latency_cycles: Sourced | None = _sf(float, "cycles")
     throughput: Sourced | None = _sf(float, "ops/clk/SM")
+    #: divide / remainder latency (GPGPU-Sim -ptx_opcode_latency_int/_fp 5th entry)
+    div_latency_cycles: Sourced | None = _sf(float, "cycles")
 
 
 UNIT_NAMES = ("fp32", "fp64", "int32", "sfu", "fp16", "tensor")
