@@ -73,3 +73,16 @@ def test_kernel_not_in_ptx() -> None:
     calib = df[df["program"] == "calib_kernels"].head(3)
     with pytest.raises(HilsimError, match="no .entry for kernel"):
         pl.add_long_latency(calib, PTX, LINES)
+
+
+def test_device_function_lines_belong_to_no_kernel() -> None:
+    ptx = (".entry k1(\n.param .u32 a\n)\n{\nrem.s32 %r1, %r2, %r3;\nret;\n}\n"
+           ".func (.param .b32 r) f(\n.param .b32 x\n)\n{\nsin.approx.f32 %f1, %f2;\n}\n")
+    got = pl.ptx_lines(ptx)
+    assert list(got["kernel"]) == ["k1", "k1"]
+    assert got["cls"].iat[0] == pl.INT_DIV and got["cls"].isna().iat[1]
+
+
+def test_missing_file_is_one_error(tmp_path: Path) -> None:
+    with pytest.raises(HilsimError, match="cannot read .*nope.txt"):
+        pl.kernel_totals(PTX, tmp_path / "nope.txt")

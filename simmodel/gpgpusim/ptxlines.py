@@ -30,7 +30,8 @@ SFU = "smsp__inst_executed_pipe_xu.sum"
 FP32_DIV = "sim__inst_executed_op_fp32_div.sum"
 CLASSES = (INT_DIV, SFU, FP32_DIV)
 
-_ENTRY = re.compile(r"^\.(?:visible\s+)?\.entry\s+([\w$]+)\(")
+_ENTRY = re.compile(r"^(?:\.visible\s+|\.weak\s+)?\.entry\s+([\w$]+)\s*\(")
+_FUNC = re.compile(r"^(?:\.visible\s+|\.weak\s+)?\.func\b")
 _OP = re.compile(r"^\s*(?:@!?%\w+\s+)?([a-z][\w.]*)")
 _SFU_OPS = ("sin", "cos", "ex2", "lg2", "rsqrt", "sqrt", "rcp")
 
@@ -50,13 +51,20 @@ def classify(opcode: str) -> str | None:
 
 
 def ptx_lines(ptx: str) -> pd.DataFrame:
-    """One row per instruction line of ``ptx``: ``line`` (1-based), ``kernel``, ``cls``."""
+    """One row per instruction line of ``ptx``: ``line`` (1-based), ``kernel``, ``cls``.
+
+    Lines of a ``.func`` (a device function not inlined) belong to no kernel and are left
+    out: their executions cannot be told apart by caller.
+    """
     rows = []
     kernel = None
     for i, text in enumerate(ptx.splitlines(), start=1):
         got = _ENTRY.match(text)
         if got:
             kernel = got.group(1)
+            continue
+        if _FUNC.match(text):
+            kernel = None
             continue
         if kernel is None:
             continue
@@ -84,8 +92,14 @@ def line_stats(text: str, source: str) -> pd.DataFrame:
 def kernel_totals(ptx_path: Path, stats_path: Path) -> pd.DataFrame:
     """Per kernel (mangled name): thread executions of all lines, of its first line, and
     per class split into lines run at most once per thread (``<cls>:once``) and the rest."""
-    lines = ptx_lines(ptx_path.read_text(errors="replace"))
-    st = line_stats(stats_path.read_text(errors="replace"), str(stats_path))
+    try:
+        ptx_text = ptx_path.read_text(errors="replace")
+        stats_text = stats_path.read_text(errors="replace")
+    except OSError as exc:
+        raise HilsimError(f"PTX line statistics: cannot read {exc.filename}: "
+                          f"{exc.strerror}") from None
+    lines = ptx_lines(ptx_text)
+    st = line_stats(stats_text, str(stats_path))
     st = st[st["file"] == ptx_path.name]
     df = lines.merge(st[["line", "count"]], on="line", how="left").fillna({"count": 0})
     out = {}
