@@ -20,7 +20,9 @@ in about a second; ``benchmarks/bench_model.py``). Equations and sources are in
   hide latency, one warp's memory cycles (one outstanding request, or a fitted number
   of independent ones: GPUMech's MLP, MICRO 2014) plus its compute cycles (warp
   instructions x a fitted issue delay) plus the other warps' compute periods on its
-  scheduler (Hong & Kim's N <= MWP case), per wave. Global atomics add L2 traffic and
+  scheduler (Hong & Kim's N <= MWP case), per wave; long-latency instructions (int
+  divide, SFU, FP32 divide counts) cost their config latency in that chain and share
+  the SFU pipe. Global atomics add L2 traffic and
   a same-address bound (one atomic per cycle at one L2 slice). Per-SM resources see the busiest
   SM's ``ceil(CTAs / SMs)`` CTAs; GPU-wide ones (L2, DRAM) see the total.
 * ``cycles = max(components) + launch overhead + kernel overhead`` (the fitted fixed
@@ -55,6 +57,7 @@ COMPONENTS: tuple[str, ...] = (
     "fp32",
     "fp64",
     "fp16",
+    "sfu",
     "l1_shared",
     "l2",
     "dram",
@@ -92,6 +95,12 @@ L2_WR = "lts__t_sectors_op_write.sum"
 #: ``op_red``).
 ATOM_INST = "smsp__sass_inst_executed_op_global_atom.sum"
 L2_ATOM = ("lts__t_sectors_op_atom.sum", "lts__t_sectors_op_red.sum")
+#: long-latency warp instructions (``hilsim.simmodel.gpgpusim.ptxlines``): integer
+#: divide/remainder (simulator-only: one PTX ``div``/``rem``; a SASS sequence on silicon),
+#: transcendental-unit instructions (MUFU: Nsight Compute ``pipe_xu``), FP32 divides
+INT_DIV_INST = "sim__inst_executed_op_int_div.sum"
+SFU_INST = "smsp__inst_executed_pipe_xu.sum"
+FP32_DIV_INST = "sim__inst_executed_op_fp32_div.sum"
 #: DRAM bytes read / written.
 DRAM_RD = "dram__bytes_read.sum"
 DRAM_WR = "dram__bytes_write.sum"
@@ -114,6 +123,9 @@ COUNTER_COLUMNS: tuple[str, ...] = (
     L2_WR,
     ATOM_INST,
     *L2_ATOM,
+    INT_DIV_INST,
+    SFU_INST,
+    FP32_DIV_INST,
     DRAM_RD,
     DRAM_WR,
 )
@@ -127,10 +139,10 @@ SECTORS_PER_REQUEST = 4
 #: (``benchmarks/model_vs_sim.py``, ``docs/timing-model.md`` "Validation"). Not per
 #: workload: the same five numbers for every launch on every config.
 FIT: dict[str, float] = {
-    "kernel_overhead": 432.074,
-    "dep_issue_cycles": 2.788,
-    "issue_efficiency": 0.587,
-    "fp32_mix": 0.851,
+    "kernel_overhead": 332.878,
+    "dep_issue_cycles": 2.945,
+    "issue_efficiency": 0.586,
+    "fp32_mix": 0.075,
     "warp_mlp": 1.0,
 }
 FIT_SOURCE = "fitted: benchmarks/model_fit.py on the correlation set's SM7_QV100 calib_kernels"
@@ -165,6 +177,10 @@ class ModelParams:
     fp32_rate: Param  # thread instructions / clk / SM
     fp64_rate: Param
     fp16_rate: Param
+    sfu_rate: Param  # warp-lane operations / clk / SM of the special-function unit
+    sfu_latency: Param
+    int_div_latency: Param
+    fp32_div_latency: Param
     l1_bw: Param  # bytes / clk / SM
     shared_bw: Param  # bytes / clk / SM
     l2_bw: Param  # bytes / clk (GPU)
@@ -295,6 +311,14 @@ def model_params(config: TimingConfig) -> ModelParams:
         fp32_rate=_rate(config, "fp32"),
         fp64_rate=_rate(config, "fp64"),
         fp16_rate=_rate(config, "fp16"),
+        sfu_rate=_cfg(config, "units.sfu.throughput", 16,
+                      "Volta 16 SFU lanes/SM (CUDA Programming Guide arithmetic throughput)"),
+        sfu_latency=_cfg(config, "units.sfu.latency_cycles", 100,
+                         "SM7_QV100.gpgpusim.config -ptx_opcode_latency_sfu 100"),
+        int_div_latency=_cfg(config, "units.int32.div_latency_cycles", 145,
+                             "SM7_QV100.gpgpusim.config -ptx_opcode_latency_int DIV 145"),
+        fp32_div_latency=_cfg(config, "units.fp32.div_latency_cycles", 39,
+                              "SM7_QV100.gpgpusim.config -ptx_opcode_latency_fp DIV 39"),
         l1_bw=_cfg(config, "l1.bandwidth", 128, "Accel-Sim Table IV Volta L1 128 B/cycle"),
         shared_bw=shared_bw,
         l2_bw=l2_bw,
@@ -533,6 +557,13 @@ def _components(
             # runs on the FP32 pipe, 32 thread operations each
             thread_ops = inst * p.fp32_mix.value * p.warp_size.value
         comp[name] = thread_ops * per_sm / rate.value if rate.value > 0 else np.zeros(n)
+    # long-latency instructions share the special-function unit (GPGPU-Sim SFU_OP:
+    # int/fp divides and transcendentals), one warp instruction per 32 / lanes cycles
+    div_i = _sum_cols(counters, (INT_DIV_INST,), n)
+    sfu_i = _sum_cols(counters, (SFU_INST,), n)
+    div_f = _sum_cols(counters, (FP32_DIV_INST,), n)
+    ll_inst = div_i + sfu_i + div_f
+    comp["sfu"] = ll_inst * per_sm * p.warp_size.value / p.sfu_rate.value
     comp["l1_shared"] = per_sm * (
         (l1_ld + l1_st) * SECTOR_BYTES / p.l1_bw.value
         + sh_wave * 4 * p.warp_size.value / p.shared_bw.value
@@ -564,14 +595,22 @@ def _components(
     # the L2 term above)
     mem_chain = (gld * lat_load + sh_inst * p.shared_latency.value) / total_warps
     mem_chain = mem_chain / p.warp_mlp.value
-    comp_chain = inst_w * p.dep_issue_cycles.value
+    # a long-latency instruction's result is waited for at its own latency, not the
+    # fitted per-instruction delay (Hong & Kim section 4: Comp_cycles counts each
+    # instruction's issue cost; here at the config's DIV / SFU latency)
+    ll_lat = (div_i * p.int_div_latency.value + sfu_i * p.sfu_latency.value
+              + div_f * p.fp32_div_latency.value)
+    ll_extra = np.maximum(ll_lat - ll_inst * p.dep_issue_cycles.value, 0.0) / total_warps
+    comp_issue = inst_w * p.dep_issue_cycles.value
+    comp_chain = comp_issue + ll_extra
     # Hong & Kim section 4 with N warps per scheduler but not enough to hide the memory
     # latency (N <= MWP): Exec = Mem + Comp + Comp / #Mem_insts x (N - 1): every other
     # warp's compute period between two loads delays this warp once per load
     resident = np.minimum(busiest, cpsm) * warps_cta
     n_sched = np.ceil(resident / p.schedulers.value)
     mem_insts = (gld + sh_inst) / total_warps
-    others = comp_chain / np.maximum(mem_insts, 1.0) * (n_sched - 1)
+    # (their issue cycles only: their long-latency waits overlap this warp's)
+    others = comp_issue / np.maximum(mem_insts, 1.0) * (n_sched - 1)
     # ... but N interleaved warps never compute slower than the scheduler issues them
     # all (N x instructions at the attained rate): that is the issue bound's regime
     comp_wave = np.minimum(comp_chain + others,

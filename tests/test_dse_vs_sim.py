@@ -23,11 +23,12 @@ CORR = Path(__file__).parent / "data" / "model-correlation"
 
 #: card -> (min direction-right share of launch pairs, of kernel pairs, max speedup MAE of
 #: launch pairs), measured with benchmarks/dse_vs_sim.py (model.FIT as committed) minus a
-#: small margin. SM7_QV100: 94.4% of 804 launch pairs, 97.8% of 138 kernel pairs, 2.67%;
-#: SM86_RTX3070: 95.5% of 816, 98.6% of 138, 2.51%.
+#: small margin. SM7_QV100: 92.8% of 804 launch pairs, 97.1% of 138 kernel pairs, 2.34%;
+#: SM86_RTX3070: 95.5% of 816, 97.1% of 138, 2.27% (before the long-latency term: 94.4%,
+#: 97.8%, 2.67% and 95.5%, 98.6%, 2.51%: sm_count=x0.5 on small latency-bound launches).
 BOUNDS: dict[str, tuple[float, float, float]] = {
-    "SM7_QV100": (0.93, 0.96, 0.03),
-    "SM86_RTX3070": (0.94, 0.97, 0.028),
+    "SM7_QV100": (0.92, 0.96, 0.025),
+    "SM86_RTX3070": (0.94, 0.96, 0.025),
 }
 
 

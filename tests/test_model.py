@@ -111,6 +111,29 @@ def test_latency_bound_launch() -> None:
     assert out["latency_cycles"].iat[0] == pytest.approx(4 * 28 + 4 * d + 4 * d / 4 * 15)
 
 
+def test_long_latency_instructions_in_the_warp_chain() -> None:
+    # the launch above plus 10 integer rem and 5 SFU instructions per warp: each waits
+    # for its own latency (145 / 100 cycles on QV100, -ptx_opcode_latency_int DIV /
+    # -ptx_opcode_latency_sfu) instead of the issue delay d; the other 15 warps of the
+    # scheduler issue their 16 x 4 instructions during those waits (the scheduler's
+    # issue regime caps the Hong & Kim N-warp term), so they add nothing
+    warps = 640 * 8
+    base = {model.GLD_INST: 4 * warps, model.L1_LD: 4 * warps}
+    ll = {**base, model.INT_DIV_INST: 10 * warps, model.SFU_INST: 5 * warps}
+    out = model.predict(QV100, launch(**ll))
+    d = model.FIT["dep_issue_cycles"]
+    assert out["binding"].iat[0] == "latency"
+    # (each replaces one issue delay d: with smsp__inst_executed given they are among it)
+    assert out["latency_cycles"].iat[0] == pytest.approx(
+        4 * 28 + 4 * d + 10 * (145 - d) + 5 * (100 - d))
+    # the SFU pipe: 16 lanes/SM, 32 / 16 cycles per warp instruction, 8 CTAs per SM
+    assert out["sfu_cycles"].iat[0] == pytest.approx(15 * 8 * 8 * 32 / 16)
+    # a card with short DIV / SFU latencies (RTX 3070: 21 / 21) charges less
+    rtx = load_preset("RTX3070").timing
+    assert model.predict(rtx, launch(**ll))["latency_cycles"].iat[0] < out[
+        "latency_cycles"].iat[0]
+
+
 def test_missing_block_is_an_error() -> None:
     with pytest.raises(HilsimError, match="block_x"):
         model.predict(QV100, pd.DataFrame({"grid_x": [1]}))
