@@ -266,7 +266,9 @@ class TreePeak(threading.Thread):
         return self.peak
 
 
-def timed(argv: list[str], log: Path) -> tuple[float, float, float, float, int]:
+def timed(
+    argv: list[str], log: Path, cwd: Path | None = None
+) -> tuple[float, float, float, float, int]:
     """(wall s, CPU s, tree peak GB, largest process GB, exit code) of one command.
 
     CPU s (user + sys of the command's processes) says how much of the wall time was the
@@ -276,7 +278,7 @@ def timed(argv: list[str], log: Path) -> tuple[float, float, float, float, int]:
     before, cpu0 = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
     t0 = time.perf_counter()
     with open(log, "wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=cwd)
         sampler = TreePeak(proc.pid)
         sampler.start()
         code = proc.wait()

@@ -40,9 +40,7 @@ import contextlib
 import importlib
 import json
 import os
-import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -55,7 +53,7 @@ import pyarrow.compute as pc
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from bench_50m import TreePeak  # noqa: E402  (peak RSS of a process tree, one copy)
+from bench_50m import timed as bench_50m_timed  # noqa: E402  (one process timer)
 
 GIB = 1024**3
 HEADER = (
@@ -111,22 +109,13 @@ def write_kern_exec_csv(path: Path, repeat: int, chunk: int = 1_000_000) -> int:
 
 
 def timed(argv: list[str], log: Path, cwd: Path | None = None) -> dict[str, float]:
-    """Wall s, CPU s and peak tree RSS (GiB) of one command; exits on failure."""
-    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=cwd)
-        sampler = TreePeak(proc.pid)
-        sampler.start()
-        code = proc.wait()
-    wall = time.perf_counter() - t0
-    peak = sampler.stop()
-    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    """Wall s, CPU s and peak tree RSS (GiB) of one command (bench_50m's timer); exits on
+    failure with the log's last line."""
+    wall, cpu, peak_gib, _, code = bench_50m_timed(argv, log, cwd=cwd)
     if code != 0:
         tail = log.read_text(errors="replace").strip().splitlines()[-1:]
         raise SystemExit(f"{' '.join(argv[:3])}: exit {code}: {tail[0] if tail else ''} ({log})")
-    cpu = (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
-    return {"wall": wall, "cpu": cpu, "peak": peak / GIB}
+    return {"wall": wall, "cpu": cpu, "peak": peak_gib}
 
 
 def wait_for_memory(need_gib: float, limit_s: float = 1800.0) -> None:
