@@ -757,7 +757,9 @@ def derive_options(
                 continue
             per_sm = round_up_pow2(float(tv.value) / 2 if fma else float(tv.value))
             init = max(1, math.floor(32 / (per_sm / s)))
-            lat_i = math.floor(float(lv.value))
+            # the trace-mode (SASS) option keeps the measured latency: the gpgpusim map
+            # below was measured for the PTX-mode options only
+            lat_i = raw_lat = math.floor(float(lv.value))
             ins = [
                 f"units.{unit}.latency_cycles",
                 f"units.{unit}.throughput",
@@ -797,7 +799,12 @@ def derive_options(
                     ins,
                     form,
                 )
-            add(f"-trace_opcode_latency_initiation_{trace}", f"{lat_i},{init}", ins, form)
+            add(
+                f"-trace_opcode_latency_initiation_{trace}",
+                f"{raw_lat},{init}",
+                ins,
+                form.replace(lat_form, "lat = floor(latency)"),
+            )
     return out
 
 
