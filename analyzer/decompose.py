@@ -72,6 +72,10 @@ def _signed(a: float | None, b: float | None) -> float | None:
     return float((a - b) / b)
 
 
+def _abs(x: float | None) -> float | None:
+    return None if x is None else abs(x)
+
+
 def _three(silicon: float | None, full: float, projection: float) -> dict[str, Any]:
     return {
         "silicon": silicon,
@@ -98,8 +102,11 @@ def decompose(
     """
     ids = plan.samples["launch_id"].to_numpy(np.int64)
     weights = plan.samples["weight"].to_numpy(np.float64)
-    names = bundle.launches["name"].astype(str).to_numpy()
-    codes, kernels = pd.factorize(names, sort=False)
+    names = bundle.launches["name"]
+    if isinstance(names.dtype, pd.CategoricalDtype):  # the bundle's names: no string per launch
+        codes, kernels = names.cat.codes.to_numpy(), names.cat.categories
+    else:
+        codes, kernels = pd.factorize(names, sort=False)
     k = len(kernels)
     f_cycles = full.cycles
     s_k = np.bincount(codes, weights=silicon_cycles, minlength=k)
@@ -115,6 +122,8 @@ def decompose(
     total["state_error"] = _signed(total["projection"], warm)
     per_kernel = []
     for j in np.argsort(-s_k, kind="stable"):
+        if launches_k[j] == 0:  # a category no launch of this bundle has
+            continue
         row = _three(float(s_k[j]), float(f_k[j]), float(p_k[j]))
         row.update(kernel=str(kernels[j]), launches=int(launches_k[j]),
                    samples=int(samples_k[j]),
@@ -263,8 +272,8 @@ def attach_decomposition(
         t = d["totals"]
         h = record["headline"]
         h["full_simulation_total_cycles"] = t["full"]
-        h["simulator_error"] = abs(t["configuration_error"])
-        h["sampling_error"] = abs(t["sampling_error"])
+        h["simulator_error"] = _abs(t["configuration_error"])
+        h["sampling_error"] = _abs(t["sampling_error"])
         parts.append(render_markdown(label, d))
     return "\n".join(parts)
 __all__ = ["COUNTERS", "attach_decomposition", "check_full_log", "decompose", "render_html",

@@ -73,6 +73,25 @@ def shipped_example() -> SimulatedExample:
     return SimulatedExample(Path(str(root)))
 
 
+def _once(cache: dict[str, Any], key: str, load: Any) -> Any:
+    """``cache[key]``, loaded on first use (each shipped file is read once per run)."""
+    if key not in cache:
+        cache[key] = load()
+    return cache[key]
+
+
+def _reference(ex: SimulatedExample, cache: dict[str, Any]) -> Any:
+    from hilsim.analyzer.importers.profile import load_profile
+
+    return _once(cache, "bundle", lambda: load_profile(ex.reference))
+
+
+def _plan(ex: SimulatedExample, method: str, cache: dict[str, Any]) -> Any:
+    from hilsim.analyzer.plan import load_plan
+
+    return _once(cache, f"plan:{method}", lambda: load_plan(ex.plan(method)))
+
+
 def _validate(ex: SimulatedExample, method: str, card: str, out: Path,
               cache: dict[str, Any], html: bool) -> dict[str, Any]:
     """Decompose one plan's error on one card; the HTML report (with plots) when ``html``."""
@@ -80,17 +99,11 @@ def _validate(ex: SimulatedExample, method: str, card: str, out: Path,
     from hilsim.analyzer.atomic import write_text_atomic
     from hilsim.analyzer.decompose import attach_decomposition, decompose, render_markdown
     from hilsim.analyzer.evaluate import score_plan
-    from hilsim.analyzer.importers.profile import load_profile
-    from hilsim.analyzer.plan import load_plan
     from hilsim.simmodel.simlog import read_simlogs
 
-    if "bundle" not in cache:
-        cache["bundle"] = load_profile(ex.reference)
-    bundle = cache["bundle"]
-    plan = cache.setdefault(f"plan:{method}", load_plan(ex.plan(method)))
-    if f"full:{card}" not in cache:
-        cache[f"full:{card}"] = read_simlogs([ex.full_log(card)])
-    full_log = cache[f"full:{card}"]
+    bundle = _reference(ex, cache)
+    plan = _plan(ex, method, cache)
+    full_log = _once(cache, f"full:{card}", lambda: read_simlogs([ex.full_log(card)]))
     simlog = read_simlogs([ex.sampled_log(method, card)])
 
     def sim_for(p: Any) -> v.SimResults:
@@ -121,37 +134,33 @@ def _validate(ex: SimulatedExample, method: str, card: str, out: Path,
                 for r in d["per_counter"]}}
 
 
-def _pkp(ex: SimulatedExample) -> dict[str, Any]:
+def _pkp(ex: SimulatedExample, cache: dict[str, Any]) -> dict[str, Any]:
     from hilsim.analyzer.methods.pkp import project_plan
-    from hilsim.analyzer.plan import load_plan
     from hilsim.simmodel.gpgpusim.visualizer import read_timelines
 
-    result = project_plan(load_plan(ex.plan("stem")), read_timelines(ex.pkp_run),
+    result = project_plan(_plan(ex, "stem", cache), read_timelines(ex.pkp_run),
                           relative=True)
     return {k: result[k] for k in ("projected_total_cycles", "full_total_cycles",
                                    "projection_error", "simulated_fraction", "n_launches",
                                    "n_projected")}
 
 
-def _portability(ex: SimulatedExample, method: str) -> dict[str, Any]:
+def _portability(ex: SimulatedExample, method: str, cache: dict[str, Any]) -> dict[str, Any]:
     from hilsim.analyzer.importers.profile import load_profile
-    from hilsim.analyzer.plan import load_plan
     from hilsim.analyzer.portability import evaluate_portability
 
-    result = evaluate_portability(load_plan(ex.plan(method)), load_profile(ex.reference),
-                                  load_profile(ex.rtx3070))
+    rtx = _once(cache, "rtx3070", lambda: load_profile(ex.rtx3070))
+    result = evaluate_portability(_plan(ex, method, cache), _reference(ex, cache), rtx)
     return {"error_on_b": result["error"], "error_on_a": result["error_on_a"],
             "speedup_b_over_a": result["speedup_b_over_a"]}
 
 
-def _dse(ex: SimulatedExample) -> list[dict[str, Any]]:
+def _dse(ex: SimulatedExample, cache: dict[str, Any]) -> list[dict[str, Any]]:
     from hilsim.analyzer.dse_cli import counters_from_bundle, load_timing_config
-    from hilsim.analyzer.importers.profile import load_profile
-    from hilsim.analyzer.plan import load_plan
     from hilsim.simmodel.dse import dse
 
     result = dse(load_timing_config(str(ex.timing)), counters_from_bundle(
-        load_profile(ex.reference)), load_plan(ex.plan("stem")), list(DSE_VARIATIONS))
+        _reference(ex, cache)), _plan(ex, "stem", cache), list(DSE_VARIATIONS))
     return [{"variation": r.variation, "true_speedup": r.true_speedup,
              "sampled_speedup": r.sampled_speedup, "speedup_error": r.speedup_error}
             for r in result.rows]
@@ -181,13 +190,13 @@ def run_simulated_example(output: str | Path,
                                                      html=(method, card) == HTML_REPORT)
     timings["validate_s"] = time.monotonic() - started
     t = time.monotonic()
-    pkp = _pkp(ex)
+    pkp = _pkp(ex, cache)
     timings["pkp_s"] = time.monotonic() - t
     t = time.monotonic()
-    portability = {m: _portability(ex, m) for m in METHODS}
+    portability = {m: _portability(ex, m, cache) for m in METHODS}
     timings["portability_s"] = time.monotonic() - t
     t = time.monotonic()
-    dse_rows = _dse(ex)
+    dse_rows = _dse(ex, cache)
     timings["dse_s"] = time.monotonic() - t
 
     table = Table(title="simulated QV100: configuration vs sampling error (PKA Table 4)")

@@ -89,8 +89,9 @@ def validate_cmd(silicon: Path, plans: tuple[Path, ...], sim_logs: tuple[Path, .
         total = "n/a" if h["total_error"] is None else f"{100 * h['total_error']:.2f}%"
         click.echo(f"{r['label']}: total error {total}, speedup {h['speedup']:.1f}x")
         if "decomposition" in r:
+            from hilsim.analyzer.decompose import _pct  # "n/a" for a missing figure
+
             t = r["decomposition"]["totals"]
-            click.echo(f"{r['label']}: configuration {100 * t['configuration_error']:+.2f}%, "
-                       f"sampling {100 * t['sampling_error']:+.2f}%, "
-                       f"total {100 * t['total_error']:+.2f}%")
+            click.echo(f"{r['label']}: configuration {_pct(t['configuration_error'])}, "
+                       f"sampling {_pct(t['sampling_error'])}, total {_pct(t['total_error'])}")
     click.echo(f"wrote {html_path} and {json_path}")

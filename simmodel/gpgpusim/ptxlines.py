@@ -149,16 +149,12 @@ def apportion(table: pd.DataFrame, totals: pd.DataFrame, mangled: pd.Series) -> 
 
 
 def demangle(names: list[str]) -> dict[str, str]:
-    """Mangled -> demangled kernel names (``c++filt``; a name it cannot read is kept)."""
-    import shutil
-    import subprocess
+    """Mangled -> demangled kernel names, as the log importer names them
+    (:func:`hilsim.analyzer.importers.cupti_records.demangle`; an unreadable name is kept)."""
+    from hilsim.analyzer.importers.cupti_records import demangle as demangle_names
 
-    tool = shutil.which("c++filt")
-    if tool is None or not names:
-        return {n: n for n in names}
-    got = subprocess.run([tool], input="\n".join(names) + "\n", capture_output=True,
-                         text=True, check=True).stdout.splitlines()
-    return dict(zip(names, got, strict=True))
+    pretty, _ = demangle_names(list(names))
+    return dict(zip(names, pretty, strict=True))
 
 
 def add_long_latency(table: pd.DataFrame, ptx_path: Path, stats_path: Path) -> pd.DataFrame:

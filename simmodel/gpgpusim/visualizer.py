@@ -34,9 +34,7 @@ give launch ids) into one :class:`hilsim.analyzer.methods.pkp.IpcTimeline` per l
 
 from __future__ import annotations
 
-import gzip
 import os
-import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -75,13 +73,9 @@ def read_samples(path: Path) -> dict[str, np.ndarray]:
     One line error naming the file for a damaged gzip, a sample missing a field or a log
     without samples.
     """
-    try:
-        with gzip.open(path, "rt", encoding="utf-8", errors="replace") as fh:
-            text = fh.read()
-    except FileNotFoundError:
-        raise HilsimError(f"{path}: no such visualizer log") from None
-    except (OSError, EOFError, zlib.error) as exc:
-        raise HilsimError(f"{path}: damaged gzip file ({exc})") from None
+    from hilsim.simmodel.simlog import read_log_text
+
+    text = read_log_text(path)  # plain or gzip; one-line errors naming the file
     rows: list[tuple[int, int, int, int, int]] = []
     current: dict[str, str] = {}
     for number, line in enumerate(text.splitlines(), 1):
