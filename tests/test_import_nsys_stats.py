@@ -324,3 +324,18 @@ def test_truncated_last_row_of_a_long_file_is_found_from_its_tail(
     monkeypatch.setattr(nsys_stats, "_read_exact", lambda p: pytest.fail("exact path ran"))
     message = _message(read_nsys_stats_csv, path)
     assert message.endswith(f"line {2 + 16 * 200 + 1}: truncated row (5 of 21 fields)")
+
+
+def test_first_row_with_an_extra_field_is_named_in_a_two_row_file(tmp_path: Path) -> None:
+    # pandas turns the extra field of a first row into an index; with evenly spaced values
+    # (any two rows) that index is a RangeIndex, so an index-type test missed it
+    path = tmp_path / "extra_first.csv"
+    path.write_text(
+        "API Start (ns),API Dur (ns),Queue Start (ns),Queue Dur (ns),Kernel Start (ns),"
+        "Kernel Dur (ns),Total Dur (ns),PID,TID,DevId,API Function,GridXYZ,BlockXYZ,"
+        "Kernel Name\n"
+        "1,2,3,4,5,6,7,8,9,0,f,1 1 1,1 1 1,k,EXTRA\n"
+        "10,2,3,4,50,6,7,8,9,0,f,1 1 1,1 1 1,k\n"
+    )
+    message = _one_line_error(path)
+    assert "line 2: malformed CSV row" in message and "Expected 14 fields, saw 15" in message

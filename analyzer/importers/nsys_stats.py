@@ -466,10 +466,10 @@ def fast_table(
 
     ``first_line``: ``None`` when ``body`` is the file from its header on; else ``body`` is
     the header line then a block of the file's rows, the first being this 1-based line of
-    the file. (The header comes first either way: pandas takes a first row with too many
-    fields for index columns, where after the header it is a malformed row.) Raises a
-    malformed row as one line naming the file line; returns ``None`` for anything else
-    it does not vouch for (the exact path then words it).
+    the file. The first row's fields are counted here (:func:`check_first_row`): pandas
+    takes the extra fields of a first row with too many for index columns, where on any
+    later row they are an error. Raises a malformed row as one line naming the file line;
+    returns ``None`` for anything else it does not vouch for (the exact path then words it).
     """
     line_base = layout.header_index if first_line is None else first_line - 2
     # Unused columns that looked numeric are read as float64 first: a categorical of a
@@ -480,6 +480,9 @@ def fast_table(
     if layout.loose:
         attempts.insert(0, {**layout.dtypes, **dict.fromkeys(layout.loose, np.float64)})
     start = body.tell()
+    body.readline()  # the header
+    first = layout.header_index + 2 if first_line is None else first_line
+    check_first_row(source, body.read(1 << 16), first, layout.n_fields)
     for attempt, dtypes in enumerate(attempts, start=1):
         body.seek(start)
         try:
@@ -501,18 +504,29 @@ def fast_table(
             _raise_parser_error(source, exc, line_base)
         except (ValueError, TypeError, OverflowError, LookupError, UnicodeError, OSError):
             if attempt < len(attempts):
+                layout.loose = []  # text in a sampled-numeric column: later blocks skip it
                 continue
             return None  # e.g. a cell that is not a number: the exact path names it
         break
-    if not isinstance(table.index, pd.RangeIndex):
-        # pandas takes the extra fields of a first row with too many for index columns
-        # (not an error there, as it is on any later row)
-        first = layout.header_index + 2 if first_line is None else first_line
-        raise HilsimError(
-            f"{source}: line {first}: malformed CSV row (Error tokenizing data. C error: "
-            f"Expected {layout.n_fields} fields, saw {layout.n_fields + table.index.nlevels})"
-        )
     return table
+
+
+def check_first_row(source: Path, block: bytes, line: int, n_fields: int) -> None:
+    """Refuse a block whose first row has too many fields (pandas would take the extra
+    ones for index columns, where on any later row they are an error with its line)."""
+    for number, raw in enumerate(block.split(b"\n", 16)[:16], start=line):
+        if not raw.strip():
+            continue
+        try:
+            fields = next(csv.reader([raw.decode("utf-8", errors="replace").rstrip("\r")]))
+        except (csv.Error, StopIteration):
+            return
+        if len(fields) > n_fields:
+            raise HilsimError(
+                f"{source}: line {number}: malformed CSV row (Error tokenizing data. C error: "
+                f"Expected {n_fields} fields, saw {len(fields)})"
+            )
+        return
 
 
 def check_last_row(source: Path, layout: FastLayout) -> bool:

@@ -39,7 +39,6 @@ a temporary folder renamed into place (:func:`~hilsim.analyzer.atomic.atomic_dir
 
 from __future__ import annotations
 
-import csv
 import io
 import re
 import sqlite3
@@ -317,7 +316,6 @@ def _csv_chunks(source: Path, block_bytes: int) -> Iterator[tuple[pd.DataFrame, 
                 block, carry = data[:cut], data[cut:]
             if block.count(b"\r") != block.count(b"\r\n"):
                 raise Fallback("line breaks other than \\n and \\r\\n")
-            _check_first_row(source, block, line, layout.n_fields)
             table = nsys_stats.fast_table(
                 source, layout, io.BytesIO(header + block), first_line=line
             )
@@ -339,24 +337,6 @@ def _csv_chunks(source: Path, block_bytes: int) -> Iterator[tuple[pd.DataFrame, 
             yield out, dropped
             line += block.count(b"\n")
             offset += len(block)
-
-
-def _check_first_row(source: Path, block: bytes, line: int, n_fields: int) -> None:
-    """Refuse a block whose first row has too many fields (pandas would take the extra
-    ones for index columns, where on any later row they are an error with its line)."""
-    for number, raw in enumerate(block.split(b"\n", 16)[:16], start=line):
-        if not raw.strip():
-            continue
-        try:
-            fields = next(csv.reader([raw.decode("utf-8", errors="replace").rstrip("\r")]))
-        except (csv.Error, StopIteration):
-            return
-        if len(fields) > n_fields:
-            raise HilsimError(
-                f"{source}: line {number}: malformed CSV row (Error tokenizing data. C error: "
-                f"Expected {n_fields} fields, saw {len(fields)})"
-            )
-        return
 
 
 def _import_csv(source: Path, fmt: str, folder: Path, block_bytes: int) -> dict[str, Any]:
