@@ -41,6 +41,7 @@ from hilsim.microbench.analysis import cache_levels
 from hilsim.microbench.latency import single_cycle
 from hilsim.microbench.measurement import Measurement
 from hilsim.microbench.simhost import Plan, PlanResult, run_plan
+from hilsim.simmodel.gpgpusim.cards import dram_memory, peak_dram_gbs
 
 _MASK64 = (1 << 64) - 1
 #: timed loads per chase. The kernel's last load is not waited for inside the timed
@@ -67,15 +68,7 @@ def card_device_facts(card: Any) -> dict[str, Any]:
     minor = int(float(opts.get("-gpgpu_compute_capability_minor", "0")))
     threads = int(opts.get("-gpgpu_shader_core_pipeline", "2048:32").split(":")[0])
     warp = int(opts.get("-gpgpu_shader_core_pipeline", "2048:32").split(":")[1])
-    n_mem = int(float(opts.get("-gpgpu_n_mem", "8")))
-    per_ctrl = int(float(opts.get("-gpgpu_n_mem_per_ctrlr", "1")))
-    bus_bytes = int(float(opts.get("-gpgpu_dram_buswidth", "4")))
-    ratio = float(opts.get("-dram_data_command_freq_ratio", "2").split()[0])
-    dram_domain = f["dram_clock_mhz"]
-    # -gpgpu_clock_domains' DRAM entry is the command clock; the memory clock a device
-    # query reports is command clock x ratio / 2 (Accel-Sim mem_config, inverted)
-    mem_clock = dram_domain * ratio / 2
-    bus_bits = n_mem * per_ctrl * bus_bytes * 8
+    mem_clock, bus_bits = dram_memory(opts)
     facts: dict[str, Any] = {
         "name": f"GPGPU-Sim {card.name}",
         "backend": "gpgpusim",
@@ -88,7 +81,7 @@ def card_device_facts(card: Any) -> dict[str, Any]:
         "max_sm_clock_mhz": f["core_clock_mhz"],
         "max_mem_clock_mhz": mem_clock,
         "memory_bus_width_bits": bus_bits,
-        "peak_dram_gbs": mem_clock * 1e6 * 2 * bus_bits / 8 / 1e9,
+        "peak_dram_gbs": peak_dram_gbs(mem_clock, bus_bits),
         "l2_cache_bytes": f["l2_bytes"],
         "l1_cache_bytes": f["l1_bytes"],
         "shared_mem_per_sm_bytes": f.get("shmem_bytes"),

@@ -33,6 +33,7 @@ unit).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass
@@ -116,9 +117,7 @@ def _from_entry(cc: str, entry: dict[str, Any], where: str) -> Calibration:
         launch = entry.get("launch") or {}
         slope = offset = None
         if launch.get("points"):
-            (x1, y1), (x2, y2) = launch["points"][:2]
-            slope = (float(y2) - float(y1)) / (float(x2) - float(x1))
-            offset = float(y1) - slope * float(x1)
+            slope, offset = unit_fit(launch["points"])
         return Calibration(
             cc,
             str(entry["card"]),
@@ -249,12 +248,12 @@ class UnitCalibration:
 
 
 def unit_fit(points: list[list[float]]) -> tuple[float, float]:
-    """(slope, offset) from two ``[option, measured]`` points."""
+    """(slope, offset) from two ``[option, measured]`` points (unit and launch maps)."""
     if len(points) < 2:
-        raise HilsimError(f"unit calibration: need 2 points, got {len(points)}")
+        raise HilsimError(f"calibration: a two-point fit needs 2 points, got {len(points)}")
     (x1, y1), (x2, y2) = points[:2]
     if float(x2) == float(x1):
-        raise HilsimError("unit calibration: the two points have the same option value")
+        raise HilsimError("calibration: the two points have the same option value")
     slope = (float(y2) - float(y1)) / (float(x2) - float(x1))
     return slope, float(y1) - slope * float(x1)
 
@@ -275,11 +274,17 @@ def load_unit_calibrations(path: str | Path | None = None) -> dict[str, dict[str
     return out
 
 
+@functools.cache
+def _unit_calibrations() -> dict[str, dict[str, UnitCalibration]]:
+    """The shipped unit map, read once per process (the tuner asks once per unit)."""
+    return load_unit_calibrations()
+
+
 def unit_latency_option(
     unit: str, measured: float, compute_capability: str
 ) -> tuple[int, str, str] | None:
     """(MAD option, formula, note) for a measured unit latency, or None without a map."""
-    cal = load_unit_calibrations().get(str(compute_capability), {}).get(unit)
+    cal = _unit_calibrations().get(str(compute_capability), {}).get(unit)
     if cal is None:
         return None
     return (

@@ -91,6 +91,30 @@ def completed_int_options(options: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+def dram_memory(options: Mapping[str, str]) -> tuple[float, int]:
+    """(memory clock MHz, bus width bits) of a config, as a device query reports them.
+
+    ``-gpgpu_clock_domains``' DRAM entry is the command clock; the memory clock is command
+    clock x ``-dram_data_command_freq_ratio`` / 2 (Accel-Sim mem_config, inverted); the bus
+    is channels x ``-gpgpu_n_mem_per_ctrlr`` x ``-gpgpu_dram_buswidth`` bytes. Peak DRAM
+    bandwidth = memory clock x 2 (DDR) x bus bytes. GPGPU-Sim's defaults fill missing options.
+    """
+
+    def num(name: str, default: str) -> float:
+        return float(str(options.get(name, default)).split()[0].split(",")[0])
+
+    command_mhz = float(str(options.get("-gpgpu_clock_domains", "0:0:0:0")).split(":")[3])
+    mem_clock = command_mhz * num("-dram_data_command_freq_ratio", "2") / 2
+    bus_bits = int(num("-gpgpu_n_mem", "8") * num("-gpgpu_n_mem_per_ctrlr", "1")
+                   * num("-gpgpu_dram_buswidth", "4") * 8)
+    return mem_clock, bus_bits
+
+
+def peak_dram_gbs(mem_clock_mhz: float, bus_bits: int) -> float:
+    """Peak DRAM bandwidth in GB/s: memory clock x 2 (DDR) x bus bytes."""
+    return mem_clock_mhz * 1e6 * 2 * bus_bits / 8 / 1e9
+
+
 def parse_override(text: str) -> tuple[str, str]:
     """``-name=value`` or ``-name value`` (the CLI's ``-O``) -> (name, value)."""
     name, sep, value = text.partition("=")

@@ -115,20 +115,15 @@ def values_of(options: dict[str, str]) -> dict[str, float]:
 def dram_peak_gbs(options: dict[str, str]) -> float | None:
     """Theoretical DRAM bandwidth of a config: channels x bus bytes x 2 x memory clock.
 
-    The memory clock is the ``-gpgpu_clock_domains`` DRAM (command) clock x
-    ``-dram_data_command_freq_ratio`` / 2 (as :func:`hilsim.microbench.simsuite.card_device_facts`).
+    One formula with the device facts (:func:`hilsim.simmodel.gpgpusim.cards.dram_memory`);
+    ``None`` when the config lacks the channel count, bus width or clocks.
     """
+    from hilsim.simmodel.gpgpusim.cards import dram_memory, peak_dram_gbs  # noqa: PLC0415
+
     need = ("-gpgpu_n_mem", "-gpgpu_dram_buswidth", "-gpgpu_clock_domains")
     if not all(k in options for k in need):
         return None
-    dram_mhz = float(options["-gpgpu_clock_domains"].split(":")[3])
-    ratio = _num(options.get("-dram_data_command_freq_ratio", "2"))
-    bus = (
-        _num(options["-gpgpu_n_mem"])
-        * _num(options.get("-gpgpu_n_mem_per_ctrlr", "1"))
-        * _num(options["-gpgpu_dram_buswidth"])
-    )
-    return dram_mhz * ratio / 2 * 1e6 * 2 * bus / 1e9
+    return peak_dram_gbs(*dram_memory(options))
 
 
 @dataclass(frozen=True)
