@@ -373,12 +373,8 @@ def _import_csv(source: Path, fmt: str, folder: Path, block_bytes: int) -> dict[
 def _sqlite_chunks(
     conn: sqlite3.Connection, sql: str, order: str, chunk_rows: int
 ) -> Iterator[pd.DataFrame]:
-    cursor = conn.execute(f"{sql} ORDER BY {order}")
-    columns = [item[0] for item in cursor.description]
-    while rows := cursor.fetchmany(chunk_rows):
-        frame = pd.DataFrame.from_records(rows, columns=columns, coerce_float=True)
-        del rows
-        yield frame
+    # the in-memory importer's reader (nsys_sqlite._query: pd.read_sql_query), in chunks
+    yield from pd.read_sql_query(f"{sql} ORDER BY {order}", conn, chunksize=chunk_rows)
 
 
 def _import_sqlite_rows(
