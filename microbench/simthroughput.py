@@ -347,7 +347,9 @@ def dram_write_copy(ctx: Any, n_bytes: int = 512 << 10) -> list[Measurement]:
     """
     block = 256
     grid = _sms(ctx) * max(1, _threads_per_sm(ctx) // block)
-    n_vec = max(grid * block, n_bytes // 16)
+    # the write-back argument needs a footprint of at least twice the slice's L2
+    slice_l2 = int(ctx.facts.get("l2_cache_bytes") or (4 << 20)) // _channels(ctx)
+    n_vec = max(grid * block, max(n_bytes, 2 * slice_l2) // 16)
     value = 0x5A5A5A5A
     src = np.arange(4 * n_vec, dtype=np.uint32).astype("<u4")
     plan = Plan("bandwidth.grid")
@@ -386,8 +388,8 @@ def dram_write_copy(ctx: Any, n_bytes: int = 512 << 10) -> list[Measurement]:
 def l2_bandwidth(ctx: Any, reps: int = 8) -> list[Measurement]:
     """``l2_bandwidth`` (bytes/clk, whole GPU): the one-channel slice's L2 banks x channels.
 
-    Footprint: a quarter of the slice's L2 (its 2 banks), warmed by one pass, then read
-    ``reps`` times with ``ld.global.cg`` by the 2 SMs.
+    Footprint: a quarter of the slice's L2 (its 2 banks; at least one vector per thread),
+    warmed by one pass, then read ``reps`` times with ``ld.global.cg`` by the 2 SMs.
     """
     l2 = int(ctx.facts.get("l2_cache_bytes") or (4 << 20))
     slice_l2 = l2 // _channels(ctx)
