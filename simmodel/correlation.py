@@ -140,10 +140,9 @@ def table_from_log(text: str, where: str) -> tuple[pd.DataFrame, dict]:
     the log's facts (core clock, SM count, simulator version).
     """
     from hilsim.simmodel.gpgpusim.logbundle import parse_gpgpusim_log
-    from hilsim.simmodel.simlog import parse_simlog
 
     parsed = parse_gpgpusim_log(text, where)
-    stats = parse_simlog(text, where, "cumulative")
+    stats = parsed.stats  # the log parsed once
     part = pd.concat([parsed.launches.reset_index(drop=True),
                       parsed.metrics.reset_index(drop=True)], axis=1)
     part = part.loc[:, ~part.columns.duplicated()].copy()

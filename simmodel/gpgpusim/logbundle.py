@@ -108,6 +108,8 @@ class SimLogProfile:
     metrics: pd.DataFrame
     regions: pd.DataFrame | None
     facts: dict[str, Any]
+    #: the per-kernel statistics they were made from (:func:`~hilsim.simmodel.simlog.parse_simlog`)
+    stats: pd.DataFrame | None = None
 
 
 def _scan(text: str, where: str) -> dict[str, Any]:
@@ -228,7 +230,7 @@ def parse_gpgpusim_log(
     if "clusters" in opts:
         facts["sm_count"] = int(opts["clusters"]) * int(opts.get("cores", "1"))
     regions = _regions(scan["regions"], tot, ns_per_cycle)
-    return SimLogProfile(launches, metrics, regions, facts)
+    return SimLogProfile(launches, metrics, regions, facts, stats)
 
 
 def _metrics(stats: pd.DataFrame, launches: pd.DataFrame) -> pd.DataFrame:
