@@ -258,16 +258,23 @@ def attach_decomposition(
 
     ``full_log`` (:func:`hilsim.simmodel.simlog.read_simlogs`) must hold every launch of
     ``bundle``. The headline's full-simulation total, simulator and sampling errors are
-    filled from it (absolute values, as the headline states them).
+    filled from it (absolute values, as the headline states them). ``sim_for`` is called
+    again per plan: pass the one given to :func:`hilsim.analyzer.validate.validate`
+    wrapped in :func:`hilsim.analyzer.validate.memo_by_plan`.
     """
     from hilsim.analyzer.validate import results_from_simlog, silicon_cycles
 
     check_full_log(full_log, bundle)
     silicon, _ = silicon_cycles(bundle, clock_mhz)
     parts = []
+    # a log of every launch is placed by launch id / order, whatever the plan (only a plan
+    # that samples every launch is placed by its samples): placed once per kind
+    placed: dict[bool, Any] = {}
     for (label, plan), record in zip(plans, report["plans"], strict=True):
-        full = results_from_simlog(plan, bundle, full_log)
-        d = decompose(plan, bundle, silicon, sim_for(plan), full)
+        every = plan.n_samples == bundle.n_launches
+        if every not in placed:
+            placed[every] = results_from_simlog(plan, bundle, full_log)
+        d = decompose(plan, bundle, silicon, sim_for(plan), placed[every])
         record["decomposition"] = d
         t = d["totals"]
         h = record["headline"]

@@ -106,6 +106,7 @@ def _validate(ex: SimulatedExample, method: str, card: str, out: Path,
     full_log = _once(cache, f"full:{card}", lambda: read_simlogs([ex.full_log(card)]))
     simlog = read_simlogs([ex.sampled_log(method, card)])
 
+    @v.memo_by_plan
     def sim_for(p: Any) -> v.SimResults:
         return v.results_from_simlog(p, bundle, simlog)
 

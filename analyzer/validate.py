@@ -857,6 +857,18 @@ def render_html(report: dict[str, Any], images: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def memo_by_plan(sim_for: Callable[[Plan], SimResults]) -> Callable[[Plan], SimResults]:
+    """``sim_for`` computed once per plan object (validate and the decomposition both ask)."""
+    done: dict[int, tuple[Plan, SimResults]] = {}
+
+    def cached(plan: Plan) -> SimResults:
+        if id(plan) not in done:  # the plan is kept with its result: its id stays its own
+            done[id(plan)] = (plan, sim_for(plan))
+        return done[id(plan)][1]
+
+    return cached
+
+
 def validate(
     bundle: Bundle,
     plans: list[tuple[str, Plan]],

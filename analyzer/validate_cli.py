@@ -71,6 +71,7 @@ def validate_cmd(silicon: Path, plans: tuple[Path, ...], sim_logs: tuple[Path, .
             return v.results_from_simlog(plan, bundle, simlog)
 
     clock = v.sm_clock_mhz(bundle, clock_mhz, timing)
+    sim_for = v.memo_by_plan(sim_for)
     if sim_full:  # read (and checked: every launch) before the report's plots
         from hilsim.analyzer.decompose import attach_decomposition, check_full_log
 
