@@ -37,26 +37,15 @@ def card_latencies(card: str, options: Mapping[str, str] | None = None) -> dict[
     shared latency, as ``hilsim tune`` on the card's microbenchmarks would. Returns the
     config fields and values; empty when no map was measured for the card.
     """
-    from hilsim.simmodel.gpgpusim.calibration import LATENCY_OPTIONS, load_calibrations
+    from hilsim.simmodel.gpgpusim.calibration import LATENCY_OPTIONS, calibration_for_card
 
-    cals = {c.card: c for c in load_calibrations().values()}
-    if card not in cals:
+    cal = calibration_for_card(card)
+    if cal is None:
         return {}
-    cal = cals[card]
-    base = _card_values(cal.compute_capability)
-    x = [float((options or {}).get(o, base[o])) for o in LATENCY_OPTIONS]
+    x = [float((options or {}).get(o, cal.card_values[o])) for o in LATENCY_OPTIONS]
     l1, l2_l1, dram_l2, shared = (float(v) for v in cal.predict(x))
     return {"l1.hit_latency_cycles": l1, "l2.hit_latency_cycles": l1 + l2_l1,
             "dram.latency_cycles": l1 + l2_l1 + dram_l2, "shared.latency_cycles": shared}
-
-
-def _card_values(cc: str) -> dict[str, float]:
-    import json
-    from importlib import resources
-
-    text = resources.files("hilsim.simmodel.gpgpusim").joinpath(
-        "latency_calibration.json").read_text()
-    return json.loads(text)["calibrations"][cc]["card_values"]
 
 
 def card_timing(card: str, sm_count: int | None = None, launch_cycles: float | None = None,

@@ -105,7 +105,9 @@ def model_spec(spec: str, card: str) -> list[str]:
         # the simulator's DRAM timings are DRAM-clock cycles: the part of the measured
         # DRAM - L2 latency that -dram_latency does not explain (the map's offset) is
         # that time, and shrinks with a faster DRAM clock
-        cal = _calibration(card)
+        from hilsim.simmodel.gpgpusim.calibration import calibration_for_card
+
+        cal = calibration_for_card(card)
         dram = base["dram.latency_cycles"] - float(cal.offset[2]) * (1 - 1 / f)
         return [spec, f"dram_latency={dram:.2f}"]
     if name not in _LATENCY_FIELDS or not base:
@@ -113,7 +115,9 @@ def model_spec(spec: str, card: str) -> list[str]:
     from hilsim.simmodel.gpgpusim.calibration import LATENCY_OPTIONS
 
     option = _LATENCY_FIELDS[name][0]
-    values = corr._card_values(_cc_of(card))
+    from hilsim.simmodel.gpgpusim.calibration import calibration_for_card
+
+    values = calibration_for_card(card).card_values  # base is not empty: there is a map
     varied = {o: str(values[o]) for o in LATENCY_OPTIONS}
     varied[option] = str(int(round(float(values[option]) * f)))
     new = corr.card_latencies(card, varied)
@@ -122,16 +126,6 @@ def model_spec(spec: str, card: str) -> list[str]:
     return [f"{names[k]}={v:.2f}" for k, v in new.items() if abs(v - base[k]) > 1e-9]
 
 
-def _cc_of(card: str) -> str:
-    from hilsim.simmodel.gpgpusim.calibration import load_calibrations
-
-    return next(cc for cc, c in load_calibrations().items() if c.card == card)
-
-
-def _calibration(card: str):  # noqa: ANN202 (a Calibration, imported lazily)
-    from hilsim.simmodel.gpgpusim.calibration import load_calibrations
-
-    return load_calibrations()[_cc_of(card)]
 
 
 def _direction(s: np.ndarray, tol: float) -> np.ndarray:

@@ -36,7 +36,7 @@ from __future__ import annotations
 import functools
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -75,6 +75,8 @@ class Calibration:
     launch_slope: float | None
     launch_offset: float | None
     source: str
+    #: the measured card's own option values (``card_values`` of the file), by option name
+    card_values: dict[str, float] = field(default_factory=dict)
 
     def options_for(self, measured: np.ndarray) -> np.ndarray:
         """Option values (unrounded) that reproduce ``measured`` quantities."""
@@ -126,9 +128,15 @@ def _from_entry(cc: str, entry: dict[str, Any], where: str) -> Calibration:
             slope,
             offset,
             f"{where}: {entry['card']}, build {entry.get('build')}, hilsim {entry.get('commit')}",
+            {str(k): float(v) for k, v in (entry.get("card_values") or {}).items()},
         )
     except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
         raise HilsimError(f"{where}: compute capability {cc}: malformed ({exc})") from None
+
+
+def calibration_for_card(card: str) -> Calibration | None:
+    """The shipped map measured on ``card`` (a shipped card name), or None."""
+    return next((c for c in load_calibrations().values() if c.card == card), None)
 
 
 def _read_map_file(
