@@ -247,22 +247,17 @@ def import_cmd(
             bundle = import_profile(
                 profile, fmt=fmt, ncu=ncu_csv, ncu_join=ncu_join, ncu_first_launch=ncu_first_launch
             )
-    if streamed is not None:
-        for line in streamed.manifest.get("warnings", []):
-            warn(line)
-        out.print(
-            f"wrote {streamed.path}: {streamed.n_launches} launches, "
-            f"{streamed.n_kernels} kernels, 0 with metrics"
-        )
-        return
-    path = write_bundle(bundle, output, overwrite=force)
-    for line in bundle.manifest.get("warnings", []):
+    if streamed is not None:  # no --ncu on this path: no metrics
+        path, manifest = streamed.path, streamed.manifest
+        n_launches, n_kernels, n_metrics = streamed.n_launches, streamed.n_kernels, 0
+    else:
+        path, manifest = write_bundle(bundle, output, overwrite=force), bundle.manifest
+        n_launches, n_kernels = bundle.n_launches, bundle.launches["name"].nunique()
+        n_metrics = 0 if bundle.metrics is None else len(bundle.metrics)
+    for line in manifest.get("warnings", []):
         warn(line)
-    n_metrics = 0 if bundle.metrics is None else len(bundle.metrics)
-    out.print(
-        f"wrote {path}: {bundle.n_launches} launches, "
-        f"{bundle.launches['name'].nunique()} kernels, {n_metrics} with metrics"
-    )
+    out.print(f"wrote {path}: {n_launches} launches, {n_kernels} kernels, "
+              f"{n_metrics} with metrics")
 
 
 @cli.command("methods")

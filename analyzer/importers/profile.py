@@ -82,6 +82,16 @@ def _read_report(report: Path) -> Bundle:
     return bundle
 
 
+def resolve_format(source: Path, fmt: str) -> str:
+    """``fmt``, or the sniffed format of ``source`` when ``fmt`` is ``auto``."""
+    if fmt != "auto":
+        return fmt
+    from hilsim.analyzer.importers.cupti_records import is_cupti_records
+    from hilsim.analyzer.importers.detect import sniff_format
+
+    return "cupti-records" if is_cupti_records(source) else sniff_format(source)
+
+
 def import_profile(
     path: str | Path,
     fmt: str = "auto",
@@ -91,7 +101,6 @@ def import_profile(
 ) -> Bundle:
     """Import a foreign profile (and optional ncu CSV) into an in-memory bundle."""
     from hilsim.analyzer import limits
-    from hilsim.analyzer.importers.detect import sniff_format
 
     source = Path(path)
     if source.is_dir():
@@ -105,11 +114,7 @@ def import_profile(
     if source.suffix in (".nsys-rep", ".qdrep"):
         bundle = _read_report(source)
     else:
-        if fmt == "auto":
-            from hilsim.analyzer.importers.cupti_records import is_cupti_records
-
-            fmt = "cupti-records" if is_cupti_records(source) else sniff_format(source)
-        bundle = _read(source, fmt)
+        bundle = _read(source, resolve_format(source, fmt))
     warnings = list(bundle.launches.attrs.get("warnings") or [])
     if warnings:
         bundle.manifest["warnings"] = [*bundle.manifest.get("warnings", []), *warnings]

@@ -85,7 +85,6 @@ class StreamResult:
     manifest: dict[str, Any]
     n_launches: int
     n_kernels: int
-    n_metrics: int = 0
 
 
 @dataclass
@@ -469,13 +468,12 @@ def _import_sqlite(source: Path, folder: Path, chunk_rows: int) -> dict[str, Any
 # ----------------------------------------------------------------------------- entry
 
 
-def can_stream(path: Path, fmt: str, ncu: object = None, min_bytes: int | None = None) -> bool:
+def can_stream(path: Path, fmt: str, ncu: object = None) -> bool:
     """Is ``path`` (sniffed as ``fmt``) imported in chunks? Large nsys CSV/SQLite, no --ncu."""
     if ncu is not None or fmt not in STREAMING_FORMATS:
         return False
-    limit = STREAM_MIN_BYTES if min_bytes is None else min_bytes
     try:
-        return path.stat().st_size >= limit
+        return path.stat().st_size >= STREAM_MIN_BYTES
     except OSError:
         return False
 
@@ -538,16 +536,14 @@ def stream_profile(
     """``hilsim import``'s streaming path: the bundle written, or ``None`` when ``path`` is
     imported in memory (small, another format, --ncu, a folder or missing file, a CSV not
     in start order: the in-memory importer then reads it and words any error)."""
+    from hilsim.analyzer.importers.profile import resolve_format
+
     source = Path(path)
     if ncu is not None or not source.is_file() or source.suffix in (".nsys-rep", ".qdrep"):
         return None
-    if source.stat().st_size < STREAM_MIN_BYTES:
+    if source.stat().st_size < STREAM_MIN_BYTES:  # small: not even sniffed here
         return None
-    if fmt == "auto":
-        from hilsim.analyzer.importers.cupti_records import is_cupti_records
-        from hilsim.analyzer.importers.detect import sniff_format
-
-        fmt = "cupti-records" if is_cupti_records(source) else sniff_format(source)
+    fmt = resolve_format(source, fmt)
     if not can_stream(source, fmt, ncu):
         return None
     return stream_import(source, fmt, output, overwrite=overwrite)
