@@ -57,8 +57,12 @@ from hilsim.analyzer.schema import (
     LAUNCH_COLUMNS,
     REGION_COLUMNS,
     kernel_base_name,
+    missing_category_column,
     normalize_launches,
 )
+
+#: the launch columns :func:`hilsim.analyzer.tracecheck.trace_warnings` reads
+WARNING_COLUMNS = ("name", "duration_ns", "start_ns", "stream")
 
 #: profiles at least this large are imported in chunks (smaller ones fit in memory)
 STREAM_MIN_BYTES = 256 << 20
@@ -126,7 +130,6 @@ class LaunchWriter:
         self.folder, self.source = folder, source
         self.names, self.regions = _Dictionary(), _Dictionary()
         self.rows_in = 0  # raw rows seen (errors name rows of the whole input)
-        self.n_out = 0
         self.duplicates = 0
         self.last_start: int | None = None
         self.device_counts: pd.Series = pd.Series(dtype=np.int64)
@@ -201,11 +204,12 @@ class LaunchWriter:
             self._schema = table.schema
             self._writer = pq.ParquetWriter(self.folder / _STAGE, table.schema, compression="zstd")
         self._writer.write_table(table.cast(self._schema))
-        self.n_out += len(chunk)
 
     # ---------------------------------------------------------------- table out
-    def finish(self) -> int:
-        """Write ``launches.parquet`` (ids renumbered to sorted names); return the row count."""
+    def finish(self) -> tuple[int, pd.DataFrame]:
+        """Write ``launches.parquet`` (ids renumbered to sorted names); return the row count
+        and the columns the trace warnings read (:data:`WARNING_COLUMNS`), kept as each row
+        group is written instead of read back."""
         from hilsim.analyzer.bundle import LAUNCHES
 
         if self._tail is not None and len(self._tail):
@@ -224,7 +228,7 @@ class LaunchWriter:
         region_index = pd.Index(regions, dtype=object)
         stage = pq.ParquetFile(self.folder / _STAGE)
         first_id = 0
-        schema = None
+        kept: list[pd.DataFrame] = []
         with pq.ParquetWriter(
             self.folder / LAUNCHES,
             _final_schema(stage, name_index, kernel_index, region_index),
@@ -241,22 +245,17 @@ class LaunchWriter:
                 frame["region"] = (
                     pd.Categorical.from_codes(region, categories=region_index)
                     if len(region_index)
-                    else _missing_region(len(frame))
+                    else missing_category_column(len(frame))
                 )
                 frame["launch_id"] = np.arange(first_id, first_id + len(frame), dtype=np.int64)
                 first_id += len(frame)
                 table = pa.Table.from_pandas(frame[list(LAUNCH_COLUMNS)], preserve_index=False)
-                schema = schema or table.schema
-                writer.write_table(table.cast(schema))
+                writer.write_table(table.cast(writer.schema))
+                kept.append(frame[list(WARNING_COLUMNS)])
+                del frame, table
         del stage
         (self.folder / _STAGE).unlink()
-        return first_id
-
-
-def _missing_region(length: int) -> pd.Categorical:
-    from hilsim.analyzer.schema import missing_category_column
-
-    return missing_category_column(length)
+        return first_id, pd.concat(kept, ignore_index=True)
 
 
 def _final_schema(
@@ -267,7 +266,9 @@ def _final_schema(
     frame["name"] = pd.Categorical.from_codes([0], categories=names)
     frame["kernel"] = pd.Categorical.from_codes([0], categories=kernels)
     frame["region"] = (
-        pd.Categorical.from_codes([-1], categories=regions) if len(regions) else _missing_region(1)
+        pd.Categorical.from_codes([-1], categories=regions)
+        if len(regions)
+        else missing_category_column(1)
     )
     frame["launch_id"] = np.zeros(1, dtype=np.int64)
     return pa.Table.from_pandas(frame[list(LAUNCH_COLUMNS)], preserve_index=False).schema
@@ -353,7 +354,7 @@ def _import_csv(source: Path, fmt: str, folder: Path, block_bytes: int) -> dict[
             f"{source}: {report} CSV has a header but no kernel rows"
             + (f" ({dropped} memcpy/memset rows dropped)" if dropped else "")
         )
-    n = writer.finish()
+    n, columns = writer.finish()
     source_facts: dict[str, Any] = {"files": [str(source)], "format": fmt}
     if dropped:
         source_facts["dropped_non_kernel_rows"] = int(dropped)
@@ -363,7 +364,7 @@ def _import_csv(source: Path, fmt: str, folder: Path, block_bytes: int) -> dict[
         profilers=[{"name": "nsys stats", "format": fmt, "file": source.name}],
         source=source_facts,
     )
-    return {"manifest": manifest, "writer": writer, "n": n}
+    return {"manifest": manifest, "writer": writer, "n": n, "warning_columns": columns}
 
 
 # ----------------------------------------------------------------------------- SQLite
@@ -444,7 +445,7 @@ def _import_sqlite(source: Path, folder: Path, chunk_rows: int) -> dict[str, Any
         raise nsys_sqlite._db_error(source, exc) from exc
     finally:
         conn.close()
-    n = writer.finish()
+    n, columns = writer.finish()
     if regions is not None:
         _write_table(regions[list(REGION_COLUMNS)], folder / REGIONS)
     tool = nsys_sqlite._tool(meta)
@@ -462,7 +463,7 @@ def _import_sqlite(source: Path, folder: Path, chunk_rows: int) -> dict[str, Any
             "launches_with_region": with_region,
         },
     )
-    return {"manifest": manifest, "writer": writer, "n": n}
+    return {"manifest": manifest, "writer": writer, "n": n, "warning_columns": columns}
 
 
 # ----------------------------------------------------------------------------- entry
@@ -495,7 +496,7 @@ def stream_import(
     """
     from hilsim.analyzer import limits
     from hilsim.analyzer.atomic import atomic_directory
-    from hilsim.analyzer.bundle import LAUNCHES, _read_parquet, finish_manifest
+    from hilsim.analyzer.bundle import finish_manifest
     from hilsim.analyzer.tracecheck import trace_warnings
 
     source, target = Path(path), Path(output)
@@ -513,11 +514,8 @@ def stream_import(
                     f"{source}: dropped {writer.duplicates} duplicated kernel record(s) (same "
                     "start, duration, device, stream, correlation id and name as another)"
                 )
-            columns = _read_parquet(
-                folder / LAUNCHES, columns=["name", "duration_ns", "start_ns", "stream"]
-            )
-            manifest["warnings"] = [*warnings, *trace_warnings(columns, manifest)]
-            del columns
+            manifest["warnings"] = [*warnings, *trace_warnings(done.pop("warning_columns"),
+                                                               manifest)]
             manifest = finish_manifest(folder, manifest, done["n"])
     except Fallback:
         return None
