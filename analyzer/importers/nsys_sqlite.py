@@ -572,19 +572,34 @@ def read_nsys_sqlite(path: str | Path) -> NsysSqliteProfile:
 def bundle_from_nsys_sqlite(path: str | Path) -> Bundle:
     """An in-memory bundle (launches, regions, manifest) from an nsys SQLite export."""
     profile = read_nsys_sqlite(path)
-    profiler: dict[str, Any] = {"name": "nsys", "version": profile.tool.get("version")}
-    profiler["export_schema_version"] = profile.schema_version
+    manifest = sqlite_manifest(
+        Path(path), profile.tool, profile.schema_version, profile.device,
+        0 if profile.regions is None else len(profile.regions),
+        int(profile.launches["region"].notna().sum()),
+    )
+    return Bundle(launches=profile.launches, regions=profile.regions, manifest=manifest)
+
+
+def sqlite_manifest(
+    path: Path,
+    tool: dict[str, Any],
+    schema_version: Any,
+    device: dict[str, Any],
+    nvtx_ranges: int,
+    launches_with_region: int,
+) -> dict[str, Any]:
+    """The manifest of an nsys SQLite import (in memory or streaming: the same facts)."""
+    profiler: dict[str, Any] = {"name": "nsys", "version": tool.get("version")}
+    profiler["export_schema_version"] = schema_version
     profiler["format"] = "sqlite"
-    profiler["file"] = Path(path).name
-    n_attributed = int(profile.launches["region"].notna().sum())
-    manifest = default_manifest(
-        device=profile.device,
+    profiler["file"] = path.name
+    return default_manifest(
+        device=device,
         profilers=[profiler],
         source={
             "files": [str(path)],
             "format": "sqlite",
-            "nvtx_ranges": 0 if profile.regions is None else len(profile.regions),
-            "launches_with_region": n_attributed,
+            "nvtx_ranges": nvtx_ranges,
+            "launches_with_region": launches_with_region,
         },
     )
-    return Bundle(launches=profile.launches, regions=profile.regions, manifest=manifest)

@@ -31,14 +31,18 @@ def _csv_bundle(path: Path, fmt: str) -> Bundle:
         launches, tool = wide_durations.read_wide_durations(path), "wide duration table"
     else:
         launches, tool = nsys_stats.read_nsys_stats_csv(path), "nsys stats"
+    manifest = csv_manifest(path, fmt, tool, launches.attrs.get("dropped_non_kernel_rows"))
+    return Bundle(launches=launches, manifest=manifest)
+
+
+def csv_manifest(path: Path, fmt: str, tool: str, dropped: int | None) -> dict[str, Any]:
+    """The manifest of a CSV import (in memory or streaming: the same facts)."""
     source: dict[str, Any] = {"files": [str(path)], "format": fmt}
-    dropped = launches.attrs.get("dropped_non_kernel_rows")
     if dropped:
         source["dropped_non_kernel_rows"] = int(dropped)
-    manifest = default_manifest(
+    return default_manifest(
         profilers=[{"name": tool, "format": fmt, "file": path.name}], source=source
     )
-    return Bundle(launches=launches, manifest=manifest)
 
 
 def _read(path: Path, fmt: str) -> Bundle:

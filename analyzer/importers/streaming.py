@@ -354,16 +354,10 @@ def _import_csv(source: Path, fmt: str, folder: Path, block_bytes: int) -> dict[
             f"{source}: {report} CSV has a header but no kernel rows"
             + (f" ({dropped} memcpy/memset rows dropped)" if dropped else "")
         )
-    n, columns = writer.finish()
-    source_facts: dict[str, Any] = {"files": [str(source)], "format": fmt}
-    if dropped:
-        source_facts["dropped_non_kernel_rows"] = int(dropped)
-    from hilsim.analyzer.bundle import default_manifest
+    from hilsim.analyzer.importers.profile import csv_manifest
 
-    manifest = default_manifest(
-        profilers=[{"name": "nsys stats", "format": fmt, "file": source.name}],
-        source=source_facts,
-    )
+    n, columns = writer.finish()
+    manifest = csv_manifest(source, fmt, "nsys stats", dropped)
     return {"manifest": manifest, "writer": writer, "n": n, "warning_columns": columns}
 
 
@@ -418,7 +412,7 @@ def _import_sqlite_rows(
 
 
 def _import_sqlite(source: Path, folder: Path, chunk_rows: int) -> dict[str, Any]:
-    from hilsim.analyzer.bundle import REGIONS, _write_table, default_manifest
+    from hilsim.analyzer.bundle import REGIONS, _write_table
     from hilsim.analyzer.importers import nsys_sqlite
 
     nsys_sqlite._check_file(source)
@@ -448,20 +442,9 @@ def _import_sqlite(source: Path, folder: Path, chunk_rows: int) -> dict[str, Any
     n, columns = writer.finish()
     if regions is not None:
         _write_table(regions[list(REGION_COLUMNS)], folder / REGIONS)
-    tool = nsys_sqlite._tool(meta)
-    profiler: dict[str, Any] = {"name": "nsys", "version": tool.get("version")}
-    profiler["export_schema_version"] = meta.get("EXPORT_SCHEMA_VERSION")
-    profiler["format"] = "sqlite"
-    profiler["file"] = source.name
-    manifest = default_manifest(
-        device=device,
-        profilers=[profiler],
-        source={
-            "files": [str(source)],
-            "format": "sqlite",
-            "nvtx_ranges": 0 if regions is None else len(regions),
-            "launches_with_region": with_region,
-        },
+    manifest = nsys_sqlite.sqlite_manifest(
+        source, nsys_sqlite._tool(meta), meta.get("EXPORT_SCHEMA_VERSION"), device,
+        0 if regions is None else len(regions), with_region,
     )
     return {"manifest": manifest, "writer": writer, "n": n, "warning_columns": columns}
 
