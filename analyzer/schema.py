@@ -234,6 +234,14 @@ def shown_value(value: object) -> str:
     return text if len(text) <= 60 else f"{text[:40]}...({len(text)} characters)"
 
 
+def duplicate_warning(source: str, dropped: int) -> str:
+    """The import warning for ``dropped`` duplicated kernel records."""
+    return (
+        f"{source}: dropped {dropped} duplicated kernel record(s) (same start, duration, "
+        "device, stream, correlation id and name as another)"
+    )
+
+
 def drop_duplicate_launches(frame: pd.DataFrame, source: str) -> tuple[pd.DataFrame, int]:
     """Drop kernel records that repeat another's start, duration, device, stream,
     correlation id and name (a doubled export); return the frame and how many were dropped.
@@ -329,10 +337,7 @@ def normalize_launches(frame: pd.DataFrame, source: str) -> pd.DataFrame:
             out = out.iloc[order].reset_index(drop=True)
         out, dropped = drop_duplicate_launches(out, source)
         if dropped:
-            warnings.append(
-                f"{source}: dropped {dropped} duplicated kernel record(s) (same start, "
-                "duration, device, stream, correlation id and name as another)"
-            )
+            warnings.append(duplicate_warning(source, dropped))
     if out is not table:  # reordered or rows dropped: ids follow the new order
         out["launch_id"] = np.arange(len(out), dtype=np.int64)
     out.attrs["warnings"] = warnings

@@ -56,6 +56,7 @@ from hilsim.analyzer.schema import (
     DUPLICATE_KEY_COLUMNS,
     LAUNCH_COLUMNS,
     REGION_COLUMNS,
+    duplicate_warning,
     kernel_base_name,
     missing_category_column,
     normalize_launches,
@@ -491,12 +492,8 @@ def stream_import(
             else:
                 done = _import_csv(source, fmt, folder, block_bytes or CSV_BLOCK_BYTES)
             manifest, writer = done["manifest"], done["writer"]
-            warnings: list[str] = []
-            if writer.duplicates:
-                warnings.append(
-                    f"{source}: dropped {writer.duplicates} duplicated kernel record(s) (same "
-                    "start, duration, device, stream, correlation id and name as another)"
-                )
+            warnings = [duplicate_warning(str(source), writer.duplicates)] if (
+                writer.duplicates) else []
             manifest["warnings"] = [*warnings, *trace_warnings(done.pop("warning_columns"),
                                                                manifest)]
             manifest = finish_manifest(folder, manifest, done["n"])
