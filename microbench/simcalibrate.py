@@ -62,6 +62,17 @@ def measure_point(ctx: Any, options: dict[str, int]) -> dict[str, float]:
     return {m.name: float(m.value) for m in ms if m.value is not None}
 
 
+def _commit() -> str:
+    """The hilsim commit the map is measured with (empty outside a git checkout)."""
+    return subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).parent,
+    ).stdout.strip()
+
+
 def calibrate(card_name: str) -> dict[str, Any]:
     """The calibration entry for one card (runs the simulator ~10 times)."""
     from hilsim.microbench.simsuite import SimContext, card_device_facts, launch_latency  # noqa: PLC0415
@@ -86,17 +97,10 @@ def calibrate(card_name: str) -> dict[str, Any]:
     for x in LAUNCH_POINTS:
         m = launch_latency(ctx, options={LAUNCH_OPTION: str(x)})[0]
         launch.append([x, m.params["cycles"]])
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=Path(__file__).parent,
-    ).stdout.strip()
     return {
         "card": card.name,
         "build": build.key,
-        "commit": commit,
+        "commit": _commit(),
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "card_values": own,
         "steps_per_chase": STEPS,
@@ -115,30 +119,27 @@ def calibrate_units(card_name: str) -> dict[str, Any]:
 
     build = find_build()
     card = card_config(card_name, build)
+    ctx = SimContext(card, card_device_facts(card), build=build)
     units: dict[str, Any] = {}
-    runs: list[dict[str, Any]] = []
     for unit, option in UNIT_OPTIONS.items():
         entries = card.option(option).split(",")
         mad = int(float(entries[3]))
         points = []
         for add in UNIT_POINTS:
             value = mad + add
-            tuned = card_config(
-                card_name, build, options={option: ",".join([str(value)] * 4 + entries[4:])}
-            )
-            ctx = SimContext(tuned, card_device_facts(tuned), build=build)
-            m = unit_latency(ctx, unit)[0]
+            mine = {option: ",".join([str(value)] * 4 + entries[4:])}
+            m = unit_latency(ctx, unit, options=mine)[0]
             if not m.valid:
                 raise SystemExit(f"unit calibration run failed: {m.note}")
             points.append([value, float(m.value)])
-            runs.extend(ctx.runs)
         units[unit] = {"option": option, "entry": "MAD (4th)", "card_value": mad, "points": points}
     return {
         "card": card.name,
         "build": build.key,
+        "commit": _commit(),
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "units": units,
-        "runs": runs,
+        "runs": ctx.runs,
     }
 
 
@@ -150,15 +151,15 @@ def main(argv: list[str] | None = None) -> int:
         "-o",
         "--output",
         type=Path,
-        default=Path(__file__).resolve().parents[1]
-        / "simmodel"
-        / "gpgpusim"
-        / "latency_calibration.json",
+        default=None,
+        help="the file to merge into (default: the shipped latency_calibration.json, or "
+        "unit_latency_calibration.json with --units)",
     )
     ap.add_argument("--units", action="store_true", help="calibrate the execution units")
     args = ap.parse_args(argv)
-    if args.units and args.output.name == "latency_calibration.json":
-        args.output = args.output.with_name("unit_latency_calibration.json")
+    if args.output is None:
+        name = "unit_latency_calibration.json" if args.units else "latency_calibration.json"
+        args.output = Path(__file__).resolve().parents[1] / "simmodel" / "gpgpusim" / name
     from hilsim.simmodel.gpgpusim.build import find_build  # noqa: PLC0415
     from hilsim.simmodel.gpgpusim.cards import card_config  # noqa: PLC0415
 

@@ -90,8 +90,11 @@ def _slice_params(ctx: Any, **extra: Any) -> dict[str, Any]:
 # --- compute ---------------------------------------------------------------------------
 
 
-def unit_latency(ctx: Any, key: str, n_lat: int = 2) -> list[Measurement]:
-    """``{type}_latency``: one warp, one dependent chain of 64 x ``n_lat`` operations."""
+def unit_latency(
+    ctx: Any, key: str, n_lat: int = 2, options: dict[str, str] | None = None
+) -> list[Measurement]:
+    """``{type}_latency``: one warp, one dependent chain of 64 x ``n_lat`` operations
+    (``options``: card overrides on top of the one-SM run's)."""
     from hilsim.microbench.simsuite import ONE_SM  # noqa: PLC0415
 
     a, b, magic = _operands(key)
@@ -104,7 +107,7 @@ def unit_latency(ctx: Any, key: str, n_lat: int = 2) -> list[Measurement]:
         [_arg(a), _arg(b), ("i32", n_lat), _arg(magic), ("buf", "out"), ("buf", "cyc")],
     )
     plan.dump("cyc")
-    res = ctx.run(f"compute.{key}", plan, ONE_SM)
+    res = ctx.run(f"compute.{key}", plan, {**ONE_SM, **(options or {})})
     body, overhead = (int(v) for v in res.array("cyc", np.int64)[:2])
     value = (body - overhead) / (64 * n_lat)
     return [
