@@ -88,7 +88,7 @@ def values_of(options: dict[str, str]) -> dict[str, float]:
         if name in options:
             out[name] = _num(options[name])
     for name in ("-ptx_opcode_latency_fp", "-ptx_opcode_latency_dp", "-ptx_opcode_latency_int"):
-        entries = str(options.get(name, "")).split()[0].split(",") if name in options else []
+        entries = str(options[name]).split()[0].split(",") if name in options else []
         if len(entries) >= 4:  # ADD, MAX, MUL, MAD, ...: the suite's chain measures MAD
             out[name] = float(entries[3])
     if "-gpgpu_n_clusters" in options:
@@ -157,7 +157,7 @@ def tune_simulated(microbench: str | os.PathLike[str], convention: str = "gpgpus
     )
 
 
-#: measurement -> (configured-rate key of :func:`configured_rates`, unit)
+#: measurement (also its :func:`configured_rates` key) -> unit
 RATES: dict[str, str] = {
     "fp32_throughput": "flop/clk/SM",
     "fp64_throughput": "flop/clk/SM",
