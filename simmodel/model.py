@@ -563,7 +563,8 @@ def _components(
     sfu_i = _sum_cols(counters, (SFU_INST,), n)
     div_f = _sum_cols(counters, (FP32_DIV_INST,), n)
     ll_inst = div_i + sfu_i + div_f
-    comp["sfu"] = ll_inst * per_sm * p.warp_size.value / p.sfu_rate.value
+    comp["sfu"] = (ll_inst * per_sm * p.warp_size.value / p.sfu_rate.value
+                   if p.sfu_rate.value > 0 else np.zeros(n))  # as the other unit rates
     comp["l1_shared"] = per_sm * (
         (l1_ld + l1_st) * SECTOR_BYTES / p.l1_bw.value
         + sh_wave * 4 * p.warp_size.value / p.shared_bw.value
