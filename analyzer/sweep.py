@@ -654,7 +654,7 @@ def read_results(folder: Path) -> pd.DataFrame:
         raise HilsimError(f"{path}: cannot read the earlier results ({exc})") from exc
     for column in SIM_COLUMNS:  # a table from before simulate: those columns empty
         if column not in frame.columns:
-            frame[column] = pd.Series([None] * len(frame), dtype=object)
+            frame[column] = pd.Series([None] * len(frame), dtype=RESULT_TYPES[column])
     missing = [c for c in RESULT_COLUMNS if c not in frame.columns]
     if missing:
         raise HilsimError(f"{path}: not a sweep results table (missing {', '.join(missing)})")
