@@ -45,6 +45,7 @@ import sys
 import threading
 from typing import Any
 
+from hilsim.agent.cupti_api import api_enumerations, launch_cbids, restrict_to_launches
 from hilsim.agent.launch import install_stop_handlers, run_recorded, split_argv
 
 BUFFER_BYTES = 8 * 1024 * 1024
@@ -165,6 +166,8 @@ class CuptiRecorder:
         self.nvtx_injection: str | None = None
         self.finished = False
         self.version: str | None = None
+        self.api_filter: str | None = None
+        self.api_skipped = 0
 
     # -- CUPTI ------------------------------------------------------------------
     def start(self) -> None:
@@ -178,15 +181,22 @@ class CuptiRecorder:
         except Exception:  # noqa: BLE001 - version is informative only
             self.version = None
         kernel_kind = cupti.ActivityKind.CONCURRENT_KERNEL
-        call_kinds = {int(cupti.ActivityKind.RUNTIME), int(cupti.ActivityKind.DRIVER)}
+        runtime_kind, driver_kind = int(cupti.ActivityKind.RUNTIME), int(cupti.ActivityKind.DRIVER)
+        call_kinds = {runtime_kind: "runtime", driver_kind: "driver"}
         marker = getattr(cupti.ActivityKind, "MARKER", None)
         marker_kind = int(marker) if marker is not None else -1
+        # launch APIs only (hilsim.agent.cupti_api): None keeps every call of that API
+        apis = api_enumerations(cupti)
+        launches: dict[int, frozenset[int] | None] = {
+            kind: launch_cbids(apis[api]) if api in apis else None
+            for kind, api in call_kinds.items()
+        }
 
         def requested() -> tuple[int, int]:
             return BUFFER_BYTES, 0
 
         def completed(activities: Any) -> None:
-            kernels, calls, dropped = [], [], 0
+            kernels, calls, dropped, skipped = [], [], 0, 0
             for activity in activities:
                 kind = int(activity.kind)
                 if kind == marker_kind:
@@ -196,7 +206,12 @@ class CuptiRecorder:
                     record = _fields(activity, _KERNEL_FIELDS) | {"kind": "kernel"}
                     target = kernels
                 elif kind in call_kinds:
-                    record = _fields(activity, _CALL_FIELDS) | {"kind": "runtime"}
+                    keep = launches[kind]
+                    if keep is not None and int(activity.cbid) not in keep:
+                        skipped += 1  # not a launch: read no further
+                        continue
+                    record = _fields(activity, _CALL_FIELDS) | {
+                        "kind": "runtime", "api": call_kinds[kind]}
                     target = calls
                 else:
                     continue
@@ -208,11 +223,13 @@ class CuptiRecorder:
                 self.kernels.extend(kernels)
                 self.calls.extend(calls)
                 self.dropped_incomplete += dropped
+                self.api_skipped += skipped
 
         cupti.activity_register_callbacks(requested, completed)
         for kind in (kernel_kind, cupti.ActivityKind.RUNTIME, cupti.ActivityKind.DRIVER):
             cupti.activity_enable(kind)
             self._kinds.append(kind)
+        self.api_filter = restrict_to_launches(cupti, apis)
         if marker is not None:
             self._enable_markers(marker)
 
@@ -320,6 +337,8 @@ class CuptiRecorder:
             "reason": reason,
             "counts": {"kernel": len(kernels), "runtime": len(calls), "range": len(ranges)},
             "dropped_incomplete": self.dropped_incomplete,
+            "api_filter": self.api_filter,
+            "api_records_skipped": self.api_skipped,
             "nvtx_injection": self.nvtx_injection,
         }
         write_cupti_records(self.out, header, [*kernels, *calls, *ranges])

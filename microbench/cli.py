@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -56,7 +58,9 @@ def microbench_cmd(
         if card is not None:
             raise click.UsageError("--card needs --backend gpgpusim")
         facts = device_facts(device)
-        results = run_suite(families, device=device, facts=facts)
+        results = run_suite(
+            families, device=device, facts=facts, on_measured=_partial_writer(output, facts)
+        )
     write_microbench_json(output, results, facts)
     from rich.table import Table  # noqa: PLC0415
 
@@ -83,6 +87,24 @@ def microbench_cmd(
             f"simulated {sim['sim_cycles']:,.0f} cycles in {sim['wall_s']:.0f} s wall "
             f"({len(sim['runs'])} simulator runs, build {sim['build']})"
         )
+
+
+def _partial_writer(output: Path, facts: dict) -> Callable[[list], None]:
+    """After each benchmark: rewrite ``output`` with every measurement so far (atomic) and
+    log the benchmark's wall time on stderr, so a suite killed by a timeout keeps its
+    results and says where the time went."""
+    from hilsim.microbench.measurement import write_microbench_json  # noqa: PLC0415
+
+    last = [time.perf_counter()]
+
+    def write(results: list) -> None:
+        now = time.perf_counter()
+        write_microbench_json(output, results, facts)
+        name = results[-1].name if results else "?"
+        click.echo(f"hilsim: microbench: {name} ... {now - last[0]:.1f} s", err=True)
+        last[0] = now
+
+    return write
 
 
 def _simulated(families: list[str], card: str | None) -> tuple[list, dict]:

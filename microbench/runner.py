@@ -53,11 +53,15 @@ def run_suite(
     progress: bool = True,
     facts: dict[str, Any] | None = None,
     seed: int = 0,
+    on_measured: Callable[[list[Measurement]], None] | None = None,
 ) -> list[Measurement]:
     """Run the selected families on CUDA device ``device``; every measurement in order.
 
-    Raises ``HilsimError("no CUDA GPU/driver found: ...")`` without a GPU, and a
-    one-line error for an unknown family (checked before touching the GPU).
+    ``on_measured`` is called with every measurement so far after each benchmark (the
+    CLI writes them to the output file, so a suite stopped by a timeout or a hung kernel
+    keeps what it measured). Raises ``HilsimError("no CUDA GPU/driver found: ...")``
+    without a GPU, and a one-line error for an unknown family (checked before touching
+    the GPU).
     """
     families = parse_only(only)
     if facts is None:
@@ -69,14 +73,12 @@ def run_suite(
 
     with cp.cuda.Device(device):
         ctx = Context(cp=cp, device=device, facts=facts, seed=seed)
-        if progress:
-            with progress_bar("microbenchmarks", total=len(benches)) as advance:
-                for name, bench in benches:
-                    results.extend(_run_one(ctx, name, bench))
-                    advance()
-        else:
+        with progress_bar("microbenchmarks", total=len(benches), enabled=progress) as advance:
             for name, bench in benches:
                 results.extend(_run_one(ctx, name, bench))
+                if on_measured is not None:
+                    on_measured(list(results))
+                advance()
         cp.get_default_memory_pool().free_all_blocks()
     return results
 

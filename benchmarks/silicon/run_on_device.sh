@@ -1,82 +1,172 @@
 #!/usr/bin/env bash
-# Silicon session (issue 4): every GPU path of hilsim on a lent GPU, in two `run` calls.
+# Silicon session: every GPU path of hilsim on a lent GPU, in at most two `run` calls.
 #
-#   run(command="bash benchmarks/silicon/run_on_device.sh gpu1", carry=[".whl"])
-#   run(command="bash benchmarks/silicon/run_on_device.sh gpu2", carry=[".whl"])
+#   run(command="bash benchmarks/silicon/run_on_device.sh gpu1", carry=[".whl"], timeout_s=480)
+#   run(command="bash benchmarks/silicon/run_on_device.sh gpu2 STEP...", carry=[".whl"])
 #
-# gpu1: install, probe, the whole microbenchmark suite, the CuPy workload under every
-#       light backend (+ overhead, + ncu for the first 200 launches, + a second run).
-# gpu2: ResNet-50 inference and the transformer training loop under every light backend,
-#       ncu for the first 200 launches, NVTX (workload ranges and --nvtx-module), a
-#       second transformer run for the run-to-run portability check.
-# Each step's exit code and seconds go to paths.tsv (the closing note's table); a step
-# that fails does not stop the others. Everything lands in $OUT/<stage>.tar.gz (the
-# device tool returns at most 8 files) plus paths.tsv and the log, unpacked here by
-# benchmarks/silicon/analyze.sh. See benchmarks/silicon/README.md.
+# gpu1: versions and clocks, probe, the whole microbenchmark suite, the CuPy workload and
+#       the transformer training loop under cupti (+ ncu for the first 200 launches,
+#       + the bare run for the overhead ratio) and torch, auto and nsys, second runs for
+#       the run-to-run check, then ResNet-50 while the budget lasts.
+# gpu2: the steps named on the command line (a rerun after a fix), same budget rules.
+#
+# Every step runs under its own time limit (SIGINT first: the agent keeps what it
+# captured) and is skipped once the stage's budget (HILSIM_KIT_BUDGET_S, default 380 s)
+# would be overrun, so the outputs are always packed before the device tool's limit.
+# Each step's exit code and seconds go to paths.tsv (docs/silicon.md's table). The
+# accelerator's settings are left as they are (the lending workplace forbids changing
+# them): the clocks are recorded before, during and after instead of locked.
+# Outputs: $OUT/<stage>.tar.gz (everything but the raw profiler files; .tar.xz when
+# gzip leaves it over 15 MB), <stage>-small.tar.gz (logs and JSON alone),
+# $OUT/<stage>-<name>-raw.tar.gz (each step's raw files, when under 15 MB), <stage>-paths.tsv, <stage>.log.
 set -u
-stage=${1:?usage: run_on_device.sh gpu1|gpu2}
+stage=${1:?usage: run_on_device.sh gpu1|gpu2 [STEP...]}
+shift
 OUT=${OUT:-$PWD/out-silicon}
 R=/tmp/hilsim-$stage
 rm -rf "$R"; mkdir -p "$R/logs" "$OUT"
 ROOT=$PWD
+BUDGET=${HILSIM_KIT_BUDGET_S:-380}
+T0=$SECONDS
+cd "$R"  # not the repository root: its hilsim/ folder would shadow the installed package
+exec > >(tee "$OUT/$stage.log") 2>&1
 
-if ls .whl/*.whl >/dev/null 2>&1; then
+pack() {
+  cp "$R/paths.tsv" "$OUT/$stage-paths.tsv" 2>/dev/null
+  # insurance: the small files alone (logs, JSON, manifests), whatever the bundles weigh
+  (cd /tmp && find "hilsim-$stage" -path '*-raw' -prune -o -type f \( -name '*.json' \
+    -o -name '*.log' -o -name '*.tsv' -o -name '*.txt' \) -size -4M -print) \
+    | tar -C /tmp -czf "$OUT/$stage-small.tar.gz" -T -
+  tar -C /tmp --exclude='*-raw' -czf "$OUT/$stage.tar.gz" "hilsim-$stage"
+  if [ "$(stat -c %s "$OUT/$stage.tar.gz")" -gt 15000000 ]; then
+    rm -f "$OUT/$stage.tar.gz"
+    tar -C /tmp --exclude='*-raw' -cJf "$OUT/$stage.tar.xz" "hilsim-$stage"
+    [ "$(stat -c %s "$OUT/$stage.tar.xz")" -gt 15000000 ] && rm -f "$OUT/$stage.tar.xz"
+  fi
+  local raw
+  for raw in "$R"/*-raw; do  # one tarball per raw folder (the tool returns <= 16 MB a file)
+    [ -d "$raw" ] || continue
+    local t=$OUT/$stage-$(basename "$raw").tar.gz
+    tar -C /tmp -czf "$t" "hilsim-$stage/$(basename "$raw")"
+    if [ "$(stat -c %s "$t")" -gt 15000000 ]; then echo "$t over 15 MB: left out"; rm -f "$t"; fi
+  done
+  ls -la "$OUT"; cat "$R/paths.tsv"
+}
+trap 'echo "stopped: packing what ran"; pack; exit 1' TERM INT
+
+if ls "$ROOT"/.whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl || echo "wheel install failed" >&2
+    --target /tmp/site "$ROOT"/.whl/*.whl || echo "wheel install failed" >&2
 fi
-export PYTHONPATH=$ROOT:/tmp/site:$ROOT/benchmarks/silicon/workloads
+# the carried hilsim wheel (/tmp/site) is the package; the workloads' folder for
+# --nvtx-module transformer_model:train_step
+export PYTHONPATH=/tmp/site:$ROOT/benchmarks/silicon/workloads
 export PYTHONUNBUFFERED=1
-hilsim() { python3 -m hilsim.analyzer.cli "$@"; }
 W=$ROOT/benchmarks/silicon/workloads
 
 printf 'step\trc\tseconds\n' >"$R/paths.tsv"
-step() {  # step NAME CMD ARGS...: run, log, record rc and wall seconds
-  local name=$1; shift
+step() {  # step NAME LIMIT_S CMD ARGS...: run under a time limit, log, record rc and seconds
+  local name=$1 limit=$2; shift 2
+  local used=$((SECONDS - T0))
+  if [ $((used + limit / 2)) -gt "$BUDGET" ]; then
+    printf '%s\tskipped\t0\n' "$name" >>"$R/paths.tsv"
+    echo "== $name: skipped (budget: ${used}s of ${BUDGET}s used)"; return
+  fi
+  local left=$((BUDGET - used)); [ "$limit" -gt "$left" ] && limit=$left
   local t0; t0=$(date +%s.%N)
-  echo "== $name: $*"
-  "$@" >"$R/logs/$name.log" 2>&1
+  echo "== $name (limit ${limit}s, at ${used}s): $*"
+  if declare -F "$1" >/dev/null; then  # a function of this script: through bash
+    timeout -k 20 -s INT "$limit" bash -c '"$@"' _ "$@" >"$R/logs/$name.log" 2>&1
+  else
+    timeout -k 20 -s INT "$limit" "$@" >"$R/logs/$name.log" 2>&1
+  fi
   local rc=$?
   local dt; dt=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$t0" "$(date +%s.%N)")
   printf '%s\t%s\t%s\n' "$name" "$rc" "$dt" >>"$R/paths.tsv"
-  echo "   rc=$rc ${dt}s"; tail -n 3 "$R/logs/$name.log"
+  echo "   rc=$rc ${dt}s"; tail -n 4 "$R/logs/$name.log"
 }
 
 versions() {
-  date -u +%FT%TZ; uname -a; nvidia-smi; ncu --version; which nsys || echo "nsys: absent"
-  python3 -m pip list 2>/dev/null | grep -i -E "^(torch|torchvision|cupy|cupti|nvtx|nvidia-ml|numpy|pandas) "
+  date -u +%FT%TZ; uname -a; nvidia-smi; nvidia-smi -q -d CLOCK,PERFORMANCE,POWER
+  ncu --version; command -v nsys || echo "nsys: absent"; nvcc --version
+  python3 -m pip list 2>/dev/null
+  python3 - <<'EOF'
+import importlib
+for name in ("hilsim", "cupy", "cupti", "nvtx", "pynvml", "torch", "torchvision", "msgspec"):
+    try:
+        module = importlib.import_module(name)
+        print(name, getattr(module, "__version__", "?"), getattr(module, "__file__", ""))
+    except Exception as exc:  # noqa: BLE001
+        print(name, "IMPORT FAILED:", type(exc).__name__, exc)
+EOF
 }
-profile() {  # profile NAME BACKEND [agent options] -- CMD...
-  local name=$1 backend=$2; shift 2
-  step "$name" python3 -m hilsim.analyzer.cli agent profile -o "$R/$name" --backend "$backend" --force "$@"
+clocks() {  # the clocks and why they are where they are (not changed by this kit)
+  nvidia-smi --query-gpu=timestamp,name,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,clocks.applications.graphics,clocks.default_applications.graphics,power.draw,temperature.gpu --format=csv
+  nvidia-smi --query-gpu=clocks_event_reasons.active --format=csv \
+    || nvidia-smi --query-gpu=clocks_throttle_reasons.active --format=csv
 }
+ncu_metrics() {  # ncu's metric names on this chip, and which of hilsim's are not among them
+  ncu --query-metrics >"$R/ncu-query-metrics.txt" 2>&1
+  echo "ncu --query-metrics rc=$? ($(wc -l <"$R/ncu-query-metrics.txt") lines)"
+  python3 - "$R/ncu-query-metrics.txt" <<'EOF'
+import sys
+from hilsim.agent.ncu import DEFAULT_METRICS
+listed = {line.split()[0] for line in open(sys.argv[1]) if line.strip()}
+missing = [m for m in DEFAULT_METRICS if m.split(".")[0] not in listed]
+print(f"{len(DEFAULT_METRICS)} default metrics, base name not listed: {missing}")
+EOF
+}
+profile() {  # profile NAME LIMIT_S BACKEND [agent options] -- CMD...
+  local name=$1 limit=$2 backend=$3; shift 3
+  step "$name" "$limit" python3 -m hilsim.analyzer.cli agent profile -o "$R/$name" \
+    --backend "$backend" --force "$@"
+}
+
+run_step() {  # the named step of the kit
+  case $1 in
+  versions) step versions 60 versions ;;
+  clocks-*) step "$1" 15 clocks ;;
+  ncu-metrics) step ncu-metrics 40 ncu_metrics ;;
+  probe) step probe 40 python3 -m hilsim.analyzer.cli agent probe -o "$R/probe.json" --json ;;
+  microbench) step microbench 210 python3 -m hilsim.analyzer.cli agent microbench -o "$R/microbench.json" ;;
+  cupy-cupti) profile cupy-cupti 150 cupti --measure-overhead --detailed-first 200 \
+      --detailed-timeout 100 --keep-raw "$R/cupy-cupti-raw" -- python3 "$W/cupy_mix.py" ;;
+  transformer-cupti) profile transformer-cupti 150 cupti --measure-overhead \
+      --detailed-first 200 --detailed-timeout 100 --nvtx-module transformer_model:train_step \
+      --keep-raw "$R/transformer-cupti-raw" -- python3 "$W/transformer_train.py" ;;
+  cupy-cupti-light) profile cupy-cupti-light 90 cupti --measure-overhead \
+      --keep-raw "$R/cupy-cupti-light-raw" -- python3 "$W/cupy_mix.py" ;;
+  transformer-cupti-light) profile transformer-cupti-light 60 cupti --measure-overhead \
+      -- python3 "$W/transformer_train.py" ;;
+  dram-write-check) step dram-write-check 40 python3 "$ROOT/benchmarks/silicon/dram_write_check.py" ;;
+  cupy-torch) profile cupy-torch 60 torch --measure-overhead --keep-raw "$R/cupy-torch-raw" \
+      -- python3 "$W/cupy_mix.py" ;;
+  transformer-torch) profile transformer-torch 60 torch --measure-overhead \
+      --keep-raw "$R/transformer-torch-raw" --nvtx-module transformer_model:train_step -- python3 "$W/transformer_train.py" ;;
+  cupy-auto) profile cupy-auto 40 auto -- python3 "$W/cupy_mix.py" --iterations 200 ;;
+  cupy-nsys) profile cupy-nsys 20 nsys -- python3 "$W/cupy_mix.py" --iterations 200 ;;
+  cupy-cupti-run2) profile cupy-cupti-run2 40 cupti -- python3 "$W/cupy_mix.py" ;;
+  transformer-cupti-run2) profile transformer-cupti-run2 40 cupti \
+      -- python3 "$W/transformer_train.py" ;;
+  resnet-cupti) profile resnet-cupti 120 cupti --detailed-first 200 --detailed-timeout 80 \
+      -- python3 "$W/resnet50_infer.py" ;;
+  resnet-torch) profile resnet-torch 50 torch -- python3 "$W/resnet50_infer.py" ;;
+  *) echo "unknown step $1" >&2; printf '%s\tunknown\t0\n' "$1" >>"$R/paths.tsv" ;;
+  esac
+}
+
+export R
+export -f versions clocks ncu_metrics
 
 case $stage in
 gpu1)
-  step versions versions
-  step probe hilsim agent probe -o "$R/probe.json" --json
-  step microbench hilsim agent microbench -o "$R/microbench.json"
-  step tune-from-microbench hilsim tune "$R/microbench.json" --device-facts "$R/probe.json" -o "$R/tuned"
-  for b in auto nsys; do profile "cupy-$b" "$b" -- python3 "$W/cupy_mix.py" --iterations 200; done
-  profile cupy-cupti cupti --measure-overhead --detailed-first 200 --keep-raw "$R/cupy-cupti-raw" \
-    -- python3 "$W/cupy_mix.py"
-  profile cupy-torch torch --measure-overhead -- python3 "$W/cupy_mix.py"
-  profile cupy-cupti-run2 cupti -- python3 "$W/cupy_mix.py"
-  ;;
+  steps=(versions clocks-start ncu-metrics probe microbench clocks-after-microbench
+         cupy-cupti transformer-cupti cupy-torch transformer-torch cupy-auto cupy-nsys
+         cupy-cupti-run2 transformer-cupti-run2 clocks-end resnet-cupti resnet-torch) ;;
 gpu2)
-  step versions versions
-  profile resnet-cupti cupti --measure-overhead --detailed-first 200 --keep-raw "$R/resnet-cupti-raw" \
-    -- python3 "$W/resnet50_infer.py"
-  profile resnet-torch torch --measure-overhead -- python3 "$W/resnet50_infer.py"
-  profile transformer-cupti cupti --detailed-first 200 --nvtx-module transformer_model:train_step \
-    -- python3 "$W/transformer_train.py"
-  profile transformer-torch torch --nvtx-module transformer_model:train_step \
-    -- python3 "$W/transformer_train.py"
-  profile transformer-cupti-run2 cupti -- python3 "$W/transformer_train.py"
-  ;;
+  [ $# -gt 0 ] || { echo "gpu2 needs the steps to run" >&2; exit 2; }
+  steps=(clocks-start "$@" clocks-end) ;;
 *) echo "unknown stage $stage" >&2; exit 2 ;;
 esac
-
-cp "$R/paths.tsv" "$OUT/$stage-paths.tsv"
-tar -C /tmp -czf "$OUT/$stage.tar.gz" "hilsim-$stage"
-ls -la "$OUT"
-cat "$R/paths.tsv"
+for s in "${steps[@]}"; do run_step "$s"; done
+pack
