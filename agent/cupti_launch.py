@@ -86,6 +86,15 @@ def loaded_library(fragment: str, maps: str = "/proc/self/maps") -> str | None:
     return None
 
 
+def _read(activity: Any, name: str, default: Any) -> Any:
+    """A field of a CUPTI record, ``default`` when the binding cannot produce it (a NULL
+    string, a union member this record does not hold, bytes that do not decode)."""
+    try:
+        return getattr(activity, name, default)
+    except Exception:  # noqa: BLE001 - a property of a C struct may raise anything
+        return default
+
+
 def _marker_thread(activity: Any) -> int | None:
     try:
         return int(activity.object_id.pt.thread_id)
@@ -146,7 +155,19 @@ def _fields(activity: Any, names: tuple[str, ...]) -> dict[str, Any]:
 
 
 class CuptiRecorder:
-    """Collects CUPTI activity records and annotate ranges; :meth:`finish` writes them."""
+    """Collects CUPTI activity records and annotate ranges; :meth:`finish` writes them.
+
+    ``replaces_nvtx``: ``agent.annotate`` / ``--nvtx-module`` ranges are recorded here
+    (``source: "annotate"``) and not also emitted through the ``nvtx`` package. On an
+    H100 (cupti-python 13.0.1, nvtx 0.2.17, torch 2.11) a training loop whose steps were
+    ``torch.cuda.nvtx.range`` markers, with its step function wrapped by ``--nvtx-module``
+    as well, came back with no marker END matching any step START (every step open until
+    the run stopped, each nested in the last); the same loop without the wrapper paired
+    all 30. The ``nvtx`` package pushes through a domain with a registered-string message,
+    which CUPTI did not report as a marker of its own.
+    """
+
+    replaces_nvtx = True
 
     def __init__(self, out: str, argv: list[str]) -> None:
         self.out = out
@@ -168,6 +189,7 @@ class CuptiRecorder:
         self.version: str | None = None
         self.api_filter: str | None = None
         self.api_skipped = 0
+        self.unreadable = 0
 
     # -- CUPTI ------------------------------------------------------------------
     def start(self) -> None:
@@ -196,11 +218,15 @@ class CuptiRecorder:
             return BUFFER_BYTES, 0
 
         def completed(activities: Any) -> None:
-            kernels, calls, dropped, skipped = [], [], 0, 0
+            kernels, calls, dropped, skipped, unreadable = [], [], 0, 0, 0
             for activity in activities:
-                kind = int(activity.kind)
-                if kind == marker_kind:
-                    self._marker(activity)
+                try:
+                    kind = int(activity.kind)
+                    if kind == marker_kind:
+                        self._marker(activity)
+                        continue
+                except Exception:  # noqa: BLE001 - one bad record must not lose the buffer
+                    unreadable += 1
                     continue
                 if kind == int(kernel_kind):
                     record = _fields(activity, _KERNEL_FIELDS) | {"kind": "kernel"}
@@ -224,6 +250,7 @@ class CuptiRecorder:
                 self.calls.extend(calls)
                 self.dropped_incomplete += dropped
                 self.api_skipped += skipped
+                self.unreadable += unreadable
 
         cupti.activity_register_callbacks(requested, completed)
         for kind in (kernel_kind, cupti.ActivityKind.RUNTIME, cupti.ActivityKind.DRIVER):
@@ -252,18 +279,18 @@ class CuptiRecorder:
 
     def _marker(self, activity: Any) -> None:
         """Pair START/END marker records by id into ``range`` records."""
-        flags = int(getattr(activity, "flags_", getattr(activity, "flags", 0)) or 0)
+        flags = int(_read(activity, "flags_", None) or _read(activity, "flags", 0) or 0)
         try:
             ident, stamp = int(activity.id), int(activity.timestamp)
         except (AttributeError, RuntimeError, TypeError, ValueError):
             return
         with self._lock:
             if flags & MARKER_START:
-                name = getattr(activity, "name", None)
+                name = _read(activity, "name", None)
                 if isinstance(name, bytes):
                     name = name.decode("utf-8", errors="replace")
                 thread = _marker_thread(activity)
-                domain = getattr(activity, "domain", None)
+                domain = _read(activity, "domain", None)
                 self._marker_open[ident] = {
                     "kind": "range", "name": str(name or ""), "start": stamp,
                     "thread_id": thread, "thread_ident": thread, "source": "marker",
@@ -339,6 +366,8 @@ class CuptiRecorder:
             "dropped_incomplete": self.dropped_incomplete,
             "api_filter": self.api_filter,
             "api_records_skipped": self.api_skipped,
+            "unreadable_records": self.unreadable,
+            "unclosed_ranges": len(still_open),
             "nvtx_injection": self.nvtx_injection,
         }
         write_cupti_records(self.out, header, [*kernels, *calls, *ranges])

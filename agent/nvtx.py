@@ -29,7 +29,12 @@ _lock = threading.Lock()
 
 
 class RangeHook(Protocol):
-    """Receives every range :func:`annotate` opens and closes (same thread, nested)."""
+    """Receives every range :func:`annotate` opens and closes (same thread, nested).
+
+    A hook whose ``replaces_nvtx`` attribute is true records the ranges itself and asks
+    :func:`annotate` not to emit them through the ``nvtx`` package as well (the CUPTI
+    backend: see :class:`hilsim.agent.cupti_launch.CuptiRecorder`).
+    """
 
     def push(self, name: str) -> None: ...
 
@@ -70,8 +75,9 @@ def _nvtx_module() -> Any | None:
 
 @contextmanager
 def _range(name: str, color: str | None, domain: str | None) -> Iterator[None]:
-    nvtx = _nvtx_module()
     hooks = list(_hooks)
+    replaced = any(getattr(hook, "replaces_nvtx", False) for hook in hooks)
+    nvtx = None if replaced else _nvtx_module()
     with ExitStack() as stack:
         if nvtx is not None:
             kwargs: dict[str, Any] = {"message": name}

@@ -55,10 +55,29 @@ def test_invalid_measurements_and_unknown_generations_are_skipped() -> None:
 
 def test_microbench_command_prints_the_warnings(monkeypatch, tmp_path) -> None:
     monkeypatch.setattr(mb_cli, "device_facts", lambda device: dict(V100))
-    monkeypatch.setattr(mb_cli, "run_suite", lambda families, device, facts: [
+    monkeypatch.setattr(mb_cli, "run_suite", lambda families, device, facts, on_measured: [
         _m("l1_hit_latency", 31.0), _m("l2_hit_latency", 900.0)])
     result = CliRunner().invoke(mb_cli.microbench_cmd, ["-o", str(tmp_path / "mb.json")])
     assert result.exit_code == 0, result.output
     assert "warning: l2_hit_latency = 900.0 cycles is outside [160, 270] for volta" in (
         result.output)
     assert "l1_hit_latency = 31" not in result.output
+
+
+def test_a_suite_stopped_midway_keeps_what_it_measured(monkeypatch, tmp_path) -> None:
+    """The file is rewritten after every benchmark: a suite killed by a time limit (the
+    silicon kit gives it one) leaves the measurements taken so far, not nothing."""
+    from hilsim.microbench.measurement import read_microbench_json
+
+    def stopped(families, device, facts, on_measured):
+        done = [_m("l1_hit_latency", 31.0)]
+        on_measured(done)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(mb_cli, "device_facts", lambda device: dict(V100))
+    monkeypatch.setattr(mb_cli, "run_suite", stopped)
+    out = tmp_path / "mb.json"
+    result = CliRunner().invoke(mb_cli.microbench_cmd, ["-o", str(out)])
+    assert result.exit_code != 0
+    measurements, _facts = read_microbench_json(out)
+    assert [m.name for m in measurements] == ["l1_hit_latency"]

@@ -319,6 +319,14 @@ def bundle_from_cupti_records(path: str | Path) -> Bundle:
             "launches_with_region": int(launches["region"].notna().sum()),
         },
     )
+    unclosed = header.get("unclosed_ranges")
+    if header.get("complete", True) and isinstance(unclosed, int) and unclosed > 0:
+        manifest["warnings"] = [
+            *manifest.get("warnings", []),
+            f"{source.name}: {unclosed} NVTX range(s) never ended although the run "
+            "completed (no marker END matched their START); they close at the stop time "
+            "and every later launch nests inside them",
+        ]
     return Bundle(launches=launches, regions=regions, manifest=manifest)
 
 
