@@ -27,8 +27,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.methods.pka import TABLE2_METRICS
+
+from hilsim.core.errors import HilsimError
 
 #: Beyond PKA Table 2: time/cycles, DRAM and L2 traffic, L1/L2 hit rates, instruction
 #: mix by precision (STEM section 4.6 lists these categories), branch efficiency.
@@ -178,7 +179,7 @@ class Match:
 
 
 def _agree(ncu_names: np.ndarray, light_names: np.ndarray) -> np.ndarray:
-    from hilsim.analyzer.schema import names_agree
+    from hilsim.core.schema import names_agree
 
     if len(ncu_names) == 0:
         return np.zeros(0, dtype=bool)

@@ -4,7 +4,7 @@ NVML (``pynvml`` from nvidia-ml-py) gives what the driver knows: name, UUID, max
 memory clocks, bus width, memory size, driver and CUDA driver versions, compute
 capability. CUDA device properties (CuPy) give the rest: SM count, L2 size, and the CUDA
 runtime version. Either source alone still yields a partial probe (``sources`` says which
-answered); neither, or no GPU, is a one-line :class:`~hilsim.analyzer.errors.HilsimError`.
+answered); neither, or no GPU, is a one-line :class:`~hilsim.core.errors.HilsimError`.
 Both libraries are imported inside the functions only.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from hilsim.analyzer.errors import HilsimError
+from hilsim.core.errors import HilsimError
 
 
 def _text(value: Any) -> str:

@@ -41,8 +41,9 @@ from hilsim.agent.tools import (
     python_target,
     require_python_target,
 )
-from hilsim.analyzer.bundle import Bundle, write_bundle
-from hilsim.analyzer.errors import HilsimError
+
+from hilsim.core.bundle import Bundle, write_bundle
+from hilsim.core.errors import HilsimError
 
 BACKENDS: tuple[str, ...] = ("auto", "nsys", "cupti", "torch")
 NSYS_PROFILE_ARGS: tuple[str, ...] = (

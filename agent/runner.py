@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from hilsim.analyzer.errors import HilsimError
+from hilsim.core.errors import HilsimError
 
 GRACE_S = 30.0
 

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hilsim.analyzer.errors import HilsimError
+from hilsim.core.errors import HilsimError
 
 VERSION_TIMEOUT_S = 60
 _PYTHON_NAME = re.compile(r"^python(\d+(\.\d+)*)?$")

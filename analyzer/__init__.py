@@ -1,6 +1,6 @@
 """hilsim analyzer: importers, sampling methods, evaluation (runs without a GPU).
 
-The names below are imported on first use (PEP 562), so ``from hilsim.analyzer.errors
+The names below are imported on first use (PEP 562), so ``from hilsim.core.errors
 import HilsimError`` and ``hilsim --help`` do not pay for pandas and pyarrow.
 """
 
@@ -10,12 +10,12 @@ from importlib import import_module
 from typing import Any
 
 _LAZY = {
-    "Bundle": "hilsim.analyzer.bundle",
-    "read_bundle": "hilsim.analyzer.bundle",
-    "write_bundle": "hilsim.analyzer.bundle",
-    "HilsimError": "hilsim.analyzer.errors",
-    "Plan": "hilsim.analyzer.plan",
-    "load_plan": "hilsim.analyzer.plan",
+    "Bundle": "hilsim.core.bundle",
+    "read_bundle": "hilsim.core.bundle",
+    "write_bundle": "hilsim.core.bundle",
+    "HilsimError": "hilsim.core.errors",
+    "Plan": "hilsim.core.plan",
+    "load_plan": "hilsim.core.plan",
 }
 
 __all__ = ["Bundle", "HilsimError", "Plan", "load_plan", "read_bundle", "write_bundle"]

@@ -38,10 +38,11 @@ from typing import Any
 
 import numpy as np
 from hilsim.analyzer import methods
-from hilsim.analyzer.bundle import Bundle
-from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.evaluate import score_plan
 from hilsim.analyzer.tablecache import TableCache
+
+from hilsim.core.bundle import Bundle
+from hilsim.core.errors import HilsimError
 
 #: what each kind of input costs to collect (STEM Table 5 discussion)
 PROFILING_LEVEL = {
@@ -532,7 +533,8 @@ def pareto_plot(
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from hilsim.analyzer.atomic import write_bytes_atomic
+
+    from hilsim.core.files import write_bytes_atomic
 
     if summaries and "pareto" in summaries[0]:
         front = {i for i, s in enumerate(summaries) if s.get("pareto")}

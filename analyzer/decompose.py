@@ -46,9 +46,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.bundle import Bundle
-from hilsim.analyzer.plan import Plan
 from hilsim.analyzer.validate import COUNTER_PAIRS, SimResults, _silicon_metric
+
+from hilsim.core.bundle import Bundle
+from hilsim.core.plan import Plan
 
 #: counters of the per-counter table, in this order (those both logs hold are shown)
 COUNTERS: tuple[str, ...] = (
@@ -236,7 +237,7 @@ def render_html(label: str, d: dict[str, Any]) -> str:
 
 def check_full_log(full_log: pd.DataFrame, bundle: Bundle) -> pd.DataFrame:
     """``full_log`` when it holds every launch of ``bundle``; else a one-line error."""
-    from hilsim.analyzer.errors import HilsimError
+    from hilsim.core.errors import HilsimError
 
     if len(full_log) != bundle.n_launches:
         raise HilsimError(

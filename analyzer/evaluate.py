@@ -28,11 +28,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.bundle import Bundle
-from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.methods.base import Method
-from hilsim.analyzer.plan import Plan
 from hilsim.analyzer.tablecache import TableCache, derived
+
+from hilsim.core.bundle import Bundle
+from hilsim.core.errors import HilsimError
+from hilsim.core.plan import Plan
 
 
 @dataclass

@@ -6,7 +6,7 @@ clusters (STEM+ROOT, Chung et al., MICRO'25, Fig. 1 and Fig. 10: launches that P
 Sieve or Photon put in one cluster still differ widely in duration) need them.
 
 :func:`cluster_members` takes them from the plan when the method that made it is
-still in memory (:meth:`hilsim.analyzer.plan.Plan.cluster_of_launches`); for a plan read
+still in memory (:meth:`hilsim.core.plan.Plan.cluster_of_launches`); for a plan read
 from JSON it re-runs the method with the plan's own parameters (seed included, so the run is
 deterministic) on the plan's source bundle, and accepts the result only if that run
 chose exactly the plan's samples and weights. Anything else (a hand-made or edited
@@ -18,9 +18,10 @@ grouping by kernel name.
 from __future__ import annotations
 
 import numpy as np
-from hilsim.analyzer.bundle import Bundle
-from hilsim.analyzer.errors import HilsimError
-from hilsim.analyzer.plan import Plan
+
+from hilsim.core.bundle import Bundle
+from hilsim.core.errors import HilsimError
+from hilsim.core.plan import Plan
 
 
 def _same_samples(a: Plan, b: Plan) -> bool:

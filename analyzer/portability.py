@@ -38,10 +38,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.bundle import Bundle
-from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.evaluate import check_compatible
-from hilsim.analyzer.plan import Plan
+
+from hilsim.core.bundle import Bundle
+from hilsim.core.errors import HilsimError
+from hilsim.core.plan import Plan
 
 MAX_LISTED = 50
 #: matching launches that must follow an edit before the alignment of a window is kept

@@ -11,14 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from hilsim.analyzer import methods
-from hilsim.analyzer.bundle import write_bundle
 from hilsim.analyzer.compare import method_label
-from hilsim.analyzer.console import out, progress_bar
-from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.evaluate import evaluate_method
 from hilsim.analyzer.examples import EXAMPLES, Example
 from hilsim.analyzer.importers.profile import import_profile
 from hilsim.analyzer.report import print_summary, write_result
+
+from hilsim.core.bundle import write_bundle
+from hilsim.core.console import out, progress_bar
+from hilsim.core.errors import HilsimError
 
 QUICKSTART_METHODS: tuple[str, ...] = ("stem", "pka", "random", "first-n")
 

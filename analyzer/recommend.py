@@ -31,10 +31,11 @@ from typing import Any
 
 import numpy as np
 from hilsim.analyzer import methods
-from hilsim.analyzer.bundle import Bundle
 from hilsim.analyzer.compare import format_speedup
-from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.evaluate import MethodSummary, evaluate_method
+
+from hilsim.core.bundle import Bundle
+from hilsim.core.errors import HilsimError
 
 #: (method, parameters) candidates: STEM's epsilon and random's fraction swept, the
 #: other registered methods at their paper defaults

@@ -6,11 +6,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from hilsim.analyzer.atomic import write_text_atomic
-from hilsim.analyzer.console import out
 from hilsim.analyzer.evaluate import MethodSummary, PlanScore
-from hilsim.analyzer.plan import _jsonable
 from rich.table import Table
+
+from hilsim.core.console import out
+from hilsim.core.files import write_text_atomic
+from hilsim.core.plan import _jsonable
 
 
 def _pct(x: float) -> str:

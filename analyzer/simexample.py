@@ -87,7 +87,7 @@ def _reference(ex: SimulatedExample, cache: dict[str, Any]) -> Any:
 
 
 def _plan(ex: SimulatedExample, method: str, cache: dict[str, Any]) -> Any:
-    from hilsim.analyzer.plan import load_plan
+    from hilsim.core.plan import load_plan
 
     return _once(cache, f"plan:{method}", lambda: load_plan(ex.plan(method)))
 
@@ -96,10 +96,11 @@ def _validate(ex: SimulatedExample, method: str, card: str, out: Path,
               cache: dict[str, Any], html: bool) -> dict[str, Any]:
     """Decompose one plan's error on one card; the HTML report (with plots) when ``html``."""
     from hilsim.analyzer import validate as v
-    from hilsim.analyzer.atomic import write_text_atomic
     from hilsim.analyzer.decompose import attach_decomposition, decompose, render_markdown
     from hilsim.analyzer.evaluate import score_plan
     from hilsim.simmodel.simlog import read_simlogs
+
+    from hilsim.core.files import write_text_atomic
 
     bundle = _reference(ex, cache)
     plan = _plan(ex, method, cache)
@@ -136,8 +137,8 @@ def _validate(ex: SimulatedExample, method: str, card: str, out: Path,
 
 
 def _pkp(ex: SimulatedExample, cache: dict[str, Any]) -> dict[str, Any]:
-    from hilsim.analyzer.methods.pkp import project_plan
     from hilsim.simmodel.gpgpusim.visualizer import read_timelines
+    from hilsim.simmodel.pkp import project_plan
 
     result = project_plan(_plan(ex, "stem", cache), read_timelines(ex.pkp_run),
                           relative=True)
@@ -157,8 +158,8 @@ def _portability(ex: SimulatedExample, method: str, cache: dict[str, Any]) -> di
 
 
 def _dse(ex: SimulatedExample, cache: dict[str, Any]) -> list[dict[str, Any]]:
-    from hilsim.analyzer.dse_cli import counters_from_bundle, load_timing_config
-    from hilsim.simmodel.dse import dse
+    from hilsim.simmodel.dse import counters_from_bundle, dse
+    from hilsim.simmodel.presets import load_timing_config
 
     result = dse(load_timing_config(str(ex.timing)), counters_from_bundle(
         _reference(ex, cache)), _plan(ex, "stem", cache), list(DSE_VARIATIONS))
@@ -174,9 +175,10 @@ def _pct(x: float | None) -> str:
 def run_simulated_example(output: str | Path,
                           example: SimulatedExample | None = None) -> dict[str, Any]:
     """Run every step on the shipped (or given) example; print tables; write result.json."""
-    from hilsim.analyzer.console import out
     from hilsim.analyzer.report import write_result
     from rich.table import Table
+
+    from hilsim.core.console import out
 
     ex = example or shipped_example()
     folder = Path(output) / NAME

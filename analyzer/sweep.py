@@ -14,7 +14,7 @@ address (SLURM/PBS through ``dask-jobqueue``, see ``docs/sweep.md``).
   and ``params``, where a list value is a grid axis).
 * **Simulate** (``simulate = true``; issue 18 §1, "simulate the sampled launches on the
   simulated card"): each task's plan is run on the workload's simulated card by the
-  code of ``hilsim simulate`` (:func:`hilsim.simmodel.gpgpusim.simprofile.simulate_plan`,
+  code of ``hilsim simulate`` (:func:`hilsim.analyzer.simulate.simulate_plan`,
   STEM section 3: only the representative launches are simulated) on the worker, and the
   row gains ``sim_*`` columns (cycles of the sample, the estimate of the full run from
   them and its error against the profile's total). The log stays in
@@ -49,7 +49,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from hilsim.analyzer.errors import HilsimError
+
+from hilsim.core.errors import HilsimError
 
 RESULTS = "results.parquet"
 SUMMARY = "summary.csv"
@@ -540,8 +541,9 @@ def run_task(task: Task) -> dict[str, Any]:
     import socket
 
     from hilsim.analyzer import methods
-    from hilsim.analyzer.bundle import hilsim_version
     from hilsim.analyzer.evaluate import score_plan
+
+    from hilsim.core.bundle import hilsim_version
 
     row: dict[str, Any] = task.row()
     row.update(
@@ -589,7 +591,7 @@ def _simulate(task: Task, plan: Any, row: dict[str, Any]) -> None:
     """Run ``plan``'s launches on the task's card (``hilsim simulate``'s code) into
     ``task.sim_dir``; fill the row's ``sim_*`` columns. A failure raises one line naming
     the card (the plan's own columns stay filled)."""
-    from hilsim.simmodel.gpgpusim.simprofile import simulate_plan
+    from hilsim.analyzer.simulate import simulate_plan
 
     if task.sim_dir is None or task.program is None:
         raise HilsimError("sweep: a simulating task without its program or output folder")
@@ -665,7 +667,8 @@ def write_results(folder: Path, frame: pd.DataFrame) -> Path:
     """Write the results table atomically (sorted by task key: a stable order)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-    from hilsim.analyzer.atomic import write_bytes_atomic
+
+    from hilsim.core.files import write_bytes_atomic
 
     frame = frame.sort_values("task_key", kind="stable").reset_index(drop=True)
     buffer = io.BytesIO()
@@ -826,7 +829,7 @@ def run_sweep(
         dataclasses.replace(t, sim_dir=str(sim_root / t.key[:16])) if t.card is not None else t
         for t in tasks
     ]
-    from hilsim.analyzer.atomic import write_text_atomic
+    from hilsim.core.files import write_text_atomic
 
     write_text_atomic(digests_path, json.dumps(digest_cache, indent=1))
     previous = read_results(output)

@@ -7,7 +7,7 @@ fraction of a second to seconds, every seed. Inside ``with TableCache():`` the
 function :func:`derived` computes each value once per table *object* and returns it
 again for the same object; outside any ``TableCache`` it just computes.
 
-Like :meth:`hilsim.analyzer.bundle.Bundle.sequence_digest` (cached per launches table),
+Like :meth:`hilsim.core.bundle.Bundle.sequence_digest` (cached per launches table),
 an entry is tied to the table object and its shape and column names: assigning a
 new table (``bundle.metrics = other``) recomputes. Unlike that cache, entries live
 only as long as the ``TableCache`` that holds them, so an edit made to a table

@@ -60,12 +60,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.atomic import write_text_atomic
-from hilsim.analyzer.bundle import Bundle
-from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.evaluate import _interval, check_compatible, metric_errors, score_plan
 from hilsim.analyzer.membership import cluster_members
-from hilsim.analyzer.plan import Plan, _jsonable
+from hilsim.simmodel.correlation import correlation
+
+from hilsim.core.bundle import Bundle
+from hilsim.core.errors import HilsimError
+from hilsim.core.files import write_text_atomic
+from hilsim.core.plan import Plan, _jsonable
 
 SILICON_CYCLES_METRIC = "gpu__cycles_elapsed.max"
 MAX_SCATTER = 5000
@@ -240,25 +242,6 @@ def _rel(a: float | None, b: float | None) -> float | None:
     if a is None or b is None or not np.isfinite(a) or not np.isfinite(b) or b == 0:
         return None
     return float(abs(a - b) / abs(b))
-
-
-def correlation(sim: np.ndarray, hw: np.ndarray, kind: str) -> dict[str, Any]:
-    """MAE or NRMSE and Pearson r over the launches where both values are finite."""
-    ok = np.isfinite(sim) & np.isfinite(hw)
-    if kind == "MAE":
-        ok &= hw != 0
-    s, h = sim[ok], hw[ok]
-    out: dict[str, Any] = {"n": int(ok.sum()), "kind": kind, "error": None, "pearson_r": None}
-    if len(s) == 0:
-        return out
-    if kind == "MAE":
-        out["error"] = float(np.mean(np.abs(s - h) / np.abs(h)))
-    else:
-        mean = float(np.mean(h))
-        out["error"] = float(np.sqrt(np.mean((s - h) ** 2)) / mean) if mean else None
-    if len(s) >= 2 and np.std(s) > 0 and np.std(h) > 0:
-        out["pearson_r"] = float(np.corrcoef(s, h)[0, 1])
-    return out
 
 
 def _silicon_metric(bundle: Bundle, names: tuple[str, ...]) -> tuple[str, np.ndarray] | None:

@@ -179,9 +179,10 @@ def write_bundle_direct(path: Path, n: int, chunk: int = 2_000_000) -> str:
 
     import pandas as pd
     import pyarrow.parquet as pq
-    from hilsim.analyzer.atomic import atomic_directory
-    from hilsim.analyzer.bundle import LAUNCHES, MANIFEST, _sha256, default_manifest
-    from hilsim.analyzer.schema import LAUNCH_COLUMNS, normalize_launches
+
+    from hilsim.core.bundle import LAUNCHES, MANIFEST, _sha256, default_manifest
+    from hilsim.core.files import atomic_directory
+    from hilsim.core.schema import LAUNCH_COLUMNS, normalize_launches
 
     codes, durations, names = _casio_sequence(n)
     full = [f"void {name}Kernel(float*, int)" for name in names]
@@ -311,7 +312,7 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     csv, db = work / f"nsys-{n}_cuda_gpu_trace.csv", work / f"nsys-{n}.sqlite"
     bundle = work / f"nsys-{n}.bundle"
-    hilsim = [args.python, "-m", "hilsim.analyzer.cli"]
+    hilsim = [args.python, "-m", "hilsim.cli.main"]
     print(f"{n:,} launches, workdir {work}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
     for step in steps:
         if step == "gen-csv":

@@ -29,9 +29,10 @@ import tracemalloc
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.bundle import Bundle
 from hilsim.analyzer.methods.pka import PKA, TABLE2_METRICS
-from hilsim.analyzer.schema import normalize_launches
+
+from hilsim.core.bundle import Bundle
+from hilsim.core.schema import normalize_launches
 
 
 def synthetic_bundle(n: int, groups: int, seed: int) -> Bundle:

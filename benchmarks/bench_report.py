@@ -25,7 +25,6 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hilsim.analyzer import methods  # noqa: E402
-from hilsim.analyzer.plan import load_plan  # noqa: E402
 from hilsim.analyzer.validate import (  # noqa: E402
     SimResults,
     silicon_cycles,
@@ -34,6 +33,7 @@ from hilsim.analyzer.validate import (  # noqa: E402
 )
 
 from benchmarks.casio_scaled import scaled_bundle  # noqa: E402
+from hilsim.core.plan import load_plan  # noqa: E402
 
 
 def main(n: int = 1_000_000) -> float:

@@ -15,7 +15,7 @@ Paths (``--only`` takes one of these names):
   duration jitter: a realistic sequence, where the CASIO pattern above has long runs
   of one kernel in which names cannot say which launch an edit removed.
 * ``dse``: what ``hilsim dse`` runs after reading the bundle:
-  :func:`hilsim.analyzer.dse_cli.counters_from_bundle` and :func:`hilsim.simmodel.dse.dse` with a
+  :func:`hilsim.simmodel.dse.counters_from_bundle` and :func:`hilsim.simmodel.dse.dse` with a
   STEM plan, preset QV100 and three ``--vary`` variations (``l2_size=x2``,
   ``sm_count=x0.5``, ``l1_size=x0.5``). Launch configurations per kernel class and
   the model's counters for every launch are synthesised (seeded, scaled with the
@@ -26,8 +26,8 @@ Paths (``--only`` takes one of these names):
 * ``compare``: ``hilsim compare BUNDLE --seeds 10`` (:func:`hilsim.analyzer.compare.
   compare_methods`, default methods and workers) on the same bundle; the peak counts
   the worker processes too.
-* ``bundle-write`` / ``bundle-read``: :func:`hilsim.analyzer.bundle.write_bundle` and
-  :func:`hilsim.analyzer.bundle.read_bundle` (sha256 manifest verification included) of
+* ``bundle-write`` / ``bundle-read``: :func:`hilsim.core.bundle.write_bundle` and
+  :func:`hilsim.core.bundle.read_bundle` (sha256 manifest verification included) of
   that bundle.
 * ``import-nsys``: :func:`hilsim.analyzer.importers.profile.load_profile` of an ``nsys stats
   --report cuda_gpu_trace`` CSV with the exact header and row format of
@@ -82,8 +82,9 @@ sys.path.insert(0, str(ROOT))
 from bench_methods import full_bundle  # noqa: E402
 from casio_scaled import casio_launch_pattern, scaled_bundle  # noqa: E402
 from hilsim.analyzer import methods  # noqa: E402
-from hilsim.analyzer.bundle import Bundle  # noqa: E402
-from hilsim.analyzer.schema import LAUNCH_COLUMNS, missing_int_column  # noqa: E402
+
+from hilsim.core.bundle import Bundle  # noqa: E402
+from hilsim.core.schema import LAUNCH_COLUMNS, missing_int_column  # noqa: E402
 
 NSYS_FIXTURE = ROOT / "tests/data/nsys/vernier-nsys2025.3.2-thor_cuda_gpu_trace.csv"
 KINETO_FIXTURE = ROOT / "tests/data/kineto/hta-v100-ns-resolution.trace.json.gz"
@@ -528,8 +529,7 @@ def setup_dse(n: int, workdir: Path) -> Any:
 
 
 def run_dse(state: Any) -> list[str]:
-    from hilsim.analyzer.dse_cli import counters_from_bundle
-    from hilsim.simmodel.dse import dse
+    from hilsim.simmodel.dse import counters_from_bundle, dse
 
     bundle, plan, config = state
     t0 = time.perf_counter()
@@ -584,7 +584,7 @@ def setup_write(n: int, workdir: Path) -> Any:
 
 
 def run_write(state: Any) -> list[str]:
-    from hilsim.analyzer.bundle import _sha256, write_bundle
+    from hilsim.core.bundle import _sha256, write_bundle
 
     bundle, path = state
     write_bundle(bundle, path, overwrite=True)
@@ -602,7 +602,7 @@ def _bundle_path(n: int, workdir: Path) -> Path:
 
 
 def prepare_read(n: int, workdir: Path) -> str:
-    from hilsim.analyzer.bundle import write_bundle
+    from hilsim.core.bundle import write_bundle
 
     path = _bundle_path(n, workdir)
     if not path.exists():
@@ -611,7 +611,7 @@ def prepare_read(n: int, workdir: Path) -> str:
 
 
 def run_read(path: Path) -> list[str]:
-    from hilsim.analyzer.bundle import _read_manifest, _verify_files, read_bundle
+    from hilsim.core.bundle import _read_manifest, _verify_files, read_bundle
 
     bundle = read_bundle(path)
     launches = bundle.n_launches

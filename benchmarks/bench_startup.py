@@ -56,7 +56,7 @@ def bench(label: str, env: dict[str, str], runs: int, work: Path) -> None:
 
     nerf = next(e for e in EXAMPLES if e.profile.endswith(".sqlite"))
     bundle = work / f"nerf-{label}.bundle"
-    entry = "from hilsim.analyzer.cli import main; import sys; sys.exit(main())"
+    entry = "from hilsim.cli.main import main; import sys; sys.exit(main())"
     base = [sys.executable, "-c", entry]
     subprocess.run(
         [*base, "import", str(nerf.path(nerf.profile)), "-o", str(bundle)],
@@ -72,7 +72,7 @@ def bench(label: str, env: dict[str, str], runs: int, work: Path) -> None:
     for name, args in commands.items():
         walls, cpus = zip(*(timed([*base, *args], env, work) for _ in range(runs)), strict=True)
         probe = (
-            "import sys; from hilsim.analyzer.cli import main; main(" + repr(args) + "); "
+            "import sys; from hilsim.cli.main import main; main(" + repr(args) + "); "
             "print(len(sys.modules), ' '.join(m for m in ('pandas', 'pyarrow', 'scipy', "
             "'sklearn', 'matplotlib', 'rich') if m in sys.modules))"
         )

@@ -50,7 +50,7 @@ def main() -> None:
             argv = [
                 sys.executable,
                 "-m",
-                "hilsim.analyzer.cli",
+                "hilsim.cli.main",
                 "sweep",
                 str(spec),
                 "-o",

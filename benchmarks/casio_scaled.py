@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.bundle import Bundle
 from hilsim.analyzer.examples import EXAMPLES
-from hilsim.analyzer.schema import LAUNCH_COLUMNS, missing_int_column
+
+from hilsim.core.bundle import Bundle
+from hilsim.core.schema import LAUNCH_COLUMNS, missing_int_column
 
 
 def casio_launch_pattern() -> tuple[np.ndarray, np.ndarray]:

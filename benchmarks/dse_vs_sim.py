@@ -33,10 +33,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.atomic import write_text_atomic
-from hilsim.analyzer.errors import HilsimError
 from hilsim.simmodel import correlation as corr
 from hilsim.simmodel import dse_check
+
+from hilsim.core.errors import HilsimError
+from hilsim.core.files import write_text_atomic
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "dse-vs-sim"
@@ -63,10 +64,10 @@ def subset(table: pd.DataFrame, per_kernel: int, max_cycles: float) -> pd.DataFr
 
 
 def _simulate(args: argparse.Namespace) -> None:
+    from hilsim.analyzer.simulate import run_on_card
     from hilsim.simmodel.gpgpusim.build import find_build
     from hilsim.simmodel.gpgpusim.cards import card_config
     from hilsim.simmodel.gpgpusim.compile import compile_cuda
-    from hilsim.simmodel.gpgpusim.simprofile import run_on_card
     from hilsim.simmodel.gpgpusim.workloads import TRANSFORMER_STEP
 
     build = find_build()

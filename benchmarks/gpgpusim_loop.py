@@ -53,7 +53,7 @@ def _cpu() -> float:
 
 
 def _cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "hilsim.analyzer.cli", *args]
+    return [sys.executable, "-m", "hilsim.cli.main", *args]
 
 
 class Steps:

@@ -13,7 +13,7 @@ shared-memory atomics, divergent loads, transposes) and ``transformer_step.cu``
 statistics, from which :mod:`hilsim.simmodel.gpgpusim.ptxlines` adds the long-latency
 instruction counts), on ``--card`` with the reduced
 options below, parses the logs with
-:mod:`hilsim.simmodel.gpgpusim.logbundle` (Nsight Compute counter names,
+:mod:`hilsim.analyzer.importers.gpgpusim_log` (Nsight Compute counter names,
 ``docs/gpgpusim-metrics.md``) and writes ``<card>.csv`` (one row per launch: program,
 launch id, kernel, launch configuration, counters, ``cycles``, card facts) plus
 ``<card>.json`` (command, commit, build key, CPU seconds). Prints the CPU time.
@@ -28,13 +28,14 @@ import tempfile
 from pathlib import Path
 
 import pandas as pd
-from hilsim.analyzer.atomic import write_text_atomic
+from hilsim.analyzer.simulate import run_on_card
 from hilsim.simmodel.correlation import table_from_log
 from hilsim.simmodel.gpgpusim.build import find_build
 from hilsim.simmodel.gpgpusim.compile import compile_cuda
 from hilsim.simmodel.gpgpusim.ptxlines import add_long_latency
-from hilsim.simmodel.gpgpusim.simprofile import run_on_card
 from hilsim.simmodel.gpgpusim.workloads import TRANSFORMER_STEP
+
+from hilsim.core.files import write_text_atomic
 
 ROOT = Path(__file__).resolve().parent.parent
 CALIB = ROOT / "simmodel" / "gpgpusim" / "workloads" / "calib_kernels.cu"

@@ -39,14 +39,14 @@ def old_sources(commit: str) -> dict[str, str]:
 
 
 def measure(card_name: str) -> dict[str, float]:
-    from hilsim.microbench.simsuite import (
+    from hilsim.simmodel.gpgpusim.build import find_build
+    from hilsim.simmodel.gpgpusim.cards import card_config
+    from hilsim.simmodel.gpgpusim.simsuite import (
         SimContext,
         card_device_facts,
         chase_latencies,
         shared_latency,
     )
-    from hilsim.simmodel.gpgpusim.build import find_build
-    from hilsim.simmodel.gpgpusim.cards import card_config
 
     build = find_build()
     if build is None:

@@ -266,7 +266,7 @@ def main() -> None:
         print()
         print(table(results))
         if args.json:
-            from hilsim.analyzer.atomic import write_text_atomic
+            from hilsim.core.files import write_text_atomic
 
             write_text_atomic(args.json, json.dumps(results, indent=1) + "\n")
 

@@ -3,13 +3,25 @@
 One distribution, one import name. The repository keeps the design card's folders
 (``agent/``, ``analyzer/``, ``simmodel/``, ``microbench/``); setuptools' ``package-dir``
 mapping installs them as ``hilsim.agent``, ``hilsim.analyzer``, ``hilsim.simmodel`` and
-``hilsim.microbench``. Nothing is imported here, so ``import hilsim`` and
+``hilsim.microbench``. This folder holds the bottom layer (``hilsim.core``) and the
+command layer (``hilsim.cli``). Nothing is imported here, so ``import hilsim`` and
 ``hilsim --version`` stay fast and need no GPU.
+
+Run from a checkout's root, this folder is found before any installed hilsim; its
+subpackage path then also covers the root, so ``hilsim.analyzer`` is the checkout's
+``analyzer/`` (the same code ``pip install .`` installed from it) instead of missing.
 """
 
+import os as _os
 from typing import Any
 
 __all__ = ["__version__"]
+
+_ROOT = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+if _os.path.isfile(_os.path.join(_ROOT, "pyproject.toml")) and _os.path.isfile(
+    _os.path.join(_ROOT, "analyzer", "__init__.py")
+):
+    __path__.append(_ROOT)  # noqa: F821 - a package's __path__
 
 
 def __getattr__(name: str) -> Any:

@@ -2,7 +2,7 @@
 
 Nothing here imports CuPy or pynvml at module import time (``import microbench`` works
 on a machine without a CUDA driver); :func:`require_cupy` does, and turns any failure
-into one :class:`~hilsim.analyzer.errors.HilsimError` line.
+into one :class:`~hilsim.core.errors.HilsimError` line.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from hilsim.analyzer.errors import HilsimError
+
+from hilsim.core.errors import HilsimError
 
 #: Options the suite passes to CuPy's ``RawModule`` (CuPy adds ``-ftz=true``, ``-arch=sm_XX``,
 #: ``--device-as-default-execution-space``: see :func:`hilsim.microbench.sass.cupy_options`).

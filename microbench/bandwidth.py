@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 from hilsim.microbench._gpu import per_sm_rate
-from hilsim.microbench.measurement import (
+
+from hilsim.core.measurement import (
     Measurement,
     measurement_from_stability,
     repeat_until_stable,

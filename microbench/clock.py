@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 from hilsim.microbench._gpu import nvml_sm_clock_mhz
-from hilsim.microbench.measurement import (
+
+from hilsim.core.measurement import (
     Measurement,
     measurement_from_stability,
     repeat_until_stable,

@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 from hilsim.microbench._gpu import per_sm_rate
-from hilsim.microbench.measurement import (
+
+from hilsim.core.measurement import (
     Measurement,
     measurement_from_stability,
     repeat_until_stable,
@@ -207,7 +208,7 @@ SOURCES: dict[str, str] = {"arith": _arith_source(), "mma": MMA_SOURCE}
 
 
 def _short(key: str) -> str:
-    """Measurement-name prefix (``hilsim.simmodel.measurement_names``): fp16x2 -> fp16."""
+    """Measurement-name prefix (``hilsim.core.measurement_names``): fp16x2 -> fp16."""
     return "fp16" if key == "fp16x2" else key
 
 

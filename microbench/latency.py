@@ -36,7 +36,8 @@ from typing import Any
 
 import numpy as np
 from hilsim.microbench.analysis import cache_levels, line_size_from_stride_sweep
-from hilsim.microbench.measurement import (
+
+from hilsim.core.measurement import (
     Measurement,
     measurement_from_stability,
     repeat_until_stable,

@@ -24,7 +24,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from hilsim.microbench.measurement import (
+
+from hilsim.core.measurement import (
     Measurement,
     measurement_from_stability,
     repeat_until_stable,

@@ -3,7 +3,7 @@ the configuration tuner; Section IV: the same suite run per GPU generation).
 
 ``run_suite(only=["latency", "bandwidth"])`` runs the chosen families in a fixed order
 (``clock`` first so the others convert with the measured SM clock) behind one rich
-progress bar and returns every :class:`~hilsim.microbench.measurement.Measurement`. A
+progress bar and returns every :class:`~hilsim.core.measurement.Measurement`. A
 benchmark that raises is recorded as an invalid measurement with the error's first
 line, and the suite goes on. Aimed at < 2 minutes on an H100.
 """
@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hilsim.analyzer.errors import HilsimError
 from hilsim.microbench._gpu import Context, device_facts, require_cupy
-from hilsim.microbench.measurement import Measurement
+
+from hilsim.core.errors import HilsimError
+from hilsim.core.measurement import Measurement
 
 __all__ = ["FAMILIES", "device_facts", "parse_only", "run_suite"]
 
@@ -69,7 +70,7 @@ def run_suite(
     cp = require_cupy()
     benches = _benchmarks(families)
     results: list[Measurement] = []
-    from hilsim.analyzer.console import progress_bar  # noqa: PLC0415
+    from hilsim.core.console import progress_bar  # noqa: PLC0415
 
     with cp.cuda.Device(device):
         ctx = Context(cp=cp, device=device, facts=facts, seed=seed)

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from hilsim.microbench.measurement import Measurement
+from hilsim.core.measurement import Measurement
 
 # family -> measurement -> (low, high, source); cycles unless the name says otherwise
 LATENCY_RANGES: dict[str, dict[str, tuple[float, float, str]]] = {

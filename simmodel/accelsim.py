@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hilsim.analyzer.errors import HilsimError
+from hilsim.core.errors import HilsimError
 
 
 @dataclass(frozen=True)
@@ -188,7 +188,7 @@ class UbenchOutput:
 
 
 # (benchmark, label regex, key, unit scale) - the first match in a block wins.
-# Keys are hilsim measurement names (hilsim.simmodel.measurement_names) or, for values with
+# Keys are hilsim measurement names (hilsim.core.measurement_names) or, for values with
 # no measurement name, internal keys used by hilsim.simmodel.tuner.
 _PATTERNS: list[tuple[str, str, str]] = [
     ("l1_lat", r"L1 Latency", "l1_hit_latency"),

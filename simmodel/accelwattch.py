@@ -24,9 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.errors import HilsimError
 from hilsim.simmodel import model
 from hilsim.simmodel.config import TimingConfig
+
+from hilsim.core.errors import HilsimError
 
 AW_COLUMNS: tuple[str, ...] = (
     "Benchmark", "Kernel", "L1_RH", "L1_RM", "L1_WH", "L1_WM", "SHRD_ACC", "DRAM_Rd",

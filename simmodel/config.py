@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from hilsim.analyzer.errors import HilsimError
+from hilsim.core.errors import HilsimError
 
 TIMING_SCHEMA = "hilsim.timing/1"
 SOURCE_KINDS = ("measured", "device-query", "preset", "derived")
@@ -293,7 +293,7 @@ def vtype_for(dotted: str) -> type:
 
 def read_timing(path: str | os.PathLike[str]) -> TimingConfig:
     """Read a ``timing.json`` file; one-line errors name the file."""
-    from hilsim.analyzer.jsonfile import read_json
+    from hilsim.core.jsonfile import read_json
 
     return TimingConfig.from_json(read_json(path), str(Path(path)))
 

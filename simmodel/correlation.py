@@ -7,25 +7,45 @@ turns such a table into the model's input (:func:`model_input`), gives the model
 config the simulator ran (:func:`card_timing`: the card's preset with the reduced SM
 count and launch latency), and scores predictions with the Accel-Sim correlator's
 metrics (:func:`scores`: MAE, NRMSE, Pearson r; Khairy et al., ISCA 2020, section IV-A,
-as :func:`hilsim.analyzer.validate.correlation` computes them).
+as :func:`correlation` below computes them).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.errors import HilsimError
-from hilsim.analyzer.validate import correlation
 from hilsim.simmodel import model as m
 from hilsim.simmodel.config import Source, Sourced, TimingConfig
 from hilsim.simmodel.presets import load_preset
 
+from hilsim.core.errors import HilsimError
+
 #: shipped GPGPU-Sim card -> hilsim preset with the same parameters
 CARD_PRESETS = {"SM7_QV100": "QV100", "SM86_RTX3070": "RTX3070", "SM75_RTX2060": "RTX2060"}
 
+
+
+def correlation(sim: np.ndarray, hw: np.ndarray, kind: str) -> dict[str, Any]:
+    """MAE or NRMSE and Pearson r over the launches where both values are finite."""
+    ok = np.isfinite(sim) & np.isfinite(hw)
+    if kind == "MAE":
+        ok &= hw != 0
+    s, h = sim[ok], hw[ok]
+    out: dict[str, Any] = {"n": int(ok.sum()), "kind": kind, "error": None, "pearson_r": None}
+    if len(s) == 0:
+        return out
+    if kind == "MAE":
+        out["error"] = float(np.mean(np.abs(s - h) / np.abs(h)))
+    else:
+        mean = float(np.mean(h))
+        out["error"] = float(np.sqrt(np.mean((s - h) ** 2)) / mean) if mean else None
+    if len(s) >= 2 and np.std(s) > 0 and np.std(h) > 0:
+        out["pearson_r"] = float(np.corrcoef(s, h)[0, 1])
+    return out
 
 def card_latencies(card: str, options: Mapping[str, str] | None = None) -> dict[str, float]:
     """Load-to-use latencies (core cycles) a pointer chase measures on ``card``.
@@ -128,7 +148,7 @@ def table_from_log(text: str, where: str) -> tuple[pd.DataFrame, dict]:
     Returns the table (``launch_id`` from the program's ``hilsim-launch K`` marks) and
     the log's facts (core clock, SM count, simulator version).
     """
-    from hilsim.simmodel.gpgpusim.logbundle import parse_gpgpusim_log
+    from hilsim.simmodel.gpgpusim.logprofile import parse_gpgpusim_log
 
     parsed = parse_gpgpusim_log(text, where)
     stats = parsed.stats  # the log parsed once

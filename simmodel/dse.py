@@ -22,10 +22,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.errors import HilsimError
-from hilsim.analyzer.plan import Plan
 from hilsim.simmodel import model
 from hilsim.simmodel.config import Source, Sourced, TimingConfig, unit_for, vtype_for
+
+from hilsim.core.bundle import Bundle
+from hilsim.core.errors import HilsimError
+from hilsim.core.plan import Plan
 
 #: variation name -> (dotted config field, model parameter used when the field is unset)
 VARIABLES: dict[str, tuple[str, str | None]] = {
@@ -50,6 +52,38 @@ VARIABLES: dict[str, tuple[str, str | None]] = {
 }
 _UNITS_FALLBACK = {"l1.bandwidth": "bytes/clk/SM", "l2.bandwidth": "bytes/clk"}
 
+
+
+def counters_from_bundle(bundle: Bundle) -> pd.DataFrame:
+    """Launch configuration + metrics of every launch, row ``i`` = ``launch_id`` ``i``.
+
+    Raises a one-line error naming how many launches lack metrics or a launch
+    configuration (the model needs both for every launch).
+    """
+    where = str(bundle.path) if bundle.path else "bundle"
+    n = bundle.n_launches
+    if bundle.metrics is None:
+        raise HilsimError(f"{where}: no metrics.parquet: the model needs per-launch counters "
+                          f"for all {n} launches")
+    metrics = bundle.metrics.set_index("launch_id").reindex(np.arange(n))
+    known = [c for c in metrics.columns if c in model.COUNTER_COLUMNS]
+    if not known:
+        raise HilsimError(f"{where}: metrics.parquet has none of the model's counters "
+                          f"(e.g. {model.COUNTER_COLUMNS[0]}, dram__bytes_read.sum)")
+    lacking = int(metrics[known].isna().all(axis=1).sum())
+    if lacking:
+        raise HilsimError(f"{where}: {lacking} of {n} launches have no metrics; the model "
+                          "needs counters for every launch (profile all launches with ncu)")
+    launch_cols = ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "regs",
+                   "smem_static", "smem_dynamic"]
+    launches = bundle.launches[launch_cols].reset_index(drop=True)
+    no_cfg = int(launches[["grid_x", "block_x"]].isna().any(axis=1).sum())
+    if no_cfg:
+        raise HilsimError(f"{where}: {no_cfg} of {n} launches have no grid/block size; "
+                          "import a trace that records launch configurations")
+    frame = pd.concat([launches.astype("float64"), metrics[known].reset_index(drop=True)],
+                      axis=1)
+    return frame
 
 def vary(config: TimingConfig, spec: str) -> TimingConfig:
     """A copy of ``config`` with one variation applied (``"l2_size=x2"``, ``"sm_count=40"``).

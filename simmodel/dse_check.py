@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.errors import HilsimError
 from hilsim.simmodel import correlation as corr
 from hilsim.simmodel.dse import vary
 from hilsim.simmodel.model import predict_cycles
+
+from hilsim.core.errors import HilsimError
 
 #: the checked variations (dse syntax); :func:`sim_options` gives each one's GPGPU-Sim form
 SIM_VARIATIONS: tuple[str, ...] = (

@@ -39,10 +39,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.atomic import write_text_atomic
-from hilsim.analyzer.errors import HilsimError
-from hilsim.analyzer.plan import Plan
-from hilsim.analyzer.schema import names_agree
+
+from hilsim.core.errors import HilsimError
+from hilsim.core.files import write_text_atomic
+from hilsim.core.plan import Plan
+from hilsim.core.schema import names_agree
 
 #: the tracer's full list in a traces folder
 FULL_LIST = "kernelslist.g"
@@ -166,7 +167,7 @@ def _check_trace_headers(table: pd.DataFrame, folder: Path, first_trace_id: int)
 
 def _disagree(named: np.ndarray, profiled: np.ndarray) -> np.ndarray:
     """Rows whose two names denote different kernels; an empty name on either side
-    is not checked (:func:`hilsim.analyzer.schema.names_agree`: demangled vs mangled)."""
+    is not checked (:func:`hilsim.core.schema.names_agree`: demangled vs mangled)."""
     named = np.asarray(named, dtype=object).astype(str)
     profiled = np.asarray(profiled, dtype=object).astype(str)
     known = (named != "") & (profiled != "")

@@ -46,9 +46,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.errors import HilsimError
-from hilsim.analyzer.schema import LAUNCH_RESOURCE_COLUMNS
 from hilsim.simmodel.config import TimingConfig
+
+from hilsim.core.errors import HilsimError
+from hilsim.core.schema import LAUNCH_RESOURCE_COLUMNS
 
 SECTOR_BYTES = 32
 #: Component names, in tie-break order (first wins when two are equal).
@@ -721,7 +722,7 @@ def ipc_timeline(
     windows: int = 4,
     include_launch: bool = True,
 ) -> Any:
-    """Per-wave IPC timeline(s) for PKP (:class:`hilsim.analyzer.methods.pkp.IpcTimeline`).
+    """Per-wave IPC timeline(s) for PKP (:class:`hilsim.simmodel.pkp.IpcTimeline`).
 
     Each wave of ``ctas_per_sm x SMs`` CTAs (the last one partial) is cut into
     ``windows`` equal windows. A wave's length is ``max(latency per wave, throughput
@@ -733,7 +734,7 @@ def ipc_timeline(
 
     Returns one ``IpcTimeline`` for a Series (one launch), else a list in row order.
     """
-    from hilsim.analyzer.methods.pkp import IpcTimeline
+    from hilsim.simmodel.pkp import IpcTimeline
 
     if windows < 1:
         raise HilsimError(f"ipc_timeline: windows must be >= 1, got {windows}")

@@ -13,10 +13,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
-from hilsim.analyzer.errors import HilsimError
-from hilsim.simmodel.config import TimingConfig
+from hilsim.simmodel.config import TimingConfig, read_timing
+
+from hilsim.core.errors import HilsimError
 
 PRESET_SCHEMA = "hilsim.preset/1"
 PRESET_NAMES = ("QV100", "RTX2060", "RTX3070", "H100-SXM")
@@ -152,3 +154,15 @@ def _load(name: str) -> Preset:
             raise HilsimError(f"{where}: cannot read preset ({exc})") from None
         _CACHE[name] = parse_preset(data, where)
     return _CACHE[name]
+
+
+def load_timing_config(spec: str) -> TimingConfig:
+    """A timing.json path or a preset name."""
+    path = Path(spec)
+    if path.suffix == ".json" or path.exists():
+        return read_timing(path)
+    try:
+        return load_preset(spec).timing
+    except HilsimError:
+        raise HilsimError(f"--config {spec!r}: no such timing.json and not a preset "
+                          f"({', '.join(PRESET_NAMES)})") from None

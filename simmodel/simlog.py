@@ -51,7 +51,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.errors import HilsimError
+
+from hilsim.core.errors import HilsimError
 
 #: log key -> clear column name (counters); the per-kernel facts are handled apart
 COUNTER_COLUMNS: dict[str, str] = {

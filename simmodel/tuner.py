@@ -24,12 +24,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from hilsim.analyzer.errors import HilsimError
-from hilsim.analyzer.jsonfile import read_json
-from hilsim.simmodel import measurement_names as mn
 from hilsim.simmodel.accelsim import EmitOption, UbenchOutput, emit_options
 from hilsim.simmodel.config import Source, Sourced, TimingConfig, unit_for, vtype_for
 from hilsim.simmodel.presets import Preset, load_preset, nearest_preset
+
+from hilsim.core import measurement_names as mn
+from hilsim.core.errors import HilsimError
+from hilsim.core.jsonfile import read_json
 
 CONVENTIONS = ("accelsim-tuner", "simulator-corrected", "gpgpusim")
 
@@ -142,7 +143,7 @@ def l2_geometry(capacity: int, banks: int, line: int = 128) -> tuple[int, int, s
 
 @dataclass(frozen=True)
 class Measurement:
-    """One measured value, named per :mod:`hilsim.simmodel.measurement_names`."""
+    """One measured value, named per :mod:`hilsim.core.measurement_names`."""
 
     name: str
     value: float
@@ -167,7 +168,7 @@ def read_microbench(path: str | os.PathLike[str]) -> tuple[list[Measurement], di
             continue  # recorded for the report, or failed its own validation: preset stays
         if name not in mn.MEASUREMENTS:
             raise HilsimError(
-                f"{where}: unknown measurement name {name!r} (see simmodel/measurement_names.py)"
+                f"{where}: unknown measurement name {name!r} (see hilsim/core/measurement_names.py)"
             )
         if (
             isinstance(value, bool)

@@ -7,9 +7,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hilsim.analyzer.bundle import Bundle
 from hilsim.analyzer.examples import EXAMPLES
-from hilsim.analyzer.schema import normalize_launches
+
+from hilsim.core.bundle import Bundle
+from hilsim.core.schema import normalize_launches
 
 DATA = Path(__file__).parent / "data"
 

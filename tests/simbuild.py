@@ -10,7 +10,8 @@ import os
 from typing import Any
 
 import pytest
-from hilsim.analyzer.errors import HilsimError
+
+from hilsim.core.errors import HilsimError
 
 
 def unavailable(reason: str) -> None:

@@ -10,8 +10,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from hilsim.analyzer.cli import main
-from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.importers.cupti_records import (
     bundle_from_cupti_records,
     is_cupti_records,
@@ -19,6 +17,9 @@ from hilsim.analyzer.importers.cupti_records import (
     write_cupti_records,
 )
 from hilsim.analyzer.importers.nsys_rep import export_nsys_rep
+
+from hilsim.cli.main import main
+from hilsim.core.errors import HilsimError
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -16,9 +16,10 @@ import pytest
 from hilsim.agent import ncu as ncu_mod
 from hilsim.agent.profile import choose_backend
 from hilsim.agent.tools import Tool, python_target
-from hilsim.analyzer.bundle import read_bundle
-from hilsim.analyzer.cli import main
 from hilsim.analyzer.importers.nsys_sqlite import bundle_from_nsys_sqlite
+
+from hilsim.cli.main import main
+from hilsim.core.bundle import read_bundle
 
 DATA = Path(__file__).parent / "data"
 SQLITE = DATA / "nsys-sqlite" / "casio-nerf-a100.nsys.sqlite"
@@ -199,7 +200,7 @@ def test_missing_ncu_is_clear(fake_tools, tmp_path, capsys):
 
 
 def test_no_gpu_is_clear_error(fake_tools, tmp_path, capsys, monkeypatch):
-    from hilsim.analyzer.errors import HilsimError
+    from hilsim.core.errors import HilsimError
 
     def no_gpu(index: int = 0, tools: bool = True):
         raise HilsimError("agent probe: no usable NVIDIA GPU: nvml: NVML could not start")

@@ -1,5 +1,6 @@
 import pytest
-from hilsim.analyzer.atomic import open_atomic, write_text_atomic
+
+from hilsim.core.files import open_atomic, write_text_atomic
 
 
 def test_failed_streamed_write_keeps_the_old_file(tmp_path) -> None:

@@ -6,9 +6,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hilsim.analyzer.bundle import Bundle, manifest_digest, read_bundle, write_bundle
-from hilsim.analyzer.errors import HilsimError
-from hilsim.analyzer.schema import normalize_launches
+
+from hilsim.core.bundle import Bundle, manifest_digest, read_bundle, write_bundle
+from hilsim.core.errors import HilsimError
+from hilsim.core.schema import normalize_launches
 
 
 def small_bundle() -> Bundle:
@@ -60,7 +61,7 @@ def test_existing_bundle_is_not_overwritten(tmp_path) -> None:
 
 
 def test_failed_write_leaves_nothing(tmp_path, monkeypatch) -> None:
-    import hilsim.analyzer.bundle as module
+    import hilsim.core.bundle as module
 
     def boom(frame, path):
         raise OSError("disk full")
@@ -177,7 +178,7 @@ def test_read_gives_the_tables_pyarrow_gives(tmp_path) -> None:
 
 
 def test_verify_reads_each_file_once(tmp_path, monkeypatch) -> None:
-    import hilsim.analyzer.bundle as module
+    import hilsim.core.bundle as module
 
     path = write_bundle(small_bundle(), tmp_path / "b")
     opened: list[str] = []
@@ -199,7 +200,8 @@ def test_read_some_columns_only(tmp_path) -> None:
     from hilsim.analyzer import methods
     from hilsim.analyzer.evaluate import score_plan
     from hilsim.analyzer.methods.stem import STEM
-    from hilsim.analyzer.schema import LAUNCH_CONFIG_COLUMNS
+
+    from hilsim.core.schema import LAUNCH_CONFIG_COLUMNS
 
     path = write_bundle(small_bundle(), tmp_path / "b")
     whole = read_bundle(path)

@@ -5,8 +5,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hilsim.analyzer.cli import main
 from hilsim.analyzer.examples import EXAMPLES
+
+from hilsim.cli.main import main
 
 DATA = Path(__file__).parent / "data"
 
@@ -161,7 +162,7 @@ def test_tampered_bundle_is_refused_and_kept(tmp_path, capsys) -> None:
 def test_debug_shows_traceback(tmp_path) -> None:
     empty = tmp_path / "empty.csv"
     empty.write_text("")
-    from hilsim.analyzer.errors import HilsimError
+    from hilsim.core.errors import HilsimError
 
     with pytest.raises(HilsimError):
         main(["--debug", "import", str(empty), "-o", str(tmp_path / "b")])
@@ -191,7 +192,7 @@ def test_lazy_commands_short_help_matches_their_docstrings() -> None:
     say what the commands' own docstrings say."""
     import inspect
 
-    from hilsim.analyzer.cli import LAZY_COMMANDS, _load_command
+    from hilsim.cli.main import LAZY_COMMANDS, _load_command
 
     for name, (_, _, short) in LAZY_COMMANDS.items():
         command = _load_command(name)
@@ -206,10 +207,10 @@ def test_help_and_version_import_no_pandas() -> None:
     import sys
 
     code = (
-        "import sys; from hilsim.analyzer.cli import main; "
+        "import sys; from hilsim.cli.main import main; "
         "rc = main(['--help']); rc |= main(['--version']); "
         "heavy = [m for m in ('pandas', 'pyarrow', 'numpy', 'rich', 'sklearn', 'scipy', "
-        "'hilsim.analyzer.dse_cli', 'hilsim.agent.cli') if m in sys.modules]; "
+        "'hilsim.cli.dse', 'hilsim.cli.agent') if m in sys.modules]; "
         "print('HEAVY', heavy); sys.exit(rc)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -228,7 +229,7 @@ def test_plan_imports_only_the_named_method(tmp_path: Path) -> None:
 
     example = next(e for e in EXAMPLES if e.profile.endswith(".csv"))
     code = (
-        "import sys; from hilsim.analyzer.cli import main; "
+        "import sys; from hilsim.cli.main import main; "
         f"rc = main(['plan', {str(example.path(example.profile))!r}, '-m', 'stem', "
         f"'-o', {str(tmp_path / 'p.json')!r}]); "
         "heavy = [m for m in ('sklearn', 'scipy', 'matplotlib', 'hilsim.analyzer.methods.pka') "
@@ -246,8 +247,9 @@ def test_plan_imports_only_the_named_method(tmp_path: Path) -> None:
 def test_bad_method_parameter_is_one_line_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], param: str, needle: str
 ) -> None:
-    from hilsim.analyzer.cli import main
     from hilsim.analyzer.examples import EXAMPLES
+
+    from hilsim.cli.main import main
 
     example = next(e for e in EXAMPLES if e.profile.endswith(".csv"))
     rc = main(["plan", str(example.path(example.profile)), "-m", "stem", "-p", param,

@@ -5,8 +5,6 @@ import json
 import numpy as np
 import pytest
 from hilsim.analyzer import compare
-from hilsim.analyzer.bundle import Bundle
-from hilsim.analyzer.cli import main
 from hilsim.analyzer.compare import (
     WORKER_BUNDLE_FACTOR,
     available_bytes,
@@ -16,6 +14,8 @@ from hilsim.analyzer.compare import (
     pareto_front,
 )
 
+from hilsim.cli.main import main
+from hilsim.core.bundle import Bundle
 from tests.conftest import DATA, mixture_bundle
 
 

@@ -12,10 +12,11 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from hilsim.analyzer.cli import cli, main
-from hilsim.analyzer.plan import load_plan
-from hilsim.simmodel.gpgpusim.logbundle import bundle_from_gpgpusim_log
+from hilsim.analyzer.importers.gpgpusim_log import bundle_from_gpgpusim_log
 from hilsim.simmodel.simlog import parse_simlog, read_simlog, read_simlogs, slim_log
+
+from hilsim.cli.main import cli, main
+from hilsim.core.plan import load_plan
 
 DATA = Path(__file__).parent / "data" / "gpgpusim"
 FULL = DATA / "transformer_step1.SM7_QV100-4sm.log"
@@ -130,7 +131,7 @@ def test_slim_log_parses_like_the_whole_log() -> None:
     slim = slim_log(text)
     assert len(slim) < len(text) / 5
     pd.testing.assert_frame_equal(parse_simlog(slim), parse_simlog(text))
-    from hilsim.simmodel.gpgpusim.logbundle import parse_gpgpusim_log
+    from hilsim.simmodel.gpgpusim.logprofile import parse_gpgpusim_log
 
     a, b = parse_gpgpusim_log(text, "a"), parse_gpgpusim_log(slim, "b")
     pd.testing.assert_frame_equal(a.launches, b.launches)

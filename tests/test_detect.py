@@ -14,8 +14,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.importers.detect import sniff_format
+
+from hilsim.core.errors import HilsimError
 
 DATA = Path(__file__).parent / "data"
 

@@ -10,14 +10,15 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from hilsim.analyzer.bundle import Bundle, write_bundle
-from hilsim.analyzer.dse_cli import counters_from_bundle, dse_cmd
-from hilsim.analyzer.errors import HilsimError
-from hilsim.analyzer.plan import Plan, samples_frame
-from hilsim.analyzer.schema import normalize_launches
 from hilsim.simmodel import model
-from hilsim.simmodel.dse import dse, vary
+from hilsim.simmodel.dse import counters_from_bundle, dse, vary
 from hilsim.simmodel.presets import load_preset
+
+from hilsim.cli.dse import dse_cmd
+from hilsim.core.bundle import Bundle, write_bundle
+from hilsim.core.errors import HilsimError
+from hilsim.core.plan import Plan, samples_frame
+from hilsim.core.schema import normalize_launches
 
 QV100 = load_preset("QV100").timing
 
@@ -165,7 +166,7 @@ def write_workload_bundle(tmp: Path, drop_metrics: int = 0) -> tuple[Path, Path]
 
 
 def test_counters_from_bundle_names_missing_metrics(tmp_path: Path) -> None:
-    from hilsim.analyzer.bundle import read_bundle
+    from hilsim.core.bundle import read_bundle
 
     path, _ = write_workload_bundle(tmp_path, drop_metrics=3)
     with pytest.raises(HilsimError, match="3 of 20 launches have no metrics"):

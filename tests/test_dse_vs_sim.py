@@ -14,9 +14,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hilsim.analyzer.errors import HilsimError
 from hilsim.simmodel import correlation as corr
 from hilsim.simmodel import dse_check
+
+from hilsim.core.errors import HilsimError
 
 DATA = Path(__file__).parent / "data" / "dse-vs-sim"
 CORR = Path(__file__).parent / "data" / "model-correlation"

@@ -5,15 +5,15 @@ import contextlib
 import numpy as np
 import pandas as pd
 import pytest
-from hilsim.analyzer.bundle import Bundle
-from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.evaluate import evaluate_method, score_plan
 from hilsim.analyzer.methods.baselines import FirstN, RandomUniform
 from hilsim.analyzer.methods.stem import STEM
-from hilsim.analyzer.plan import Plan, load_plan, samples_frame
-from hilsim.analyzer.schema import normalize_launches
 from hilsim.analyzer.tablecache import TableCache
 
+from hilsim.core.bundle import Bundle
+from hilsim.core.errors import HilsimError
+from hilsim.core.plan import Plan, load_plan, samples_frame
+from hilsim.core.schema import normalize_launches
 from tests.conftest import mixture_bundle
 
 

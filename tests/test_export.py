@@ -15,10 +15,11 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from hilsim.analyzer.cli import cli
-from hilsim.analyzer.errors import HilsimError
-from hilsim.analyzer.plan import Plan, samples_frame
 from hilsim.simmodel.export import match_sim_results, trace_header, weights_path, write_kernelslist
+
+from hilsim.cli.main import cli
+from hilsim.core.errors import HilsimError
+from hilsim.core.plan import Plan, samples_frame
 
 NAMES = {i: f"void vecAdd<{i}>(float*)" if i % 2 else "gemm_kernel" for i in range(10)}
 MANGLED = {i: f"_Z6vecAddILi{i}EEvPf" if i % 2 else "gemm_kernel" for i in range(10)}

@@ -16,9 +16,10 @@ import threading
 from pathlib import Path
 
 import pytest
-from hilsim.analyzer.errors import HilsimError
 from hilsim.simmodel.gpgpusim import build as B
 from hilsim.simmodel.gpgpusim.toolchain import Toolchain
+
+from hilsim.core.errors import HilsimError
 
 TC = Toolchain(Path("/usr/bin/nvcc"), Path("/usr/bin/cuobjdump"), "11.8", "12.2.0")
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hilsim.analyzer.errors import HilsimError
 from hilsim.simmodel.gpgpusim.calibration import (
     LATENCY_OPTIONS,
     fit,
     load_calibrations,
     tuned_options,
 )
+
+from hilsim.core.errors import HilsimError
 
 
 def _points(a: np.ndarray, c: np.ndarray, base: np.ndarray, step: np.ndarray) -> list[dict]:

@@ -10,9 +10,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hilsim.analyzer.errors import HilsimError
 from hilsim.simmodel.accelsim import read_options
 from hilsim.simmodel.gpgpusim.cards import card_config, parse_override, shipped_cards
+
+from hilsim.core.errors import HilsimError
 
 DATA = Path(__file__).parent / "data"
 CARDS = ("SM7_QV100", "SM75_RTX2060", "SM86_RTX3070")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hilsim.analyzer.cli import main
+from hilsim.cli.main import main
 
 
 def run(capsys, *args: str) -> tuple[int, str, str]:

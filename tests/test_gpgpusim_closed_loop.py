@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hilsim.analyzer.errors import HilsimError
 from hilsim.simmodel.gpgpusim.cards import card_config
 from hilsim.simmodel.gpgpusim.closedloop import (
     TOLERANCE,
@@ -25,6 +24,7 @@ from hilsim.simmodel.gpgpusim.closedloop import (
     tune_simulated,
 )
 
+from hilsim.core.errors import HilsimError
 from tests.simbuild import require_sim_build
 
 DATA = Path(__file__).parent / "data"
@@ -91,7 +91,7 @@ def test_reduced_sweep_sees_the_simulated_l1() -> None:
 
 @pytest.mark.parametrize("card", CARDS)
 def test_dram_peak_of_a_config_is_the_device_facts_peak(card: str) -> None:
-    from hilsim.microbench.simsuite import card_device_facts
+    from hilsim.simmodel.gpgpusim.simsuite import card_device_facts
 
     config = card_config(DATA / "accelsim" / f"{card}.gpgpusim.config")
     peak = card_device_facts(config)["peak_dram_gbs"]
@@ -143,8 +143,7 @@ def _build():
 
 def _latency_suite(config_path: Path, tmp: Path, build) -> Path:
     """The latency chases, the shared chase, the reduced sweep and launch on a card."""
-    from hilsim.microbench.measurement import write_microbench_json
-    from hilsim.microbench.simsuite import (
+    from hilsim.simmodel.gpgpusim.simsuite import (
         SimContext,
         card_device_facts,
         chase_latencies,
@@ -152,6 +151,8 @@ def _latency_suite(config_path: Path, tmp: Path, build) -> Path:
         launch_latency,
         shared_latency,
     )
+
+    from hilsim.core.measurement import write_microbench_json
 
     card = card_config(config_path, build)
     ctx = SimContext(card, card_device_facts(card), build=build)
@@ -211,7 +212,7 @@ def test_a_card_nobody_shipped_is_recovered(tmp_path: Path) -> None:
 @pytest.mark.gpgpusim
 def test_the_tuned_config_reproduces_the_measured_latencies(tmp_path: Path) -> None:
     """Re-simulate the latency chases under the tuned QV100 options: same cycles (±1)."""
-    from hilsim.microbench.simsuite import (
+    from hilsim.simmodel.gpgpusim.simsuite import (
         SimContext,
         card_device_facts,
         chase_latencies,

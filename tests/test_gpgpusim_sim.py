@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-from hilsim.analyzer.errors import HilsimError
 
+from hilsim.core.errors import HilsimError
 from tests.simbuild import require_sim_build
 
 pytestmark = pytest.mark.gpgpusim
@@ -66,8 +66,9 @@ def test_vecadd_and_clock_chase_on_qv100(sim, programs, tmp_path: Path) -> None:
 
 def test_card_by_path_runs_like_the_name_through_the_cli(sim, programs, tmp_path: Path,
                                                           capsys) -> None:
-    from hilsim.analyzer.cli import main
     from hilsim.simmodel.gpgpusim.run import run_program
+
+    from hilsim.cli.main import main
 
     cfg = sim.configs_dir / "SM7_QV100" / "gpgpusim.config"
     mine = tmp_path / "mycard.config"  # a card nobody shipped: any path to a config

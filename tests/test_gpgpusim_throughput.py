@@ -35,7 +35,7 @@ def _build():
 
 
 def _ctx(options: dict[str, str] | None = None):
-    from hilsim.microbench.simsuite import SimContext, card_device_facts
+    from hilsim.simmodel.gpgpusim.simsuite import SimContext, card_device_facts
 
     build = _build()
     card = card_config("SM7_QV100", build, options=options)
@@ -43,7 +43,7 @@ def _ctx(options: dict[str, str] | None = None):
 
 
 def test_fp32_throughput_recovers_a_drawn_initiation_interval() -> None:
-    from hilsim.microbench.simthroughput import unit_throughput
+    from hilsim.simmodel.gpgpusim.simthroughput import unit_throughput
 
     interval = int(np.random.default_rng(7).choice([1, 2, 4]))
     ctx, card = _ctx(
@@ -61,7 +61,7 @@ def test_fp32_throughput_recovers_a_drawn_initiation_interval() -> None:
 
 
 def test_same_address_atomics_are_one_per_l2_cycle_at_most() -> None:
-    from hilsim.microbench.simthroughput import atomic_throughput
+    from hilsim.simmodel.gpgpusim.simthroughput import atomic_throughput
 
     ctx, card = _ctx()
     core, _icnt, l2, _dram = card.clock_domains_mhz
@@ -79,9 +79,9 @@ def test_tuned_unit_latencies_reproduce_the_measured_ones() -> None:
     import json
     from pathlib import Path
 
-    from hilsim.microbench.simthroughput import unit_latency
     from hilsim.simmodel.gpgpusim.calibration import UNIT_OPTIONS
     from hilsim.simmodel.gpgpusim.closedloop import tune_simulated
+    from hilsim.simmodel.gpgpusim.simthroughput import unit_latency
 
     bench = Path(__file__).parent / "data" / "microbench" / "gpgpusim" / "SM7_QV100.microbench.json"
     measured = {m["name"]: m["value"] for m in json.loads(bench.read_text())["measurements"]}

@@ -7,8 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hilsim.analyzer.errors import HilsimError
 from hilsim.simmodel.gpgpusim import toolchain as T
+
+from hilsim.core.errors import HilsimError
 
 
 def _nvcc(folder: Path, release: str) -> Path:

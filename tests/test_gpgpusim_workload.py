@@ -46,8 +46,9 @@ def test_schedule_has_enough_launches_and_behaviours(program: Path, tmp_path: Pa
 
 def test_launch_list_runs_only_those_launches_with_their_ids(program: Path,
                                                              tmp_path: Path) -> None:
-    from hilsim.analyzer.plan import Plan
-    from hilsim.simmodel.gpgpusim.simprofile import simulate_plan
+    from hilsim.analyzer.simulate import simulate_plan
+
+    from hilsim.core.plan import Plan
 
     plan_path = tmp_path / "plan.json"
     ids = [7, 3, 28]  # any order: the harness runs them ascending

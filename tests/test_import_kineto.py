@@ -10,11 +10,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hilsim.analyzer.bundle import read_bundle, write_bundle
-from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.importers.detect import sniff_format
 from hilsim.analyzer.importers.kineto import bundle_from_kineto, read_kineto_trace
-from hilsim.analyzer.schema import LAUNCH_COLUMNS, REGION_COLUMNS
+
+from hilsim.core.bundle import read_bundle, write_bundle
+from hilsim.core.errors import HilsimError
+from hilsim.core.schema import LAUNCH_COLUMNS, REGION_COLUMNS
 
 DATA = Path(__file__).parent / "data" / "kineto"
 V100 = DATA / "hta-v100-ns-resolution.trace.json.gz"

@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.importers.nsys_sqlite import (
     _depth_and_path,
     _innermost,
@@ -21,7 +20,9 @@ from hilsim.analyzer.importers.nsys_sqlite import (
     bundle_from_nsys_sqlite,
     read_nsys_sqlite,
 )
-from hilsim.analyzer.schema import LAUNCH_COLUMNS, REGION_COLUMNS
+
+from hilsim.core.errors import HilsimError
+from hilsim.core.schema import LAUNCH_COLUMNS, REGION_COLUMNS
 
 DATA = Path(__file__).parent / "data" / "nsys-sqlite"
 NERF = DATA / "casio-nerf-a100.nsys.sqlite"
@@ -148,7 +149,7 @@ def test_bundle(nerf) -> None:
 
 
 def test_bundle_round_trip(tmp_path: Path) -> None:
-    from hilsim.analyzer.bundle import read_bundle, write_bundle
+    from hilsim.core.bundle import read_bundle, write_bundle
 
     bundle = bundle_from_nsys_sqlite(NERF)
     back = read_bundle(write_bundle(bundle, tmp_path / "b"))

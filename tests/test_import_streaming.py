@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from hilsim.analyzer.bundle import read_bundle, write_bundle
-from hilsim.analyzer.cli import main
-from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.importers import streaming
 from hilsim.analyzer.importers.profile import import_profile
 from hilsim.analyzer.importers.streaming import stream_import
+
+from hilsim.cli.main import main
+from hilsim.core.bundle import read_bundle, write_bundle
+from hilsim.core.errors import HilsimError
 
 DATA = Path(__file__).parent / "data"
 THOR = DATA / "nsys" / "vernier-nsys2025.3.2-thor_cuda_gpu_trace.csv"

@@ -15,8 +15,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from hilsim.analyzer import methods
-from hilsim.analyzer.bundle import Bundle
-from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.evaluate import score_plan
 from hilsim.analyzer.importers.nsys_sqlite import bundle_from_nsys_sqlite
 from hilsim.analyzer.methods.megsim import (
@@ -29,7 +27,10 @@ from hilsim.analyzer.methods.megsim import (
     megsim_frames,
     read_frame_table,
 )
-from hilsim.analyzer.schema import REGION_COLUMNS, normalize_launches
+
+from hilsim.core.bundle import Bundle
+from hilsim.core.errors import HilsimError
+from hilsim.core.schema import REGION_COLUMNS, normalize_launches
 
 DATA = Path(__file__).parent / "data"
 NERF = DATA / "nsys-sqlite" / "casio-nerf-a100.nsys.sqlite"

@@ -19,9 +19,9 @@ from hilsim.analyzer import methods
 from hilsim.analyzer.importers.kineto import bundle_from_kineto
 from hilsim.analyzer.importers.nsys_sqlite import bundle_from_nsys_sqlite
 from hilsim.analyzer.membership import cluster_members
-from hilsim.analyzer.plan import load_plan
 from hilsim.analyzer.validate import SimResults, validate, write_report
 
+from hilsim.core.plan import load_plan
 from tests.test_validate import _bundle, _plan
 
 DATA = Path(__file__).parent / "data"

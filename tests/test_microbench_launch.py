@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hilsim.microbench.launch import start_to_start_us
-from hilsim.simmodel import measurement_names as mn
 from hilsim.simmodel.tuner import Measurement, tune
+
+from hilsim.core import measurement_names as mn
 
 
 def test_start_to_start_from_globaltimer_stamps() -> None:

@@ -7,8 +7,11 @@ import math
 import os
 
 import pytest
-from hilsim.analyzer.errors import HilsimError
-from hilsim.microbench.measurement import (
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hilsim.core.errors import HilsimError
+from hilsim.core.measurement import (
     SCHEMA,
     Measurement,
     read_microbench_json,
@@ -16,8 +19,6 @@ from hilsim.microbench.measurement import (
     repeat_until_stable,
     write_microbench_json,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 
 def seq(values):

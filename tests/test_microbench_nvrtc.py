@@ -14,9 +14,10 @@ from __future__ import annotations
 import os
 
 import pytest
-from hilsim.analyzer.errors import HilsimError
 from hilsim.microbench import sass
 from hilsim.microbench.sources import all_sources, kernel_names
+
+from hilsim.core.errors import HilsimError
 
 ARCHS = [70, 75, 86, 90]
 

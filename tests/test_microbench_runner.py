@@ -8,15 +8,16 @@ import types
 
 import pytest
 from click.testing import CliRunner
-from hilsim.analyzer.errors import HilsimError
 from hilsim.microbench import runner
-from hilsim.microbench.cli import microbench_cmd
 from hilsim.microbench.runner import FAMILIES, parse_only
+
+from hilsim.cli.microbench import microbench_cmd
+from hilsim.core.errors import HilsimError
 
 
 def test_importing_the_suite_loads_no_gpu_module() -> None:
     code = (
-        "import sys, microbench, microbench.runner, microbench.cli, microbench.sources;"
+        "import sys, microbench, microbench.runner, microbench.sources;"
         "bad = [m for m in ('cupy', 'pynvml') if m in sys.modules];"
         "assert not bad, bad"
     )

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
-from hilsim.microbench import cli as mb_cli
-from hilsim.microbench.measurement import Measurement
 from hilsim.microbench.sanity import LATENCY_RANGES, family, sanity_warnings
+
+from hilsim.cli import microbench as mb_cli
+from hilsim.core.measurement import Measurement
 
 V100 = {"name": "Tesla V100-SXM2-16GB", "compute_capability": "7.0", "l2_cache_bytes": 6 << 20,
         "peak_dram_gbs": 898.0, "max_sm_clock_mhz": 1530}
@@ -67,7 +68,7 @@ def test_microbench_command_prints_the_warnings(monkeypatch, tmp_path) -> None:
 def test_a_suite_stopped_midway_keeps_what_it_measured(monkeypatch, tmp_path) -> None:
     """The file is rewritten after every benchmark: a suite killed by a time limit (the
     silicon kit gives it one) leaves the measurements taken so far, not nothing."""
-    from hilsim.microbench.measurement import read_microbench_json
+    from hilsim.core.measurement import read_microbench_json
 
     def stopped(families, device, facts, on_measured):
         done = [_m("l1_hit_latency", 31.0)]

@@ -16,10 +16,11 @@ import os
 import re
 
 import pytest
-from hilsim.analyzer.errors import HilsimError
 from hilsim.microbench import sass
 from hilsim.microbench.sources import all_sources, kernel_names
 from hilsim.simmodel.presets import all_presets
+
+from hilsim.core.errors import HilsimError
 
 REQUIRE = os.environ.get("HILSIM_REQUIRE_SASS") == "1"
 

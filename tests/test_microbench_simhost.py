@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hilsim.microbench import simhost, simsuite
 from hilsim.microbench.latency import single_cycle
 from hilsim.microbench.sources import all_sources, kernel_names
+from hilsim.simmodel.gpgpusim import simhost, simsuite
 from hilsim.simmodel.gpgpusim.cards import card_config
 
 CONFIGS = Path(__file__).parent / "data" / "accelsim"

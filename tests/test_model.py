@@ -7,10 +7,11 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
-from hilsim.analyzer.errors import HilsimError
 from hilsim.simmodel import model
 from hilsim.simmodel.config import Source, Sourced
 from hilsim.simmodel.presets import load_preset
+
+from hilsim.core.errors import HilsimError
 
 QV100 = load_preset("QV100").timing
 CLOCK = 1132.0  # QV100 preset core clock, MHz
@@ -209,7 +210,7 @@ def test_million_launches_vectorised() -> None:
 
 
 def test_ipc_timeline_builds_pkp_inputs() -> None:
-    from hilsim.analyzer.methods.pkp import IpcTimeline
+    from hilsim.simmodel.pkp import IpcTimeline
 
     counters = launch(grid_x=1000, regs=64, **{model.INST: 1e7, model.DRAM_RD: 1e8})
     tl = model.ipc_timeline(QV100, counters.iloc[0], windows=3)
@@ -225,8 +226,9 @@ def test_ipc_timeline_builds_pkp_inputs() -> None:
 
 
 def test_require_counters_refuses_a_profile_without_counters():
-    from hilsim.analyzer.errors import HilsimError
     from hilsim.simmodel.model import require_counters
+
+    from hilsim.core.errors import HilsimError
 
     frame = pd.DataFrame({"grid_x": [1], "block_x": [32], "duration_ns": [10]})
     with pytest.raises(HilsimError, match="none of the model's counter columns"):

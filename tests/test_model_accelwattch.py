@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hilsim.analyzer.errors import HilsimError
 from hilsim.simmodel.accelwattch import counters_from_accelwattch, validate
 from hilsim.simmodel.presets import load_preset
+
+from hilsim.core.errors import HilsimError
 
 CSV = Path(__file__).parent / "data" / "accelwattch" / "hw_perf.csv"
 

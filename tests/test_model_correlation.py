@@ -13,9 +13,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hilsim.analyzer.errors import HilsimError
 from hilsim.simmodel import correlation as corr
 from hilsim.simmodel.model import predict_cycles
+
+from hilsim.core.errors import HilsimError
 
 DATA = Path(__file__).parent / "data" / "model-correlation"
 

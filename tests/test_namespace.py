@@ -59,4 +59,4 @@ def test_entry_point_targets_the_namespace(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as z:
         (ep,) = [n for n in z.namelist() if n.endswith("entry_points.txt")]
         text = z.read(ep).decode()
-    assert "hilsim = hilsim.analyzer.cli:main" in text
+    assert "hilsim = hilsim.cli.main:main" in text

@@ -15,13 +15,14 @@ import numpy as np
 import pandas as pd
 import pytest
 from hilsim.analyzer import methods
-from hilsim.analyzer.bundle import Bundle
-from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.methods import pka as pka_module
 from hilsim.analyzer.methods.pka import PKA, TABLE2_METRICS, select_principal_kernels
-from hilsim.analyzer.schema import normalize_launches
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from hilsim.core.bundle import Bundle
+from hilsim.core.errors import HilsimError
+from hilsim.core.schema import normalize_launches
 
 GROUP_DURATIONS = (1_000.0, 30_000.0, 100_000.0, 700_000.0)
 

@@ -1,4 +1,4 @@
-"""Tests of Principal Kernel Projection (analyzer/methods/pkp.py, PKA section 3.2).
+"""Tests of Principal Kernel Projection (simmodel/pkp.py, PKA section 3.2).
 
 The synthetic launches retire their CTAs in waves: a wave of W CTAs, each CTA
 executing I instructions; in the stable phase the GPU runs at IPC 8, so a wave
@@ -15,8 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hilsim.analyzer.errors import HilsimError
-from hilsim.analyzer.methods.pkp import (
+from hilsim.simmodel.pkp import (
     IpcTimeline,
     project_launch,
     project_plan,
@@ -24,7 +23,9 @@ from hilsim.analyzer.methods.pkp import (
     rolling_ipc,
     timeline_from_ctas,
 )
-from hilsim.analyzer.plan import Plan, samples_frame
+
+from hilsim.core.errors import HilsimError
+from hilsim.core.plan import Plan, samples_frame
 
 BIN = 100  # cycles per window
 WAVE = 8  # CTAs per wave

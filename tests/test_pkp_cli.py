@@ -4,10 +4,11 @@ import json
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.bundle import Bundle, write_bundle
-from hilsim.analyzer.cli import main
 from hilsim.analyzer.methods.stem import STEM
-from hilsim.analyzer.schema import normalize_launches
+
+from hilsim.cli.main import main
+from hilsim.core.bundle import Bundle, write_bundle
+from hilsim.core.schema import normalize_launches
 
 
 def _bundle(n: int = 400) -> Bundle:

@@ -7,8 +7,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hilsim.analyzer.errors import HilsimError
 from hilsim.simmodel.gpgpusim import ptxlines as pl
+
+from hilsim.core.errors import HilsimError
 
 DATA = Path(__file__).parent / "data"
 PTX = DATA / "ptxlines" / "ts.1.sm_70.ptx"

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from hilsim.analyzer.cli import main
-from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.examples import EXAMPLES
 from hilsim.analyzer.importers.profile import load_profile
 from hilsim.analyzer.recommend import recommend, split_halves
-from hilsim.analyzer.recommend_cli import parse_error
+
+from hilsim.cli.main import main
+from hilsim.cli.recommend import parse_error
+from hilsim.core.errors import HilsimError
 
 NERF = EXAMPLES[1].path(EXAMPLES[1].profile)
 

@@ -18,9 +18,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hilsim.analyzer.bundle import manifest_digest, read_bundle
-from hilsim.analyzer.cli import main
 
+from hilsim.cli.main import main
+from hilsim.core.bundle import manifest_digest, read_bundle
 from tests import reliability_inputs as inputs
 
 

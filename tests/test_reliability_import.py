@@ -11,11 +11,11 @@ import warnings
 
 import numpy as np
 import pytest
-from hilsim.analyzer import limits
-from hilsim.analyzer.bundle import read_bundle
-from hilsim.analyzer.cli import main
-from hilsim.analyzer.errors import HilsimError
 
+from hilsim.cli.main import main
+from hilsim.core import limits
+from hilsim.core.bundle import read_bundle
+from hilsim.core.errors import HilsimError
 from tests import reliability_inputs as inputs
 
 

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from hilsim.analyzer.cli import main
 
+from hilsim.cli.main import main
 from tests import reliability_inputs as inputs
 
 

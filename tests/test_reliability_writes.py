@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from hilsim.analyzer import atomic
-from hilsim.analyzer.atomic import atomic_directory
-from hilsim.analyzer.bundle import read_bundle, write_bundle
-from hilsim.analyzer.cli import main
 from hilsim.analyzer.importers.profile import import_profile
 
+from hilsim.cli.main import main
+from hilsim.core import files as atomic
+from hilsim.core.bundle import read_bundle, write_bundle
+from hilsim.core.files import atomic_directory
 from tests import reliability_inputs as inputs
 
 
@@ -38,7 +38,7 @@ def test_f7_writer_that_finishes_second_does_not_replace(tmp_path):
 @pytest.mark.slow
 def test_f7_two_concurrent_imports_one_wins(tmp_path):
     out = tmp_path / "out"
-    argv = [sys.executable, "-m", "hilsim.analyzer.cli", "import", str(inputs.SQLITE), "-o",
+    argv = [sys.executable, "-m", "hilsim.cli.main", "import", str(inputs.SQLITE), "-o",
             str(out)]
     procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(2)]
@@ -122,7 +122,7 @@ def test_f8_dead_writers_temporary_folder_is_removed(tmp_path):
 
 @pytest.mark.parametrize("umask,mode", [(0o022, 0o644), (0o077, 0o600)])
 def test_f14_plan_result_report_follow_umask(tmp_path, umask, mode):
-    from hilsim.analyzer.atomic import write_text_atomic
+    from hilsim.core.files import write_text_atomic
 
     bundle = tmp_path / "b"
     assert main(["import", str(inputs.SQLITE), "-o", str(bundle)]) == 0

@@ -1,8 +1,9 @@
 import numpy as np
 import pandas as pd
 import pytest
-from hilsim.analyzer.errors import HilsimError
-from hilsim.analyzer.schema import kernel_base_name, launch_config_key, normalize_launches
+
+from hilsim.core.errors import HilsimError
+from hilsim.core.schema import kernel_base_name, launch_config_key, normalize_launches
 
 
 @pytest.mark.parametrize(
@@ -73,7 +74,7 @@ def test_missing_region_is_an_all_null_categorical_without_categories() -> None:
 
 def _config_key_by_groupby(launches: pd.DataFrame, by_config: bool) -> np.ndarray:
     """The definition: (name, grid, block) tuples numbered in order of first appearance."""
-    from hilsim.analyzer.schema import LAUNCH_CONFIG_COLUMNS
+    from hilsim.core.schema import LAUNCH_CONFIG_COLUMNS
 
     parts = {"name": launches["name"].cat.codes.to_numpy(dtype=np.int64)}
     if by_config:
@@ -87,7 +88,7 @@ def _config_key_by_groupby(launches: pd.DataFrame, by_config: bool) -> np.ndarra
 @pytest.mark.parametrize("seed", range(12))
 def test_config_key_is_the_groupby_numbering(seed: int) -> None:
     """Folded key (radix / factorized, constant and null columns skipped) == group-by."""
-    from hilsim.analyzer.schema import LAUNCH_CONFIG_COLUMNS
+    from hilsim.core.schema import LAUNCH_CONFIG_COLUMNS
 
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 4000))

@@ -14,14 +14,15 @@ import numpy as np
 import pandas as pd
 import pytest
 from hilsim.analyzer import methods
-from hilsim.analyzer.bundle import Bundle
-from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.evaluate import score_plan
 from hilsim.analyzer.methods.sieve import INSTRUCTIONS, Sieve, kde_cuts, kde_labels
-from hilsim.analyzer.plan import load_plan
-from hilsim.analyzer.schema import normalize_launches
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from hilsim.core.bundle import Bundle
+from hilsim.core.errors import HilsimError
+from hilsim.core.plan import load_plan
+from hilsim.core.schema import normalize_launches
 
 
 def kernels(n: int = 900, seed: int = 0) -> tuple[Bundle, dict[str, np.ndarray]]:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hilsim.analyzer.errors import HilsimError
 from hilsim.simmodel.simlog import parse_simlog, read_simlog, read_simlogs
+
+from hilsim.core.errors import HilsimError
 
 LOGS = Path(__file__).parent / "data" / "simlogs"
 RTX = LOGS / "accelsim-rtx4090-vecadd.log"

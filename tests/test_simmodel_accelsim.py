@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hilsim.analyzer.errors import HilsimError
 from hilsim.simmodel.accelsim import (
     EmitOption,
     emit_options,
@@ -14,6 +13,8 @@ from hilsim.simmodel.accelsim import (
     read_options,
     read_ubench_output,
 )
+
+from hilsim.core.errors import HilsimError
 
 DATA = Path(__file__).parent / "data" / "accelsim"
 CONFIGS = sorted(DATA.glob("*.config"))

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from hilsim.analyzer.errors import HilsimError
 from hilsim.simmodel.config import Source, Sourced, TimingConfig, read_timing
 from hilsim.simmodel.presets import PRESET_NAMES, all_presets, load_preset, nearest_preset
+
+from hilsim.core.errors import HilsimError
 
 
 def test_presets_load_validate_and_cite_sources() -> None:

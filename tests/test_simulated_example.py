@@ -13,8 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hilsim.analyzer.cli import main
 from hilsim.analyzer.simexample import shipped_example
+
+from hilsim.cli.main import main
 
 EX = shipped_example()
 
@@ -119,8 +120,9 @@ def test_decomposition_of_the_shipped_runs_without_plots() -> None:
     from hilsim.analyzer import validate as v
     from hilsim.analyzer.decompose import decompose
     from hilsim.analyzer.importers.profile import load_profile
-    from hilsim.analyzer.plan import load_plan
     from hilsim.simmodel.simlog import read_simlogs
+
+    from hilsim.core.plan import load_plan
 
     bundle = load_profile(EX.reference)
     silicon, _ = v.silicon_cycles(bundle, v.sm_clock_mhz(bundle))

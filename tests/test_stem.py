@@ -5,7 +5,6 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.evaluate import evaluate_method
 from hilsim.analyzer.methods.stem import (
     STEM,
@@ -15,6 +14,7 @@ from hilsim.analyzer.methods.stem import (
 )
 from hilsim.analyzer.tablecache import TableCache
 
+from hilsim.core.errors import HilsimError
 from tests.conftest import mixture_bundle
 
 

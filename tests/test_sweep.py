@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from hilsim.analyzer.cli import main
 from hilsim.analyzer.sweep import RESULTS, load_spec, read_results, write_results
+
+from hilsim.cli.main import main
 
 SPEC = """
 seeds = 2

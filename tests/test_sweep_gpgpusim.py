@@ -18,7 +18,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hilsim.analyzer.cli import main
 from hilsim.analyzer.sweep import (
     RESULTS,
     SIM_SUMMARY,
@@ -27,6 +26,7 @@ from hilsim.analyzer.sweep import (
     read_results,
 )
 
+from hilsim.cli.main import main
 from tests.simbuild import require_sim_build
 
 DATA = Path(__file__).parent / "data" / "gpgpusim"
@@ -72,8 +72,9 @@ def program(tmp_path_factory) -> Path:
 @pytest.mark.gpgpusim
 def test_sweep_simulates_each_plan_on_the_card(program: Path, tmp_path: Path, capsys) -> None:
     from hilsim.analyzer.importers.profile import load_profile
-    from hilsim.analyzer.plan import load_plan
     from hilsim.simmodel.simlog import parse_simlog, read_simlogs
+
+    from hilsim.core.plan import load_plan
 
     spec = tmp_path / "sim.toml"
     spec.write_text(SIM_SPEC.format(full=FULL.as_posix(), program=program.as_posix()))

@@ -11,8 +11,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from hilsim.analyzer import methods
-from hilsim.analyzer.bundle import Bundle
-from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.evaluate import score_plan
 from hilsim.analyzer.methods.pka import TABLE2_METRICS
 from hilsim.analyzer.methods.tbpoint import (
@@ -21,7 +19,10 @@ from hilsim.analyzer.methods.tbpoint import (
     condensed_bytes,
     max_launches,
 )
-from hilsim.analyzer.schema import normalize_launches
+
+from hilsim.core.bundle import Bundle
+from hilsim.core.errors import HilsimError
+from hilsim.core.schema import normalize_launches
 
 DURATIONS = (1_000.0, 40_000.0, 900_000.0)
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.cli import main
 from hilsim.analyzer.examples import EXAMPLES
 from hilsim.analyzer.importers.profile import import_profile
-from hilsim.analyzer.schema import normalize_launches
 from hilsim.analyzer.tracecheck import busy_time, method_warnings, trace_warnings
 
+from hilsim.cli.main import main
+from hilsim.core.schema import normalize_launches
 from tests.conftest import DATA
 
 

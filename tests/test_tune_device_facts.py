@@ -14,8 +14,9 @@ import types
 import pytest
 from hilsim.agent import probe
 from hilsim.microbench import _gpu
-from hilsim.simmodel import measurement_names as mn
 from hilsim.simmodel.tuner import tune
+
+from hilsim.core import measurement_names as mn
 
 
 class _Runtime:
@@ -147,7 +148,7 @@ def test_probe_names_the_extra(gpu) -> None:
 
 
 def test_require_cupy_names_the_extra_by_compute_capability(monkeypatch) -> None:
-    from hilsim.analyzer.errors import HilsimError
+    from hilsim.core.errors import HilsimError
 
     monkeypatch.setitem(sys.modules, "cupy", None)
     with pytest.raises(HilsimError, match=r"gpu-cuda12\]' for compute capability < 7.5"):
@@ -155,7 +156,7 @@ def test_require_cupy_names_the_extra_by_compute_capability(monkeypatch) -> None
 
 
 def test_compile_failure_on_volta_with_cuda13_names_the_extra() -> None:
-    from hilsim.analyzer.errors import HilsimError
+    from hilsim.core.errors import HilsimError
 
     def raw_module(code, options):
         raise RuntimeError("nvrtc: error: invalid value for --gpu-architecture (-arch)")

@@ -2,9 +2,9 @@
 
 import json
 
-from hilsim.analyzer.cli import main
-from hilsim.microbench.measurement import Measurement, write_microbench_json
-from hilsim.simmodel import measurement_names as mn
+from hilsim.cli.main import main
+from hilsim.core import measurement_names as mn
+from hilsim.core.measurement import Measurement, write_microbench_json
 
 
 def test_tune_accepts_the_suites_own_output(tmp_path, capsys) -> None:

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from hilsim.analyzer.errors import HilsimError
-from hilsim.analyzer.tune_cli import tune_cmd
-from hilsim.simmodel import measurement_names as mn
 from hilsim.simmodel.accelsim import read_options
 from hilsim.simmodel.config import read_timing
+
+from hilsim.cli.tune import tune_cmd
+from hilsim.core import measurement_names as mn
+from hilsim.core.errors import HilsimError
 
 DATA = Path(__file__).parent / "data" / "accelsim"
 

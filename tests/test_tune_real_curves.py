@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 from hilsim.microbench.analysis import cache_levels
 from hilsim.microbench.latency import sweep_footprints
-from hilsim.simmodel import measurement_names as mn
 from hilsim.simmodel.tuner import Measurement, tune
+
+from hilsim.core import measurement_names as mn
 
 DATA = Path(__file__).parent / "data" / "microbench"
 KiB, MiB = 1024, 1 << 20

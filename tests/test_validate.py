@@ -9,13 +9,15 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from hilsim.analyzer.bundle import Bundle, write_bundle
-from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.evaluate import score_plan
-from hilsim.analyzer.plan import Plan, samples_frame
-from hilsim.analyzer.schema import normalize_launches
-from hilsim.analyzer.validate import SimResults, correlation, validate, validate_plan, write_report
-from hilsim.analyzer.validate_cli import validate_cmd
+from hilsim.analyzer.validate import SimResults, validate, validate_plan, write_report
+from hilsim.simmodel.correlation import correlation
+
+from hilsim.cli.validate import validate_cmd
+from hilsim.core.bundle import Bundle, write_bundle
+from hilsim.core.errors import HilsimError
+from hilsim.core.plan import Plan, samples_frame
+from hilsim.core.schema import normalize_launches
 
 EVIL = "void f<A&B, C<D>>(int) \"'<script>"
 
@@ -122,7 +124,7 @@ def test_cli_sim_and_model_paths(tmp_path, monkeypatch):
             f"kernel_name = {name}\nkernel_launch_uid = {i}\ngpu_sim_cycle = {cyc}\n"
             f"gpu_sim_insn = 10\ngpu_tot_sim_cycle = 0\ngpgpu_simulation_time = 1\n"
         )
-    from hilsim.analyzer.schema import kernel_base_name
+    from hilsim.core.schema import kernel_base_name
 
     (logs / "run.log").write_text("".join(blocks).replace("_Z1fv", kernel_base_name(EVIL)))
     out = tmp_path / "rep"

@@ -32,18 +32,18 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.atomic import open_atomic
-from hilsim.analyzer.bundle import Bundle, default_manifest
-from hilsim.analyzer.errors import HilsimError
-from hilsim.analyzer.schema import normalize_launches, shown_value
+
+from hilsim.core.bundle import Bundle, default_manifest
+from hilsim.core.demangle import demangle
+from hilsim.core.errors import HilsimError
+from hilsim.core.files import open_atomic
+from hilsim.core.schema import normalize_launches, shown_value
 
 SCHEMA = "hilsim.cupti-records/1"
 FORMAT = "cupti-records"
@@ -135,27 +135,6 @@ def is_cupti_records(path: str | Path) -> bool:
         return False
 
 
-def demangle(names: list[str]) -> tuple[list[str], bool]:
-    """Demangle Itanium C++ names with ``c++filt`` if installed; ``(names, demangled?)``."""
-    todo = [n for n in names if n.startswith("_Z")]
-    tool = shutil.which("c++filt")
-    if not todo or tool is None:
-        return names, False
-    try:
-        done = subprocess.run(
-            [tool],
-            input="\n".join(todo) + "\n",
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=True,
-        ).stdout.splitlines()
-    except (OSError, subprocess.SubprocessError):
-        return names, False
-    if len(done) != len(todo):
-        return names, False
-    table = dict(zip(todo, done, strict=True))
-    return [table.get(n, n) for n in names], True
 
 
 def read_cupti_records(
@@ -268,7 +247,7 @@ def _range_threads(ranges: pd.DataFrame, runtime: pd.DataFrame) -> np.ndarray:
 
 
 def bundle_from_cupti_records(path: str | Path) -> Bundle:
-    """Import a records file as an in-memory :class:`~hilsim.analyzer.bundle.Bundle`."""
+    """Import a records file as an in-memory :class:`~hilsim.core.bundle.Bundle`."""
     from hilsim.analyzer.importers.nsys_sqlite import attribute_launches, nvtx_regions
 
     source = Path(path)
@@ -333,7 +312,6 @@ def bundle_from_cupti_records(path: str | Path) -> Bundle:
 __all__ = [
     "SCHEMA",
     "bundle_from_cupti_records",
-    "demangle",
     "is_cupti_records",
     "read_cupti_records",
     "write_cupti_records",

@@ -24,8 +24,9 @@ import re
 import zlib
 from pathlib import Path
 
-from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.importers.nsys_stats import GPU_TRACE, KERN_EXEC_TRACE, classify_header
+
+from hilsim.core.errors import HilsimError
 
 SNIFF_BYTES = 64 * 1024
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -116,7 +117,7 @@ def sniff_format(path: str | Path) -> str:
         raise HilsimError(
             f"{source}: unrecognised format (JSON without 'traceEvents': {stripped[:60]!r})"
         )
-    from hilsim.simmodel.gpgpusim.logbundle import looks_like_gpgpusim_log
+    from hilsim.simmodel.gpgpusim.logprofile import looks_like_gpgpusim_log
 
     if looks_like_gpgpusim_log(text[:16384]):
         return "gpgpusim-log"

@@ -41,7 +41,7 @@ checked against real traces (see ``tests/data/kineto/README.md``):
   ``correlation_id`` and a CPU ``user_annotation`` region. When a trace has both kernel
   events and ranges, the ranges are joined to the kernels in start order; the counts must
   agree and so must the names (``"__missing__"`` matches anything), else a one-line
-  :class:`~hilsim.analyzer.errors.HilsimError`.
+  :class:`~hilsim.core.errors.HilsimError`.
 
 Every failure (unreadable or truncated gzip, not JSON, no ``traceEvents``, no kernels, file
 larger than ``max_bytes``) is one ``HilsimError`` line naming the file.
@@ -85,10 +85,11 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-from hilsim.analyzer import limits
-from hilsim.analyzer.bundle import Bundle, default_manifest
-from hilsim.analyzer.errors import HilsimError
-from hilsim.analyzer.schema import REGION_COLUMNS, normalize_launches, shown_value
+
+from hilsim.core import limits
+from hilsim.core.bundle import Bundle, default_manifest
+from hilsim.core.errors import HilsimError
+from hilsim.core.schema import REGION_COLUMNS, normalize_launches, shown_value
 
 FORMAT = "kineto-json"
 PROFILER_NAME = "pytorch-profiler (kineto)"
@@ -134,11 +135,11 @@ class KinetoProfile:
     """What a Kineto trace holds, as bundle-v1 tables.
 
     Attributes:
-        launches: bundle-v1 launches table (:func:`~hilsim.analyzer.schema.normalize_launches`);
+        launches: bundle-v1 launches table (:func:`~hilsim.core.schema.normalize_launches`);
             ``attrs`` carries import counts and caveats (``n_gpu_memcpy``,
             ``n_gpu_memset``, ``dropped_non_kernel_rows``, ``launch_source``,
             ``durations_measured``, ``smem_static_is_total``, ``region_source``).
-        regions: annotation ranges with exactly :data:`~hilsim.analyzer.schema.REGION_COLUMNS`,
+        regions: annotation ranges with exactly :data:`~hilsim.core.schema.REGION_COLUMNS`,
             or ``None`` when the trace has none (or ``regions="none"``).
         metrics: ``launch_id`` + one float64 column per CUPTI range-profiler counter
             (named as Kineto names them), or ``None`` without ``cuda_profiler_range``.
@@ -1261,7 +1262,7 @@ def read_kineto_trace(
 
 
 def bundle_from_kineto(path: str | Path, regions: str = "auto") -> Bundle:
-    """Import a Kineto trace as an in-memory :class:`~hilsim.analyzer.bundle.Bundle`."""
+    """Import a Kineto trace as an in-memory :class:`~hilsim.core.bundle.Bundle`."""
     source = Path(path)
     profile = read_kineto_trace(source, regions=regions)
     attrs = profile.launches.attrs

@@ -26,7 +26,7 @@ frequencies to ``hz``; percentages and counts are left as they are. In the detai
 unit is applied per row (ncu scales each value separately unless ``--print-units base``).
 
 The summary layout (``--print-summary``) and nvprof CSV are a different shape and are
-rejected with a :class:`~hilsim.analyzer.errors.HilsimError` naming the file.
+rejected with a :class:`~hilsim.core.errors.HilsimError` naming the file.
 """
 
 from __future__ import annotations
@@ -39,8 +39,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.errors import HilsimError
-from hilsim.analyzer.schema import checked_int64, kernel_base_name, names_agree
+
+from hilsim.core.errors import HilsimError
+from hilsim.core.schema import checked_int64, kernel_base_name, names_agree
 
 DETAILS = "details"
 RAW = "raw"
@@ -474,7 +475,7 @@ def join_metrics(
     profiled a contiguous run, e.g. ``--launch-skip S --launch-count N``; apply kernel-name
     filters only if the launches table was filtered the same way). ``by="id"``: ncu ``ID``
     equals ``launch_id``. Kernel names must agree (short base names, see
-    :func:`hilsim.analyzer.schema.kernel_base_name`) and grid/block must agree where both sides know
+    :func:`hilsim.core.schema.kernel_base_name`) and grid/block must agree where both sides know
     them; otherwise a one-line :class:`HilsimError` names the ncu ID, the launch and both names.
 
     Returns ``launch_id`` (int64) + one float64 column per metric.

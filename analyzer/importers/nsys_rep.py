@@ -17,7 +17,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from hilsim.analyzer.errors import HilsimError
+from hilsim.core.errors import HilsimError
 
 REPORT_SUFFIXES = (".nsys-rep", ".qdrep")
 EXPORT_TIMEOUT_S = 3600

@@ -2,7 +2,7 @@
 
 :func:`read_nsys_sqlite` reads the kernel launches, the NVTX ranges, the device
 description and the export's schema/tool versions; :func:`bundle_from_nsys_sqlite`
-wraps them as an in-memory :class:`~hilsim.analyzer.bundle.Bundle`. Facts used are in
+wraps them as an in-memory :class:`~hilsim.core.bundle.Bundle`. Facts used are in
 ``FORMATS.md`` ("Nsight Systems SQLite export"):
 
 * Table names are resolved through ``sqlite_master`` (nsys creates tables lazily,
@@ -51,9 +51,10 @@ from urllib.parse import quote
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.bundle import Bundle, default_manifest
-from hilsim.analyzer.errors import HilsimError
-from hilsim.analyzer.schema import REGION_COLUMNS, normalize_launches
+
+from hilsim.core.bundle import Bundle, default_manifest
+from hilsim.core.errors import HilsimError
+from hilsim.core.schema import REGION_COLUMNS, normalize_launches
 
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
 RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
@@ -94,7 +95,7 @@ class NsysSqliteProfile:
     """What an Nsight Systems SQLite export holds that hilsim uses.
 
     Attributes:
-        launches: bundle-v1 launches table (:func:`hilsim.analyzer.schema.normalize_launches`),
+        launches: bundle-v1 launches table (:func:`hilsim.core.schema.normalize_launches`),
             ``region`` set by the NVTX attribution rule in the module doc.
         regions: NVTX ranges (``REGION_COLUMNS``), ``None`` when none were recorded.
         device: the GPU most launches ran on (name, uuid, compute_capability,

@@ -52,8 +52,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.errors import HilsimError
-from hilsim.analyzer.schema import normalize_launches
+
+from hilsim.core.errors import HilsimError
+from hilsim.core.schema import normalize_launches
 
 GPU_TRACE = "cuda_gpu_trace"
 KERN_EXEC_TRACE = "cuda_kern_exec_trace"
@@ -232,7 +233,7 @@ def _read_text(path: Path) -> str:
 def read_nsys_stats_csv(path: str | Path) -> pd.DataFrame:
     """Read ``nsys stats --format csv`` output (``cuda_gpu_trace`` or
     ``cuda_kern_exec_trace``, any Nsight Systems version from 2021 on) into a
-    bundle-v1 launches table (:func:`hilsim.analyzer.schema.normalize_launches`).
+    bundle-v1 launches table (:func:`hilsim.core.schema.normalize_launches`).
 
     ``frame.attrs`` gets ``nsys_report`` (which report was read) and
     ``dropped_non_kernel_rows`` (memcpy/memset rows of ``cuda_gpu_trace``).

@@ -1,6 +1,6 @@
 """One entry point for every profile the analyzer reads.
 
-``load_profile(path)`` returns a :class:`~hilsim.analyzer.bundle.Bundle` from a bundle
+``load_profile(path)`` returns a :class:`~hilsim.core.bundle.Bundle` from a bundle
 folder or from a foreign file (format sniffed by :mod:`hilsim.analyzer.importers.detect`);
 ``import_profile`` also joins Nsight Compute metrics.
 
@@ -8,7 +8,7 @@ Formats: ``nsys stats`` CSV (``cuda_gpu_trace``, ``cuda_kern_exec_trace``), wide
 per-kernel duration tables, Nsight Systems SQLite exports (and ``.nsys-rep``
 reports, exported with ``nsys export`` when nsys is installed), PyTorch-profiler
 (Kineto) traces, CUPTI activity records written by ``hilsim agent profile
---backend cupti``, GPGPU-Sim logs (:mod:`hilsim.simmodel.gpgpusim.logbundle`);
+--backend cupti``, GPGPU-Sim logs (:mod:`hilsim.analyzer.importers.gpgpusim_log`);
 plus Nsight Compute CSV metrics (``--ncu``).
 """
 
@@ -19,9 +19,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from hilsim.analyzer.bundle import Bundle, default_manifest, read_bundle
-from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.importers import FORMATS
+
+from hilsim.core.bundle import Bundle, default_manifest, read_bundle
+from hilsim.core.errors import HilsimError
 
 
 def _csv_bundle(path: Path, fmt: str) -> Bundle:
@@ -57,7 +58,7 @@ def _read(path: Path, fmt: str) -> Bundle:
 
         return bundle_from_cupti_records(path)
     if fmt == "gpgpusim-log":
-        from hilsim.simmodel.gpgpusim.logbundle import bundle_from_gpgpusim_log
+        from hilsim.analyzer.importers.gpgpusim_log import bundle_from_gpgpusim_log
 
         return bundle_from_gpgpusim_log(path)
     if fmt == "kineto-json":
@@ -104,7 +105,7 @@ def import_profile(
     ncu_first_launch: int = 0,
 ) -> Bundle:
     """Import a foreign profile (and optional ncu CSV) into an in-memory bundle."""
-    from hilsim.analyzer import limits
+    from hilsim.core import limits
 
     source = Path(path)
     if source.is_dir():
@@ -154,7 +155,7 @@ def load_profile(path: str | Path, columns: Iterable[str] | None = None) -> Bund
     """A bundle folder, or any importable profile file, as a Bundle.
 
     ``columns``: of a bundle folder, read only these launch columns (see
-    :func:`~hilsim.analyzer.bundle.read_bundle`); a profile file is imported whole.
+    :func:`~hilsim.core.bundle.read_bundle`); a profile file is imported whole.
     """
     source = Path(path)
     if source.is_dir():

@@ -15,7 +15,7 @@ database in chunks and writes the bundle's ``launches.parquet`` row group by row
    :data:`SQLITE_CHUNK_ROWS`; a database whose rows are not in start order is read
    again ``ORDER BY start, rowid`` (SQLite's external sort, bounded memory).
 2. **Normalise.** Each chunk goes through
-   :func:`~hilsim.analyzer.schema.normalize_launches` (int64 checks, end past 2^63,
+   :func:`~hilsim.core.schema.normalize_launches` (int64 checks, end past 2^63,
    stable sort by start, duplicates dropped), errors naming the row of the whole input.
    Chunks must follow each other in start order (each chunk's first start at or after
    the previous chunk's last): a CSV that is not falls back to the in-memory importer.
@@ -34,7 +34,7 @@ database in chunks and writes the bundle's ``launches.parquet`` row group by row
 Used by ``hilsim import`` for such files of :data:`STREAM_MIN_BYTES` or more when no
 ``--ncu`` join is asked for (a join needs the whole table). Peak memory is a few chunks
 plus the four warning columns (50M launches: about 5.5 GB). The output is written into
-a temporary folder renamed into place (:func:`~hilsim.analyzer.atomic.atomic_directory`).
+a temporary folder renamed into place (:func:`~hilsim.core.files.atomic_directory`).
 """
 
 from __future__ import annotations
@@ -51,8 +51,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from hilsim.analyzer.errors import HilsimError
-from hilsim.analyzer.schema import (
+
+from hilsim.core.errors import HilsimError
+from hilsim.core.schema import (
     DUPLICATE_KEY_COLUMNS,
     LAUNCH_COLUMNS,
     REGION_COLUMNS,
@@ -123,7 +124,7 @@ class LaunchWriter:
     """Normalises chunks of raw launch columns and writes them in start order.
 
     ``add`` takes the columns an importer reads (before
-    :func:`~hilsim.analyzer.schema.normalize_launches`); ``finish`` writes
+    :func:`~hilsim.core.schema.normalize_launches`); ``finish`` writes
     ``launches.parquet`` into ``folder``.
     """
 
@@ -211,7 +212,7 @@ class LaunchWriter:
         """Write ``launches.parquet`` (ids renumbered to sorted names); return the row count
         and the columns the trace warnings read (:data:`WARNING_COLUMNS`), kept as each row
         group is written instead of read back."""
-        from hilsim.analyzer.bundle import LAUNCHES
+        from hilsim.core.bundle import LAUNCHES
 
         if self._tail is not None and len(self._tail):
             self._write_stage(self._tail)
@@ -413,8 +414,9 @@ def _import_sqlite_rows(
 
 
 def _import_sqlite(source: Path, folder: Path, chunk_rows: int) -> dict[str, Any]:
-    from hilsim.analyzer.bundle import REGIONS, _write_table
     from hilsim.analyzer.importers import nsys_sqlite
+
+    from hilsim.core.bundle import REGIONS, _write_table
 
     nsys_sqlite._check_file(source)
     conn = nsys_sqlite._connect(source)
@@ -478,10 +480,11 @@ def stream_import(
     Raises :class:`HilsimError` (one line naming the file and line or row) on bad input;
     nothing is left at ``output`` then.
     """
-    from hilsim.analyzer import limits
-    from hilsim.analyzer.atomic import atomic_directory
-    from hilsim.analyzer.bundle import finish_manifest
     from hilsim.analyzer.tracecheck import trace_warnings
+
+    from hilsim.core import limits
+    from hilsim.core.bundle import finish_manifest
+    from hilsim.core.files import atomic_directory
 
     source, target = Path(path), Path(output)
     limits.check_sparse(source)

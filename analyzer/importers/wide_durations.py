@@ -18,8 +18,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.errors import HilsimError
-from hilsim.analyzer.schema import normalize_launches
+
+from hilsim.core.errors import HilsimError
+from hilsim.core.schema import normalize_launches
 
 
 def _header(path: Path) -> list[str]:

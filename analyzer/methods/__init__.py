@@ -10,8 +10,9 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.methods.base import Method
+
+from hilsim.core.errors import HilsimError
 
 _REGISTRY: dict[str, type[Method]] = {}
 

@@ -1,6 +1,6 @@
 """Helpers shared by the Sieve, Photon and TBPoint methods.
 
-Parameter checks that raise one-line :class:`~hilsim.analyzer.errors.HilsimError`s,
+Parameter checks that raise one-line :class:`~hilsim.core.errors.HilsimError`s,
 metric columns aligned to the launch table (with a clear error when a metric
 does not cover every launch), and per-cluster duration moments computed with
 ``np.bincount`` (no per-launch Python loop).
@@ -13,8 +13,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.bundle import Bundle
-from hilsim.analyzer.errors import HilsimError
+
+from hilsim.core.bundle import Bundle
+from hilsim.core.errors import HilsimError
 
 
 def check_float(

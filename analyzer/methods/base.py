@@ -10,8 +10,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
-from hilsim.analyzer.bundle import Bundle
-from hilsim.analyzer.plan import Plan
+from hilsim.core.bundle import Bundle
+from hilsim.core.plan import Plan
 
 
 class Method(ABC):

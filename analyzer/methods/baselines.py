@@ -21,11 +21,12 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-from hilsim.analyzer.bundle import Bundle
-from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.methods import register
 from hilsim.analyzer.methods.base import Method, source_facts
-from hilsim.analyzer.plan import Plan, samples_frame
+
+from hilsim.core.bundle import Bundle
+from hilsim.core.errors import HilsimError
+from hilsim.core.plan import Plan, samples_frame
 
 INSTRUCTIONS = "smsp__inst_executed.sum"
 

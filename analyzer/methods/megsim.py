@@ -112,11 +112,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.bundle import Bundle
-from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.methods import register
 from hilsim.analyzer.methods.base import Method, source_facts
-from hilsim.analyzer.plan import Plan, members_by_launch, samples_frame
+
+from hilsim.core.bundle import Bundle
+from hilsim.core.errors import HilsimError
+from hilsim.core.plan import Plan, members_by_launch, samples_frame
 
 #: MEGsim section III-C: power shares of the Geometry (vertex shaders), Raster
 #: (fragment shaders) and Tiling (primitives) stages, used as group weights.

@@ -67,8 +67,6 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-from hilsim.analyzer.bundle import Bundle
-from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.methods import register
 from hilsim.analyzer.methods._support import (
     aligned_metric,
@@ -83,8 +81,11 @@ from hilsim.analyzer.methods._support import (
     relative_error,
 )
 from hilsim.analyzer.methods.base import Method, source_facts
-from hilsim.analyzer.plan import Plan, members_by_launch, samples_frame
 from scipy.spatial import cKDTree
+
+from hilsim.core.bundle import Bundle
+from hilsim.core.errors import HilsimError
+from hilsim.core.plan import Plan, members_by_launch, samples_frame
 
 INSTRUCTIONS = "smsp__inst_executed.sum"
 #: metric names containing this and ending in ``.sum`` are instruction-mix counts.

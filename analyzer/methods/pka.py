@@ -57,12 +57,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.bundle import Bundle
-from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.methods import register
 from hilsim.analyzer.methods.base import Method, source_facts
-from hilsim.analyzer.plan import Plan, members_by_launch, samples_frame
-from hilsim.analyzer.schema import LAUNCH_RESOURCE_COLUMNS
+
+from hilsim.core.bundle import Bundle
+from hilsim.core.errors import HilsimError
+from hilsim.core.plan import Plan, members_by_launch, samples_frame
+from hilsim.core.schema import LAUNCH_RESOURCE_COLUMNS
 
 #: PKA Table 2: microarchitecture-agnostic characteristics collected for PCA.
 TABLE2_METRICS: tuple[str, ...] = (

@@ -38,13 +38,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.bundle import Bundle
-from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.methods import register
 from hilsim.analyzer.methods.base import Method, source_facts
-from hilsim.analyzer.plan import Plan, samples_frame
-from hilsim.analyzer.schema import LAUNCH_CONFIG_COLUMNS, launch_config_key
 from hilsim.analyzer.tablecache import derived
+
+from hilsim.core.bundle import Bundle
+from hilsim.core.errors import HilsimError
+from hilsim.core.plan import Plan, samples_frame
+from hilsim.core.schema import LAUNCH_CONFIG_COLUMNS, launch_config_key
 
 
 def z_score(confidence: float) -> float:

@@ -47,8 +47,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.bundle import Bundle
-from hilsim.analyzer.errors import HilsimError
 from hilsim.analyzer.methods import register
 from hilsim.analyzer.methods._support import (
     check_bool,
@@ -60,7 +58,10 @@ from hilsim.analyzer.methods._support import (
 )
 from hilsim.analyzer.methods.base import Method, source_facts
 from hilsim.analyzer.methods.pka import GRID_SIZE, LIGHT_INT_COLUMNS, TABLE2_METRICS
-from hilsim.analyzer.plan import Plan, members_by_launch, samples_frame
+
+from hilsim.core.bundle import Bundle
+from hilsim.core.errors import HilsimError
+from hilsim.core.plan import Plan, members_by_launch, samples_frame
 
 #: PKA section 5.1: "20 threshold values between 0.01 and 0.2".
 SWEEP_THRESHOLDS: tuple[float, ...] = tuple(float(t) for t in np.linspace(0.01, 0.2, 20))

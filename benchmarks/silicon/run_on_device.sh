@@ -118,7 +118,7 @@ EOF
 }
 profile() {  # profile NAME LIMIT_S BACKEND [agent options] -- CMD...
   local name=$1 limit=$2 backend=$3; shift 3
-  step "$name" "$limit" python3 -m hilsim.analyzer.cli agent profile -o "$R/$name" \
+  step "$name" "$limit" python3 -m hilsim.cli.main agent profile -o "$R/$name" \
     --backend "$backend" --force "$@"
 }
 
@@ -127,8 +127,8 @@ run_step() {  # the named step of the kit
   versions) step versions 60 versions ;;
   clocks-*) step "$1" 15 clocks ;;
   ncu-metrics) step ncu-metrics 40 ncu_metrics ;;
-  probe) step probe 40 python3 -m hilsim.analyzer.cli agent probe -o "$R/probe.json" --json ;;
-  microbench) step microbench 210 python3 -m hilsim.analyzer.cli agent microbench -o "$R/microbench.json" ;;
+  probe) step probe 40 python3 -m hilsim.cli.main agent probe -o "$R/probe.json" --json ;;
+  microbench) step microbench 210 python3 -m hilsim.cli.main agent microbench -o "$R/microbench.json" ;;
   cupy-cupti) profile cupy-cupti 150 cupti --measure-overhead --detailed-first 200 \
       --detailed-timeout 100 --keep-raw "$R/cupy-cupti-raw" -- python3 "$W/cupy_mix.py" ;;
   transformer-cupti) profile transformer-cupti 150 cupti --measure-overhead \

@@ -40,9 +40,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hilsim.analyzer.atomic import write_text_atomic
-from hilsim.analyzer.errors import HilsimError
 from hilsim.simmodel.gpgpusim.toolchain import Toolchain, find_toolchain
+
+from hilsim.core.errors import HilsimError
+from hilsim.core.files import write_text_atomic
 
 PROVENANCE = "hilsim-build.json"
 PROVENANCE_SCHEMA = "hilsim.gpgpusim-build/1"

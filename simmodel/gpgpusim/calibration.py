@@ -4,7 +4,7 @@ The tuner's latency quantities (Accel-Sim paper, Section II-C: ``l1_lat``, ``l2_
 L2 hit - L1 hit, ``mem_lat`` = DRAM - L2 hit, ``shd_lat``; ``kernel_lat``) are not the
 config options themselves: GPGPU-Sim adds its pipeline (issue, operand collection, the
 interconnect, L2 and DRAM clock domains) and the chase kernel its own instructions. The
-map is measured on the simulator (:mod:`hilsim.microbench.simcalibrate`): the latency
+map is measured on the simulator (:mod:`hilsim.simmodel.gpgpusim.simcalibrate`): the latency
 suite runs at a calibration point and once more per option with that option raised;
 the finite differences give a matrix ``A`` and an offset ``c`` with
 
@@ -25,7 +25,7 @@ Execution units (Accel-Sim ``config_fpu`` / ``config_dpu`` / ``config_int``): th
 ``lat_{fp32,fp64,int32}`` (one warp, a dependent chain of multiply-adds) measures
 ``s x MAD + c``, where MAD is the fourth entry of ``-ptx_opcode_latency_{fp,dp,int}``
 (the multiply-add latency). ``s`` and ``c`` per unit are measured the same way (two
-points, ``python -m hilsim.microbench.simcalibrate CARD --units``) and stored in
+points, ``python -m hilsim.simmodel.gpgpusim.simcalibrate CARD --units``) and stored in
 ``unit_latency_calibration.json``; the ``gpgpusim`` convention emits
 ``round((m - c) / s)`` for the four ADD/MAX/MUL/MAD entries (Accel-Sim's one latency per
 unit).
@@ -42,7 +42,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from hilsim.analyzer.errors import HilsimError
+
+from hilsim.core.errors import HilsimError
 
 LATENCY_OPTIONS = (
     "-gpgpu_l1_latency",
@@ -191,7 +192,7 @@ def tuned_options(
         raise HilsimError(
             f"convention gpgpusim: no GPGPU-Sim calibration for compute capability "
             f"{compute_capability} (have {', '.join(sorted(cals)) or 'none'}; run "
-            "python -m hilsim.microbench.simcalibrate CARD)"
+            "python -m hilsim.simmodel.gpgpusim.simcalibrate CARD)"
         )
     by_name = {name: (x, ins, formula) for name, x, ins, formula in lat}
     missing = [o for o in LATENCY_OPTIONS if o not in by_name]

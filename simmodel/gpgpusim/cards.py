@@ -24,10 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hilsim.analyzer.atomic import write_text_atomic
-from hilsim.analyzer.errors import HilsimError
 from hilsim.simmodel.accelsim import OptionFile, format_value, parse_options, read_text
 from hilsim.simmodel.tuner import _geometry as cache_geometry
+
+from hilsim.core.errors import HilsimError
+from hilsim.core.files import write_text_atomic
 
 CONFIG_NAME = "gpgpusim.config"
 # options that name an input file read by the simulator (relative to its working folder)

@@ -16,8 +16,9 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from hilsim.analyzer.errors import HilsimError
 from hilsim.simmodel.gpgpusim.toolchain import Toolchain, find_toolchain
+
+from hilsim.core.errors import HilsimError
 
 _ARCH = re.compile(r"^(sm|compute)_\d{2,3}[a-z]?$")
 

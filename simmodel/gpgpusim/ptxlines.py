@@ -22,7 +22,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.errors import HilsimError
+
+from hilsim.core.errors import HilsimError
 
 #: counter names (warp-level, as ``smsp__inst_executed``) added to a correlation table
 INT_DIV = "sim__inst_executed_op_int_div.sum"
@@ -150,8 +151,8 @@ def apportion(table: pd.DataFrame, totals: pd.DataFrame, mangled: pd.Series) -> 
 
 def demangle(names: list[str]) -> dict[str, str]:
     """Mangled -> demangled kernel names, as the log importer names them
-    (:func:`hilsim.analyzer.importers.cupti_records.demangle`; an unreadable name is kept)."""
-    from hilsim.analyzer.importers.cupti_records import demangle as demangle_names
+    (:func:`hilsim.core.demangle.demangle`; an unreadable name is kept)."""
+    from hilsim.core.demangle import demangle as demangle_names
 
     pretty, _ = demangle_names(list(names))
     return dict(zip(names, pretty, strict=True))

@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hilsim.analyzer.errors import HilsimError
 from hilsim.simmodel.gpgpusim.build import SimBuild, find_build
 from hilsim.simmodel.gpgpusim.cards import CardConfig, card_config
+
+from hilsim.core.errors import HilsimError
 
 LOG_NAME = "sim.log"
 # a line of the log that says why the simulator stopped

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from hilsim.analyzer.errors import HilsimError
+from hilsim.core.errors import HilsimError
 
 MAX_CUDA = (11, 99)
 SCRIPT = Path(__file__).with_name("install_toolchain_debian.sh")

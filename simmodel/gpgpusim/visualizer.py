@@ -15,7 +15,7 @@ gzip file ``gpgpusim_visualizer__<date>.log.gz`` in the run folder
 
 :func:`read_timelines` turns one run folder (this file plus ``sim.log``, whose statistics
 give every kernel's final cycles, instructions and CTAs and whose ``hilsim-launch K`` marks
-give launch ids) into one :class:`hilsim.analyzer.methods.pkp.IpcTimeline` per launch:
+give launch ids) into one :class:`hilsim.simmodel.pkp.IpcTimeline` per launch:
 
 * samples belong to the kernel whose ``gpu_tot_sim_insn`` before it equals
   ``globaltotinsncount`` (exact: the running total only grows);
@@ -39,10 +39,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-from hilsim.analyzer.errors import HilsimError
+
+from hilsim.core.errors import HilsimError
 
 if TYPE_CHECKING:
-    from hilsim.analyzer.methods.pkp import IpcTimeline
+    from hilsim.simmodel.pkp import IpcTimeline
 
 #: the file GPGPU-Sim names when ``-visualizer_outputfile`` is not given
 VISUALIZER_GLOB = "gpgpusim_visualizer_*.log.gz"
@@ -110,7 +111,7 @@ def read_timelines(run: str | os.PathLike[str]) -> dict[int, IpcTimeline]:
     ``run``: a folder holding ``sim.log`` (or ``sampled.log``) and the visualizer log (a
     ``hilsim simulate`` output folder works: its ``run/`` is searched), or the log itself.
     """
-    from hilsim.analyzer.methods.pkp import IpcTimeline
+    from hilsim.simmodel.pkp import IpcTimeline
     from hilsim.simmodel.simlog import read_simlog
 
     path = Path(run)

@@ -22,8 +22,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.bundle import Bundle, read_bundle
-from hilsim.analyzer.cli import main
+
+from hilsim.cli.main import main
+from hilsim.core.bundle import Bundle, read_bundle
 
 TIME_LIMIT_S = 30
 MEMORY_FACTOR = 20

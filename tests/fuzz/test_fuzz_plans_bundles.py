@@ -14,11 +14,11 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from hilsim.analyzer.bundle import manifest_digest
-from hilsim.analyzer.cli import main
 from hypothesis import given
 from hypothesis import strategies as st
 
+from hilsim.cli.main import main
+from hilsim.core.bundle import manifest_digest
 from tests import reliability_inputs as inputs
 from tests.fuzz.promise import check_bundle, check_no_output, run_cli
 from tests.fuzz.strategies import byte_mutations, fuzz_settings, json_values
@@ -147,7 +147,7 @@ def test_subprocess_cases_keep_the_promise(tmp_path, build):
     source = build(tmp_path)
     output = tmp_path / "out"
     done = subprocess.run(
-        [sys.executable, "-m", "hilsim.analyzer.cli", "import", str(source), "-o", str(output)],
+        [sys.executable, "-m", "hilsim.cli.main", "import", str(source), "-o", str(output)],
         capture_output=True, text=True, timeout=120, check=False,
     )
     lines = done.stderr.splitlines()

@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from hilsim.analyzer.errors import HilsimError
+
+from hilsim.core.errors import HilsimError
 
 
 @click.command("export")
@@ -34,7 +35,7 @@ def export_cmd(plan_path: Path, traces: Path | None, full_list: Path | None,
     Simulate it with `accel-sim.out -trace LIST ...` and read the log back with
     `hilsim validate --sim LOG`.
     """
-    from hilsim.analyzer.plan import load_plan
+    from hilsim.core.plan import load_plan
     from hilsim.simmodel.export import write_kernelslist
 
     if first_trace_id < 0:

@@ -14,7 +14,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from hilsim.analyzer.errors import HilsimError
+from hilsim.core.errors import HilsimError
 
 
 @dataclass(frozen=True)

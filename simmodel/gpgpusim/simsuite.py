@@ -1,8 +1,8 @@
 """The microbenchmark suite on a simulated card (GPGPU-Sim backend; issue 12, part 2).
 
 Same kernels as the CuPy suite (their source text, compiled with the generic host driver
-by :mod:`hilsim.microbench.simhost`), same measurement names and units, same
-``hilsim.microbench/1`` file (:mod:`hilsim.microbench.measurement`), the same plateau and
+by :mod:`hilsim.simmodel.gpgpusim.simhost`), same measurement names and units, same
+``hilsim.microbench/1`` file (:mod:`hilsim.core.measurement`), the same plateau and
 capacity analysis (:func:`hilsim.microbench.analysis.cache_levels`). What differs, and why:
 
 * **One sample per measurement.** The simulator is deterministic: a repeated run gives
@@ -39,9 +39,10 @@ from typing import Any
 import numpy as np
 from hilsim.microbench.analysis import cache_levels
 from hilsim.microbench.latency import single_cycle
-from hilsim.microbench.measurement import Measurement
-from hilsim.microbench.simhost import Plan, PlanResult, run_plan
 from hilsim.simmodel.gpgpusim.cards import dram_memory, peak_dram_gbs
+from hilsim.simmodel.gpgpusim.simhost import Plan, PlanResult, run_plan
+
+from hilsim.core.measurement import Measurement
 
 _MASK64 = (1 << 64) - 1
 #: timed loads per chase. The kernel's last load is not waited for inside the timed
@@ -492,7 +493,7 @@ def sim_benchmarks(family: str) -> list[SimBench]:
                 ],
             ),
         ]
-    from hilsim.microbench import simthroughput  # noqa: PLC0415
+    from hilsim.simmodel.gpgpusim import simthroughput  # noqa: PLC0415
 
     return simthroughput.sim_benchmarks(family)
 
@@ -517,7 +518,7 @@ def run_sim_suite(
     benches = [b for f in families for b in sim_benchmarks(f)]
     results: list[Measurement] = []
     started = time.monotonic()
-    from hilsim.analyzer.console import progress_bar  # noqa: PLC0415
+    from hilsim.core.console import progress_bar  # noqa: PLC0415
 
     with progress_bar(f"{card.name} (simulated)", total=len(benches), enabled=progress) as advance:
 

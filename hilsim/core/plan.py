@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.atomic import write_text_atomic
-from hilsim.analyzer.errors import HilsimError
+
+from hilsim.core.errors import HilsimError
+from hilsim.core.files import write_text_atomic
 
 PLAN_SCHEMA = "hilsim.plan/1"
 
@@ -287,7 +288,7 @@ def load_plan(path: str | Path) -> Plan:
     Every value is checked first (:func:`_check_plan_data`), so ``evaluate``,
     ``validate`` and ``export`` never score or write a malformed plan.
     """
-    from hilsim.analyzer.jsonfile import read_json
+    from hilsim.core.jsonfile import read_json
 
     source = Path(path)
     data = read_json(source, PLAN_SCHEMA)

@@ -18,7 +18,8 @@ from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.errors import HilsimError
+
+from hilsim.core.errors import HilsimError
 
 REQUIRED_LAUNCH_COLUMNS: tuple[str, ...] = ("launch_id", "name", "kernel", "duration_ns")
 OPTIONAL_INT_COLUMNS: tuple[str, ...] = (

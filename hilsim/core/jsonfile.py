@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from hilsim.analyzer.errors import HilsimError
+from hilsim.core.errors import HilsimError
 
 
 def read_json(path: str | os.PathLike[str], schema: str | None = None) -> Any:

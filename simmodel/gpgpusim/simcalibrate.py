@@ -1,7 +1,7 @@
 """Measure GPGPU-Sim's option -> latency map on a card (see
 :mod:`hilsim.simmodel.gpgpusim.calibration` for the model and the file).
 
-``python -m hilsim.microbench.simcalibrate SM7_QV100 [-o FILE]`` runs the latency chases
+``python -m hilsim.simmodel.gpgpusim.simcalibrate SM7_QV100 [-o FILE]`` runs the latency chases
 and the shared chase at a calibration point (the card's values raised by ``BASE``) and
 once per option raised by ``STEP`` more, plus an empty-kernel launch at two
 ``-gpgpu_kernel_launch_latency`` values, and merges the result into the calibration
@@ -22,8 +22,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hilsim.analyzer.atomic import write_text_atomic
-from hilsim.microbench.simsuite import CHASE_STEPS
 from hilsim.simmodel.gpgpusim.calibration import (
     LATENCY_OPTIONS,
     LAUNCH_OPTION,
@@ -32,6 +30,9 @@ from hilsim.simmodel.gpgpusim.calibration import (
     UNIT_SCHEMA,
     quantities,
 )
+from hilsim.simmodel.gpgpusim.simsuite import CHASE_STEPS
+
+from hilsim.core.files import write_text_atomic
 
 BASE = {
     "-gpgpu_l1_latency": 8,
@@ -52,7 +53,7 @@ STEPS = CHASE_STEPS
 
 def measure_point(ctx: Any, options: dict[str, int]) -> dict[str, float]:
     """Latency measurements (by name) with ``options`` overriding the card."""
-    from hilsim.microbench.simsuite import chase_latencies, shared_latency  # noqa: PLC0415
+    from hilsim.simmodel.gpgpusim.simsuite import chase_latencies, shared_latency  # noqa: PLC0415
 
     opts = {k: str(v) for k, v in options.items()}
     ms = chase_latencies(ctx, opts, steps=STEPS) + shared_latency(ctx, steps=STEPS, options=opts)
@@ -75,9 +76,9 @@ def _commit() -> str:
 
 def calibrate(card_name: str) -> dict[str, Any]:
     """The calibration entry for one card (runs the simulator ~10 times)."""
-    from hilsim.microbench.simsuite import SimContext, card_device_facts, launch_latency  # noqa: PLC0415
     from hilsim.simmodel.gpgpusim.build import find_build  # noqa: PLC0415
     from hilsim.simmodel.gpgpusim.cards import card_config  # noqa: PLC0415
+    from hilsim.simmodel.gpgpusim.simsuite import SimContext, card_device_facts, launch_latency  # noqa: PLC0415
 
     build = find_build()
     card = card_config(card_name, build)
@@ -112,10 +113,10 @@ def calibrate(card_name: str) -> dict[str, Any]:
 
 def calibrate_units(card_name: str) -> dict[str, Any]:
     """The unit-latency entry for one card: per unit, two (MAD option, measured) points."""
-    from hilsim.microbench.simsuite import SimContext, card_device_facts  # noqa: PLC0415
-    from hilsim.microbench.simthroughput import unit_latency  # noqa: PLC0415
     from hilsim.simmodel.gpgpusim.build import find_build  # noqa: PLC0415
     from hilsim.simmodel.gpgpusim.cards import card_config  # noqa: PLC0415
+    from hilsim.simmodel.gpgpusim.simsuite import SimContext, card_device_facts  # noqa: PLC0415
+    from hilsim.simmodel.gpgpusim.simthroughput import unit_latency  # noqa: PLC0415
 
     build = find_build()
     card = card_config(card_name, build)

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import click
 import numpy as np
-from hilsim.analyzer.errors import HilsimError
+
+from hilsim.core.errors import HilsimError
 
 
 @click.command("pkp")
@@ -84,13 +85,14 @@ def pkp_cmd(
     Prints the fraction of each sampled launch that needed simulating and the
     projected total (sum of weight x projected cycles).
     """
-    from hilsim.analyzer.console import out, status
+    from rich.table import Table
+
     from hilsim.analyzer.evaluate import check_compatible
     from hilsim.analyzer.importers.profile import load_profile
-    from hilsim.analyzer.methods.pkp import project_plan, read_cta_trace
-    from hilsim.analyzer.plan import load_plan
     from hilsim.analyzer.report import write_result
-    from rich.table import Table
+    from hilsim.core.console import out, status
+    from hilsim.core.plan import load_plan
+    from hilsim.simmodel.pkp import project_plan, read_cta_trace
 
     if sum(x is not None for x in (model_config, cta_trace, gpgpusim_run)) != 1:
         raise HilsimError(
@@ -109,9 +111,9 @@ def pkp_cmd(
         timelines = read_cta_trace(cta_trace)
         source = f"CTA trace {cta_trace}"
     else:
-        from hilsim.analyzer.dse_cli import load_timing_config
         from hilsim.analyzer.validate import model_input
         from hilsim.simmodel.model import ipc_timeline, require_counters
+        from hilsim.simmodel.presets import load_timing_config
 
         config = load_timing_config(str(model_config))
         inputs = model_input(bundle).iloc[ids]

@@ -10,7 +10,8 @@ import json
 from pathlib import Path
 
 import click
-from hilsim.analyzer.errors import HilsimError
+
+from hilsim.core.errors import HilsimError
 
 
 class IncompleteRun(HilsimError):
@@ -42,7 +43,7 @@ def probe(device_index: int, output: Path, as_json: bool) -> None:
     SM count, L2 size and the CUDA runtime.
     """
     from hilsim.agent.probe import probe_device
-    from hilsim.analyzer.atomic import write_text_atomic
+    from hilsim.core.files import write_text_atomic
 
     facts = probe_device(device_index)
     text = json.dumps(facts, indent=2, default=str)
@@ -50,8 +51,9 @@ def probe(device_index: int, output: Path, as_json: bool) -> None:
     if as_json:
         click.echo(text)
         return
-    from hilsim.analyzer.console import out
     from rich.table import Table
+
+    from hilsim.core.console import out
 
     table = Table(title=f"GPU {device_index}")
     table.add_column("fact")
@@ -189,8 +191,8 @@ def _profile_gpgpusim(output: Path, backend: str, card: str | None, sim_options:
     if any(d not in (None, False) for d in detailed):
         raise HilsimError("--backend gpgpusim records every counter of every launch: "
                           "drop the --detailed-* options")
+    from hilsim.analyzer.simulate import profile_on_card
     from hilsim.simmodel.gpgpusim.cards import parse_override
-    from hilsim.simmodel.gpgpusim.simprofile import profile_on_card
 
     opts = dict(parse_override(o) for o in sim_options)
     path, manifest = profile_on_card(

@@ -1,4 +1,4 @@
-// Generic host driver of the microbenchmark suite on GPGPU-Sim (hilsim.microbench.simhost).
+// Generic host driver of the microbenchmark suite on GPGPU-Sim (hilsim.simmodel.gpgpusim.simhost).
 //
 // CuPy cannot drive the simulator (its driver-API entry points are stubs), so the suite's
 // kernel source text (hilsim.microbench.sources.all_sources(), through

@@ -1,7 +1,7 @@
 """The simulated card as profiler and as sampled simulator (issue 14 §2-3).
 
 * :func:`profile_on_card`: run a CUDA program fully on a GPGPU-Sim card and write a normal
-  profile bundle from its log (:mod:`hilsim.simmodel.gpgpusim.logbundle`): what
+  profile bundle from its log (:mod:`hilsim.analyzer.importers.gpgpusim_log`): what
   ``hilsim agent profile --backend gpgpusim`` does.
 * :func:`simulate_plan`: run only a plan's sampled launches (the program's launch-list
   option, ``--launches FILE`` by default, see ``workloads/README.md``) and keep the log
@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hilsim.analyzer.atomic import write_text_atomic
-from hilsim.analyzer.errors import HilsimError
+from hilsim.core.errors import HilsimError
+from hilsim.core.files import write_text_atomic
 
 #: what replaces this in the program's arguments (else ``--launches FILE`` is appended)
 LAUNCHES_PLACEHOLDER = "{launches}"
@@ -89,8 +89,9 @@ def profile_on_card(
 
     The simulator's log is kept as ``keep_raw/sim.log`` when ``keep_raw`` is given.
     """
-    from hilsim.analyzer.bundle import write_bundle
-    from hilsim.simmodel.gpgpusim.logbundle import bundle_from_gpgpusim_log
+    from hilsim.analyzer.importers.gpgpusim_log import bundle_from_gpgpusim_log
+
+    from hilsim.core.bundle import write_bundle
 
     if out.exists() and not force:
         raise HilsimError(f"{out}: already exists (use --force to replace it)")
@@ -151,9 +152,10 @@ def simulate_plan(
     ``estimate_error`` its relative difference from ``full_cycles``.
     """
     import numpy as np
-    from hilsim.analyzer.plan import load_plan
     from hilsim.simmodel.export import match_sim_results
     from hilsim.simmodel.simlog import parse_simlog
+
+    from hilsim.core.plan import load_plan
 
     plan = load_plan(plan_path)
     ids = np.unique(plan.samples["launch_id"].to_numpy(np.int64))
@@ -178,9 +180,9 @@ def simulate_plan(
     tmp_log = out_dir / f".{SAMPLED_LOG}.tmp{os.getpid()}"
     shutil.copyfile(run.log_path, tmp_log)
     os.replace(tmp_log, log_out)
-    from hilsim.simmodel.gpgpusim.logbundle import _core_clock_mhz, _scan
+    from hilsim.simmodel.gpgpusim.logprofile import core_clock_mhz, scan_log
 
-    clock = _core_clock_mhz(_scan(run.text, str(run.log_path))["options"], str(run.log_path),
+    clock = core_clock_mhz(scan_log(run.text, str(run.log_path))["options"], str(run.log_path),
                             None)
     sampled_cycles = float(stats["cycles"].sum())
     # the sampled simulation's estimate of the full run: sum(weight * cycles) over the draws

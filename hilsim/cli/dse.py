@@ -10,65 +10,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
-import numpy as np
-import pandas as pd
-from hilsim.analyzer.bundle import Bundle
-from hilsim.analyzer.errors import HilsimError
 
-if TYPE_CHECKING:
-    from hilsim.simmodel.config import TimingConfig
-
-
-def counters_from_bundle(bundle: Bundle) -> pd.DataFrame:
-    """Launch configuration + metrics of every launch, row ``i`` = ``launch_id`` ``i``.
-
-    Raises a one-line error naming how many launches lack metrics or a launch
-    configuration (the model needs both for every launch).
-    """
-    from hilsim.simmodel.model import COUNTER_COLUMNS
-
-    where = str(bundle.path) if bundle.path else "bundle"
-    n = bundle.n_launches
-    if bundle.metrics is None:
-        raise HilsimError(f"{where}: no metrics.parquet: the model needs per-launch counters "
-                          f"for all {n} launches")
-    metrics = bundle.metrics.set_index("launch_id").reindex(np.arange(n))
-    known = [c for c in metrics.columns if c in COUNTER_COLUMNS]
-    if not known:
-        raise HilsimError(f"{where}: metrics.parquet has none of the model's counters "
-                          f"(e.g. {COUNTER_COLUMNS[0]}, dram__bytes_read.sum)")
-    lacking = int(metrics[known].isna().all(axis=1).sum())
-    if lacking:
-        raise HilsimError(f"{where}: {lacking} of {n} launches have no metrics; the model "
-                          "needs counters for every launch (profile all launches with ncu)")
-    launch_cols = ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "regs",
-                   "smem_static", "smem_dynamic"]
-    launches = bundle.launches[launch_cols].reset_index(drop=True)
-    no_cfg = int(launches[["grid_x", "block_x"]].isna().any(axis=1).sum())
-    if no_cfg:
-        raise HilsimError(f"{where}: {no_cfg} of {n} launches have no grid/block size; "
-                          "import a trace that records launch configurations")
-    frame = pd.concat([launches.astype("float64"), metrics[known].reset_index(drop=True)],
-                      axis=1)
-    return frame
-
-
-def load_timing_config(spec: str) -> TimingConfig:
-    """A timing.json path or a preset name."""
-    from hilsim.simmodel.config import read_timing
-    from hilsim.simmodel.presets import PRESET_NAMES, load_preset
-
-    path = Path(spec)
-    if path.suffix == ".json" or path.exists():
-        return read_timing(path)
-    try:
-        return load_preset(spec).timing
-    except HilsimError:
-        raise HilsimError(f"--config {spec!r}: no such timing.json and not a preset "
-                          f"({', '.join(PRESET_NAMES)})") from None
+from hilsim.simmodel.dse import counters_from_bundle
+from hilsim.simmodel.presets import load_timing_config
 
 
 @click.command("dse")
@@ -85,13 +31,14 @@ def load_timing_config(spec: str) -> TimingConfig:
 def dse_cmd(bundle_path: Path, plan_path: Path, config_spec: str,
             variations: tuple[str, ...], output: Path | None) -> None:
     """Speedup of each hardware variation: full (all launches) vs sampled (the plan)."""
-    from hilsim.analyzer.atomic import write_text_atomic
-    from hilsim.analyzer.bundle import read_bundle
-    from hilsim.analyzer.console import out
-    from hilsim.analyzer.evaluate import check_compatible
-    from hilsim.analyzer.plan import load_plan
-    from hilsim.simmodel.dse import dse
     from rich.table import Table
+
+    from hilsim.analyzer.evaluate import check_compatible
+    from hilsim.core.bundle import read_bundle
+    from hilsim.core.console import out
+    from hilsim.core.files import write_text_atomic
+    from hilsim.core.plan import load_plan
+    from hilsim.simmodel.dse import dse
 
     config = load_timing_config(config_spec)
     bundle = read_bundle(bundle_path)

@@ -5,7 +5,7 @@ with ``manifest.json`` (schema ``hilsim.bundle/1``, sha256 of every other file),
 ``launches.parquet``, and optionally ``metrics.parquet``, ``regions.parquet`` and
 ``microbench.json``. Readers report a wrong schema, a missing column, a negative
 duration, a duplicate ``launch_id`` or a file whose digest disagrees with the
-manifest as one :class:`~hilsim.analyzer.errors.HilsimError` line naming file and row.
+manifest as one :class:`~hilsim.core.errors.HilsimError` line naming file and row.
 """
 
 from __future__ import annotations
@@ -24,9 +24,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from hilsim.analyzer.atomic import atomic_directory
-from hilsim.analyzer.errors import HilsimError
-from hilsim.analyzer.schema import (
+
+from hilsim.core.errors import HilsimError
+from hilsim.core.files import atomic_directory
+from hilsim.core.schema import (
     LAUNCH_COLUMNS,
     OPTIONAL_INT_COLUMNS,
     REGION_COLUMNS,
@@ -56,7 +57,7 @@ class Bundle:
     """A profile in memory: the bundle-v1 tables plus the manifest.
 
     Attributes:
-        launches: one row per kernel launch (see :mod:`hilsim.analyzer.schema`).
+        launches: one row per kernel launch (see :mod:`hilsim.core.schema`).
         metrics: detailed counters for a subset, ``launch_id`` + one float column
             per Nsight Compute metric; ``None`` when not profiled.
         regions: NVTX ranges; ``None`` when none were recorded.
@@ -189,14 +190,14 @@ def write_bundle(bundle: Bundle, path: str | Path, overwrite: bool = False) -> P
 def _read_manifest(folder: Path) -> dict[str, Any]:
     manifest_path = folder / MANIFEST
     if not folder.exists():
-        from hilsim.analyzer.atomic import recover
+        from hilsim.core.files import recover
 
         recover(folder)  # a replacement killed between its two renames (no RENAME_EXCHANGE)
     if not folder.is_dir():
         raise HilsimError(f"{folder}: not a bundle folder (no such directory)")
     if not manifest_path.is_file():
         raise HilsimError(f"{manifest_path}: missing; {folder} is not a hilsim bundle")
-    from hilsim.analyzer.jsonfile import read_json
+    from hilsim.core.jsonfile import read_json
 
     manifest = read_json(manifest_path, BUNDLE_SCHEMA)
     if not isinstance(manifest.get("files"), dict):
@@ -307,7 +308,7 @@ def _parquet_rows(path: Path, data: bytes | None, expected: int | None = None) -
     file that would expand to gigabytes) and, with ``expected``, a count other than the
     manifest's ``n_launches``.
     """
-    from hilsim.analyzer import limits
+    from hilsim.core import limits
 
     source: Any = pa.BufferReader(data) if data is not None else path
     try:
@@ -563,7 +564,7 @@ def read_bundle(
             raise HilsimError(f"{folder / REGIONS}: missing column(s) {', '.join(missing)}")
     microbench = None
     if MICROBENCH in listed:
-        from hilsim.analyzer.jsonfile import read_json
+        from hilsim.core.jsonfile import read_json
 
         microbench = read_json(folder / MICROBENCH)
         if not isinstance(microbench, list | dict):

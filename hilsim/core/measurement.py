@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from hilsim.analyzer.atomic import write_text_atomic
-from hilsim.analyzer.errors import HilsimError
+
+from hilsim.core.errors import HilsimError
+from hilsim.core.files import write_text_atomic
 
 SCHEMA = "hilsim.microbench/1"
 
@@ -193,7 +194,7 @@ def write_microbench_json(
 
 def read_microbench_json(path: str | os.PathLike[str]) -> tuple[list[Measurement], dict]:
     """Read and validate a ``hilsim.microbench/1`` file: (measurements, device facts)."""
-    from hilsim.analyzer.jsonfile import read_json
+    from hilsim.core.jsonfile import read_json
 
     source = Path(path)
     document = read_json(source, SCHEMA)

@@ -2,8 +2,8 @@
 Section II-C: ``MaxFlops_*``, ``shared_bw``, ``l1_bw``, ``l2_bw``, ``mem_bw``,
 ``atomic_add_bw*``).
 
-See :mod:`hilsim.microbench.simsuite` for the backend's conventions. The suite's kernels
-(the CuPy suite's text, :mod:`hilsim.microbench.simhost`) run on a *slice* of the card so
+See :mod:`hilsim.simmodel.gpgpusim.simsuite` for the backend's conventions. The suite's kernels
+(the CuPy suite's text, :mod:`hilsim.simmodel.gpgpusim.simhost`) run on a *slice* of the card so
 that each simulation takes seconds to a few minutes on one CPU core:
 
 * **Per-SM rates on** ``SimContext.throughput_sms`` **SMs** (``-gpgpu_n_clusters``, 2 by
@@ -24,7 +24,7 @@ that each simulation takes seconds to a few minutes on one CPU core:
 * **Atomic throughput** on 2 SMs, unscaled: the rate of the simulated slice (the
   same-address rate is one L2 bank's whatever the SM count; the distinct-address rate
   grows with SMs), in ``params["atomics_per_clk"]``. ``red`` is rewritten to ``atom``
-  for this backend (:func:`hilsim.microbench.simhost.sim_kernel_text`, with its timing
+  for this backend (:func:`hilsim.simmodel.gpgpusim.simhost.sim_kernel_text`, with its timing
   caveat).
 
 Skipped with a reason: tensor cores (GPGPU-Sim's PTX lexer knows ``wmma.*`` only, not
@@ -40,8 +40,9 @@ import numpy as np
 from hilsim.microbench._gpu import per_sm_rate
 from hilsim.microbench.bandwidth import SHARED_VECS, onchip_expected
 from hilsim.microbench.compute import TYPES, _operands, _short
-from hilsim.microbench.measurement import Measurement
-from hilsim.microbench.simhost import Plan
+from hilsim.simmodel.gpgpusim.simhost import Plan
+
+from hilsim.core.measurement import Measurement
 
 _SIM = {"backend": "gpgpusim", "clock": "%clock (simulated core cycles)"}
 _MASK32 = (1 << 32) - 1
@@ -95,7 +96,7 @@ def unit_latency(
 ) -> list[Measurement]:
     """``{type}_latency``: one warp, one dependent chain of 64 x ``n_lat`` operations
     (``options``: card overrides on top of the one-SM run's)."""
-    from hilsim.microbench.simsuite import ONE_SM  # noqa: PLC0415
+    from hilsim.simmodel.gpgpusim.simsuite import ONE_SM  # noqa: PLC0415
 
     a, b, magic = _operands(key)
     plan = Plan("compute.arith")
@@ -425,7 +426,7 @@ def l2_bandwidth(ctx: Any, reps: int = 8) -> list[Measurement]:
 
 def atomic_latency(ctx: Any, n_lat: int = 64) -> list[Measurement]:
     """``atomic_latency``: one thread, a chain of dependent ``atom.global.add.u32``."""
-    from hilsim.microbench.simsuite import ONE_SM  # noqa: PLC0415
+    from hilsim.simmodel.gpgpusim.simsuite import ONE_SM  # noqa: PLC0415
 
     plan = Plan("atomics.atomic")
     plan.buf("data", 4).buf("out", 24)
@@ -492,7 +493,7 @@ def atomic_throughput(ctx: Any, same: bool) -> list[Measurement]:
 
 
 def _skipped(name: str, unit: str, why: str) -> Measurement:
-    from hilsim.microbench.simsuite import skipped  # noqa: PLC0415
+    from hilsim.simmodel.gpgpusim.simsuite import skipped  # noqa: PLC0415
 
     return skipped(name, unit, why)
 

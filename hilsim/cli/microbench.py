@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import click
+
 from hilsim.microbench.runner import FAMILIES, device_facts, parse_only, run_suite
 
 
@@ -48,8 +49,8 @@ def microbench_cmd(
     """Measure latencies, bandwidths, unit throughputs, atomics, launch overhead and the
     SM clock of one GPU with CuPy microbenchmarks (needs a CUDA GPU), or of a card
     simulated by GPGPU-Sim (``--backend gpgpusim --card SM7_QV100``)."""
-    from hilsim.analyzer.console import out  # noqa: PLC0415
-    from hilsim.microbench.measurement import write_microbench_json  # noqa: PLC0415
+    from hilsim.core.console import out  # noqa: PLC0415
+    from hilsim.core.measurement import write_microbench_json  # noqa: PLC0415
 
     families = parse_only(only)
     if backend == "gpgpusim":
@@ -93,7 +94,7 @@ def _partial_writer(output: Path, facts: dict) -> Callable[[list], None]:
     """After each benchmark: rewrite ``output`` with every measurement so far (atomic) and
     log the benchmark's wall time on stderr, so a suite killed by a timeout keeps its
     results and says where the time went."""
-    from hilsim.microbench.measurement import write_microbench_json  # noqa: PLC0415
+    from hilsim.core.measurement import write_microbench_json  # noqa: PLC0415
 
     last = [time.perf_counter()]
 
@@ -108,11 +109,11 @@ def _partial_writer(output: Path, facts: dict) -> Callable[[list], None]:
 
 
 def _simulated(families: list[str], card: str | None) -> tuple[list, dict]:
-    """Run the suite on a simulated card (:mod:`hilsim.microbench.simsuite`)."""
-    from hilsim.analyzer.errors import HilsimError  # noqa: PLC0415
-    from hilsim.microbench.simsuite import run_sim_suite  # noqa: PLC0415
+    """Run the suite on a simulated card (:mod:`hilsim.simmodel.gpgpusim.simsuite`)."""
+    from hilsim.core.errors import HilsimError  # noqa: PLC0415
     from hilsim.simmodel.gpgpusim.build import find_build  # noqa: PLC0415
     from hilsim.simmodel.gpgpusim.cards import card_config  # noqa: PLC0415
+    from hilsim.simmodel.gpgpusim.simsuite import run_sim_suite  # noqa: PLC0415
 
     if card is None:
         raise HilsimError("--backend gpgpusim needs --card (e.g. SM7_QV100 or a gpgpusim.config)")

@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from hilsim.analyzer.errors import HilsimError
+
+from hilsim.core.errors import HilsimError
 
 
 @click.command("validate")
@@ -40,7 +41,7 @@ def validate_cmd(silicon: Path, plans: tuple[Path, ...], sim_logs: tuple[Path, .
     """Compare sampled simulation with silicon: one self-contained HTML + JSON."""
     from hilsim.analyzer import validate as v
     from hilsim.analyzer.importers.profile import load_profile
-    from hilsim.analyzer.plan import load_plan
+    from hilsim.core.plan import load_plan
 
     if bool(sim_logs) == bool(model_config):
         raise HilsimError("validate: give exactly one of --sim LOGS or --model CONFIG")
@@ -79,7 +80,7 @@ def validate_cmd(silicon: Path, plans: tuple[Path, ...], sim_logs: tuple[Path, .
     report, images = v.validate(bundle, loaded, sim_for, clock)
     if sim_full:
         markdown = attach_decomposition(report, bundle, loaded, sim_for, full_log, clock)
-        from hilsim.analyzer.atomic import write_text_atomic
+        from hilsim.core.files import write_text_atomic
 
         base = output.with_suffix("") if output.suffix in (".html", ".json") else output
         md_path = write_text_atomic(base.with_suffix(".md"), markdown)

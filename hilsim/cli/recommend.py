@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from hilsim.analyzer.errors import HilsimError
+
+from hilsim.core.errors import HilsimError
 
 
 def parse_error(text: str) -> float:
@@ -46,10 +47,10 @@ def recommend_cmd(profile: Path, target_error: str, holdout: Path | None, seeds:
     stays under --target-error (its --quantile over --seeds), and write its plan."""
     from hilsim.analyzer import methods
     from hilsim.analyzer.compare import format_speedup
-    from hilsim.analyzer.console import out, progress_bar, status
     from hilsim.analyzer.importers.profile import load_profile
     from hilsim.analyzer.recommend import default_candidates, recommend, result_table
     from hilsim.analyzer.report import write_result
+    from hilsim.core.console import out, progress_bar, status
 
     target = parse_error(target_error)
     with status(f"reading {profile}"):

@@ -1,6 +1,6 @@
 """``hilsim simulate PLAN --card C -- PROGRAM ARGS``: simulate only a plan's launches.
 
-See :func:`hilsim.simmodel.gpgpusim.simprofile.simulate_plan`.
+See :func:`hilsim.analyzer.simulate.simulate_plan`.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ def simulate_cmd(plan: Path, card: str, overrides: tuple[str, ...], out_dir: Pat
     does: `hilsim/simmodel/gpgpusim/workloads/README.md`). Then:
     hilsim validate --silicon RUN.bundle --plan PLAN --sim OUT
     """
+    from hilsim.analyzer.simulate import simulate_plan
     from hilsim.simmodel.gpgpusim.cards import parse_override
-    from hilsim.simmodel.gpgpusim.simprofile import simulate_plan
 
     opts = dict(parse_override(o) for o in overrides)
     s = simulate_plan(plan, list(program), card, out_dir, options=opts, timeout_s=timeout_s,

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import click
-from hilsim.analyzer.errors import HilsimError
+
 from hilsim.analyzer.importers import FORMATS
+from hilsim.core.errors import HilsimError
 
 
 def _parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -45,58 +46,58 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
 #: fast; tests/test_cli.py checks each short help against the command's docstring.
 LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "agent": (
-        "hilsim.agent.cli",
+        "hilsim.cli.agent",
         "agent",
         "Commands for the GPU host: device probe, microbenchmarks, two-level profiling.",
     ),
     "dse": (
-        "hilsim.analyzer.dse_cli",
+        "hilsim.cli.dse",
         "dse_cmd",
         "Speedup of each hardware variation: full (all launches) vs sampled (the plan).",
     ),
     "export": (
-        "hilsim.analyzer.export_cli",
+        "hilsim.cli.export",
         "export_cmd",
         "Write PLAN's sampled launches as an Accel-Sim kernelslist and weights CSV.",
     ),
     "gpgpusim": (
-        "hilsim.simmodel.gpgpusim.cli",
+        "hilsim.cli.gpgpusim",
         "gpgpusim",
         "The simulated GPU: GPGPU-Sim built from source, runs of CUDA programs on its cards.",
     ),
     "pkp": (
-        "hilsim.analyzer.pkp_cli",
+        "hilsim.cli.pkp",
         "pkp_cmd",
         "Project the sampled launches of PLAN intra-kernel (PKA section 3.2).",
     ),
     "portability": (
-        "hilsim.analyzer.portability_cli",
+        "hilsim.cli.portability",
         "portability_cmd",
         "Error, per-kernel-class changes and predicted speedup of an A-plan on B.",
     ),
     "recommend": (
-        "hilsim.analyzer.recommend_cli",
+        "hilsim.cli.recommend",
         "recommend_cmd",
         "Choose the sampling method and parameters with the highest speedup whose error "
         "stays under --target-error (its --quantile over --seeds), and write its plan.",
     ),
     "simulate": (
-        "hilsim.simmodel.gpgpusim.simulate_cli",
+        "hilsim.cli.simulate",
         "simulate_cmd",
         "Run only PLAN's launches of PROGRAM on a simulated card (sampled simulation).",
     ),
     "sweep": (
-        "hilsim.analyzer.sweep_cli",
+        "hilsim.cli.sweep",
         "sweep_cmd",
         "Run a sweep SPEC (TOML: workloads, methods with parameter grids, seeds) on Dask.",
     ),
     "tune": (
-        "hilsim.analyzer.tune_cli",
+        "hilsim.cli.tune",
         "tune_cmd",
         "Build a timing config and Accel-Sim gpgpusim.config/trace.config.",
     ),
     "validate": (
-        "hilsim.analyzer.validate_cli",
+        "hilsim.cli.validate",
         "validate_cmd",
         "Compare sampled simulation with silicon: one self-contained HTML + JSON.",
     ),
@@ -111,7 +112,7 @@ def _load_command(name: str) -> click.Command:
     command: click.Command = getattr(import_module(module), attribute)
     group = isinstance(command, click.Group)
     if name == "agent" and group and "microbench" not in command.commands:
-        from hilsim.microbench.cli import microbench_cmd
+        from hilsim.cli.microbench import microbench_cmd
 
         command.add_command(microbench_cmd)
     return command
@@ -170,7 +171,7 @@ def cli(debug: bool, limits: tuple[str, ...]) -> None:
 
     Analysis commands run anywhere (no GPU); `hilsim agent ...` runs on a GPU host.
     """
-    from hilsim.analyzer import limits as guards
+    from hilsim.core import limits as guards
 
     for assignment in limits:
         guards.set_limit(assignment)
@@ -232,9 +233,9 @@ def import_cmd(
     OUTPUT/manifest.json, launches.parquet and, when present, metrics.parquet and
     regions.parquet.
     """
-    from hilsim.analyzer.bundle import write_bundle
-    from hilsim.analyzer.console import out, status, warn
     from hilsim.analyzer.importers.profile import import_profile
+    from hilsim.core.bundle import write_bundle
+    from hilsim.core.console import out, status, warn
 
     if output.exists() and not force:
         raise HilsimError(f"{output}: already exists (use --force to replace it)")
@@ -268,9 +269,10 @@ def methods_cmd(name: str | None) -> None:
     NAME: a method (e.g. `hilsim methods stem`): its paper and section, what its
     profile must hold, and every parameter with its default and meaning.
     """
-    from hilsim.analyzer import methods
-    from hilsim.analyzer.console import out
     from rich.table import Table
+
+    from hilsim.analyzer import methods
+    from hilsim.core.console import out
 
     if name is not None:
         from hilsim.analyzer.methods.describe import describe
@@ -320,9 +322,9 @@ def plan_cmd(profile: Path, method_name: str, params: tuple[str, ...], output: P
     any per-launch quantity is sum(weight * value).
     """
     from hilsim.analyzer import methods
-    from hilsim.analyzer.console import out, status, warn
     from hilsim.analyzer.importers.profile import load_profile
     from hilsim.analyzer.tracecheck import bundle_warnings, method_warnings
+    from hilsim.core.console import out, status, warn
 
     method = methods.create(method_name, **_parse_params(params))
     with status(f"reading {profile}"):
@@ -386,11 +388,11 @@ def evaluate_cmd(
     errors for every counter when metrics cover all launches.
     """
     from hilsim.analyzer import methods
-    from hilsim.analyzer.console import progress_bar, status
     from hilsim.analyzer.evaluate import evaluate_method, score_plan
     from hilsim.analyzer.importers.profile import load_profile
-    from hilsim.analyzer.plan import load_plan
     from hilsim.analyzer.report import print_summary, write_result
+    from hilsim.core.console import progress_bar, status
+    from hilsim.core.plan import load_plan
 
     if (plan_path is None) == (method_name is None):
         raise HilsimError("evaluate: give either --plan PLAN.json or --method NAME")
@@ -515,16 +517,16 @@ def compare_cmd(
     the same speedup. Rows whose speedup is below 2x or that simulate half the
     launches or more are marked "no reduction" and kept off the Pareto front.
     """
-    from hilsim.analyzer.bundle import hilsim_version
     from hilsim.analyzer.compare import (
         compare_methods,
         input_digest,
         pareto_plot,
         workload_name,
     )
-    from hilsim.analyzer.console import progress_bar, status
     from hilsim.analyzer.importers.profile import load_profile
     from hilsim.analyzer.report import print_comparison, write_comparison
+    from hilsim.core.bundle import hilsim_version
+    from hilsim.core.console import progress_bar, status
 
     per_method: dict[str, dict[str, Any]] = {}
     for key, value in _parse_params(params).items():
@@ -575,7 +577,7 @@ def compare_cmd(
 
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point: one-line errors, exit code 2 for bad input."""
-    from hilsim.analyzer import limits
+    from hilsim.core import limits
 
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args

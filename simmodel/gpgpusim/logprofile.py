@@ -1,4 +1,4 @@
-"""A GPGPU-Sim log as a profile bundle: the simulator used as the profiler (issue 14 §2).
+"""A GPGPU-Sim log parsed into a profile's tables: the simulator used as the profiler.
 
 One log of a program run on GPGPU-Sim (PTX mode, kernels run one at a time) holds, per
 kernel, the lines this module reads (see ``tests/data/gpgpusim/`` for real excerpts):
@@ -29,15 +29,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.bundle import Bundle, default_manifest
-from hilsim.analyzer.errors import HilsimError
-from hilsim.analyzer.schema import REGION_COLUMNS, normalize_launches
 from hilsim.simmodel.simlog import parse_simlog
+
+from hilsim.core.demangle import demangle
+from hilsim.core.errors import HilsimError
+from hilsim.core.schema import REGION_COLUMNS, normalize_launches
 
 #: ``simlog`` column -> Nsight Compute metric of the same meaning (PKA Table 2 names where
 #: the table has one; the others pair with ``hilsim.analyzer.validate.COUNTER_PAIRS``).
@@ -112,7 +112,7 @@ class SimLogProfile:
     stats: pd.DataFrame | None = None
 
 
-def _scan(text: str, where: str) -> dict[str, Any]:
+def scan_log(text: str, where: str) -> dict[str, Any]:
     """One regex pass: geometry per pushed kernel, ptxas info, marks, options."""
     pushed: list[tuple[Any, ...]] = []  # (name, stream, gx..bz, region path)
     resources: dict[str, tuple[int, int, int]] = {}
@@ -150,7 +150,7 @@ def _scan(text: str, where: str) -> dict[str, Any]:
     return {"pushed": pushed, "resources": resources, "regions": regions, "options": opts}
 
 
-def _core_clock_mhz(options: dict[str, str], where: str, clock_mhz: float | None) -> float:
+def core_clock_mhz(options: dict[str, str], where: str, clock_mhz: float | None) -> float:
     if clock_mhz:
         return float(clock_mhz)
     clocks = options.get("clocks")
@@ -172,8 +172,8 @@ def parse_gpgpusim_log(
     lines and statistics blocks disagree (concurrent kernels: not supported).
     """
     stats = parse_simlog(text, where, "cumulative")
-    scan = _scan(text, where)
-    clock = _core_clock_mhz(scan["options"], where, clock_mhz)
+    scan = scan_log(text, where)
+    clock = core_clock_mhz(scan["options"], where, clock_mhz)
     n = len(stats)
     pushed = scan["pushed"]
     if len(pushed) < n:
@@ -196,8 +196,6 @@ def parse_gpgpusim_log(
     tot = stats["tot_cycles"].to_numpy(np.float64) if "tot_cycles" in stats else np.cumsum(cycles)
     ns_per_cycle = 1000.0 / clock
     res = scan["resources"]
-    from hilsim.analyzer.importers.cupti_records import demangle
-
     unique = list(dict.fromkeys(names.tolist()))
     pretty, _ = demangle(unique)
     pretty_of = dict(zip(unique, pretty, strict=True))
@@ -286,49 +284,12 @@ def _regions(rows: list[list[Any]], tot: np.ndarray, ns_per_cycle: float) -> pd.
     return frame[list(REGION_COLUMNS)]
 
 
-def bundle_from_gpgpusim_log(
-    path: str | Path, clock_mhz: float | None = None, card: str | None = None
-) -> Bundle:
-    """An in-memory bundle from one GPGPU-Sim log file (see :func:`parse_gpgpusim_log`)."""
-    from hilsim.simmodel.simlog import read_log_text
-
-    source = Path(path)
-    text = read_log_text(source)  # plain or gzip (shipped logs are sim.log.gz)
-    parsed = parse_gpgpusim_log(text, str(source), clock_mhz)
-    facts = parsed.facts
-    device: dict[str, Any] = {
-        "name": f"GPGPU-Sim {card}" if card else "GPGPU-Sim simulated GPU",
-        "simulated": True,
-        "max_sm_clock_mhz": facts["core_clock_mhz"],
-    }
-    if card:
-        device["card"] = card
-    if "sm_count" in facts:
-        device["sm_count"] = facts["sm_count"]
-    profiler: dict[str, Any] = {
-        "name": "gpgpu-sim",
-        "level": "light+detailed",
-        "version": facts["simulator_version"],
-        "file": source.name,
-        "clock_mhz": facts["core_clock_mhz"],
-        "total_cycles": facts["total_cycles"],
-        "metrics": "per-kernel statistics; cumulative counters differenced (simlog)",
-    }
-    source_info: dict[str, Any] = {"files": [str(source)], "format": "gpgpusim-log"}
-    if facts["full_run_launch_ids"] is not None:
-        ids = facts["full_run_launch_ids"]
-        if ids != list(range(len(ids))):
-            source_info["full_run_launch_ids"] = ids
-    manifest = default_manifest(device=device, profilers=[profiler], source=source_info)
-    manifest["n_launches"] = len(parsed.launches)
-    return Bundle(launches=parsed.launches, metrics=parsed.metrics, regions=parsed.regions,
-                  manifest=manifest)
-
-
 __all__ = [
     "NCU_METRICS",
+    "SNIFF_MARKERS",
     "SimLogProfile",
-    "bundle_from_gpgpusim_log",
+    "core_clock_mhz",
     "looks_like_gpgpusim_log",
     "parse_gpgpusim_log",
+    "scan_log",
 ]

@@ -24,10 +24,10 @@ import click
               help="JSON result to write (atomically).")
 def portability_cmd(plan_path: Path, source_path: Path, target_path: Path, output: Path) -> None:
     """Error, per-kernel-class changes and predicted speedup of an A-plan on B."""
-    from hilsim.analyzer.atomic import write_text_atomic
     from hilsim.analyzer.importers.profile import load_profile
-    from hilsim.analyzer.plan import _jsonable, load_plan
     from hilsim.analyzer.portability import evaluate_portability
+    from hilsim.core.files import write_text_atomic
+    from hilsim.core.plan import _jsonable, load_plan
 
     plan = load_plan(plan_path)
     result = evaluate_portability(plan, load_profile(source_path), load_profile(target_path))

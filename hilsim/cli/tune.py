@@ -11,8 +11,9 @@ import json
 from pathlib import Path
 
 import click
-from hilsim.analyzer.atomic import atomic_directory
-from hilsim.analyzer.errors import HilsimError
+
+from hilsim.core.errors import HilsimError
+from hilsim.core.files import atomic_directory
 
 
 @click.command("tune")

@@ -64,8 +64,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.errors import HilsimError
-from hilsim.analyzer.plan import Plan
+
+from hilsim.core.errors import HilsimError
+from hilsim.core.plan import Plan
 
 #: PKA section 3.2: the rolling window ("the last n cycles", n = 3000).
 WINDOW_CYCLES = 3000

@@ -52,8 +52,8 @@ def sweep_cmd(
     plan's launches also run on the workload's simulated card (sim_* columns,
     OUTPUT/sim_summary.csv, logs under OUTPUT/sim/). See docs/sweep.md.
     """
-    from hilsim.analyzer.errors import HilsimError
     from hilsim.analyzer.sweep import load_spec, run_sweep
+    from hilsim.core.errors import HilsimError
 
     if workers is not None and workers < 1:
         raise HilsimError("--workers: expected 1 or more")
@@ -71,7 +71,6 @@ class _progress:
     """Rich progress bar on stderr: tasks done of total, failed, elapsed, ETA."""
 
     def __enter__(self) -> Any:
-        from hilsim.analyzer.console import err
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -80,6 +79,8 @@ class _progress:
             TimeElapsedColumn,
             TimeRemainingColumn,
         )
+
+        from hilsim.core.console import err
 
         self.progress = Progress(
             TextColumn("[progress.description]{task.description}"),
@@ -110,11 +111,11 @@ class _progress:
 
 
 def _report(spec: Any, outcome: Any, output: Path) -> None:
-    from hilsim.analyzer.atomic import write_text_atomic
     from hilsim.analyzer.compare import pareto_plot
-    from hilsim.analyzer.console import out
     from hilsim.analyzer.report import print_comparison, write_comparison
     from hilsim.analyzer.sweep import RESULTS, SUMMARY, summarize
+    from hilsim.core.console import out
+    from hilsim.core.files import write_text_atomic
 
     results = outcome.results
     frames = []
@@ -148,9 +149,9 @@ def _report(spec: Any, outcome: Any, output: Path) -> None:
 
 def _report_simulation(results: Any, output: Path) -> None:
     """The simulated figures per workload, card and grid point (sim_summary.csv)."""
-    from hilsim.analyzer.atomic import write_text_atomic
-    from hilsim.analyzer.console import out
     from hilsim.analyzer.sweep import SIM_SUMMARY, sim_summary
+    from hilsim.core.console import out
+    from hilsim.core.files import write_text_atomic
 
     table = sim_summary(results)
     write_text_atomic(output / SIM_SUMMARY, table.to_csv(index=False))

@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 import click
-from hilsim.analyzer.errors import HilsimError
+
+from hilsim.core.errors import HilsimError
 
 
 @click.group("gpgpusim")

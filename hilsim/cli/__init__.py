@@ -1,0 +1,1 @@
+"""hilsim.cli: the command layer (one module per command; ``main`` holds the group)."""

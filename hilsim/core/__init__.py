@@ -1,0 +1,1 @@
+"""hilsim.core: the bottom layer."""
