@@ -15,7 +15,7 @@ from rich.table import Table
 
 from hilsim.agent import ncu as ncu_mod
 from hilsim.agent.probe import probe_device
-from hilsim.agent.profile import ProfileOptions, profile_workload
+from hilsim.agent.profile import BACKENDS, ProfileOptions, profile_workload
 from hilsim.analyzer.simulate import profile_on_card
 from hilsim.core.console import out
 from hilsim.core.errors import HilsimError
@@ -88,7 +88,7 @@ def probe(device_index: int, output: Path, as_json: bool) -> None:
 )
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
               help="Bundle folder to write.")
-@click.option("--backend", type=click.Choice(["auto", "nsys", "cupti", "torch", "gpgpusim"]),
+@click.option("--backend", type=click.Choice([*BACKENDS, "gpgpusim"]),
               default="auto", show_default=True,
               help="Light profiler (every launch); gpgpusim: run on a simulated card (--card).")
 @click.option("--card", default=None,
