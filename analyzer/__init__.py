@@ -1,5 +1,11 @@
 """hilsim analyzer: importers, sampling methods, evaluation (runs without a GPU).
 
+From Python, :class:`~hilsim.analyzer.facade.Profile` is the entry point::
+
+    from hilsim.analyzer import Profile
+    p = Profile.load("run.bundle")
+    result = p.evaluate(p.plan("stem", epsilon=0.05))
+
 The names below are imported on first use (PEP 562), so ``from hilsim.core.errors
 import HilsimError`` and ``hilsim --help`` do not pay for pandas and pyarrow.
 """
@@ -10,6 +16,11 @@ from importlib import import_module
 from typing import Any
 
 _LAZY = {
+    "Comparison": "hilsim.analyzer.facade",
+    "Evaluation": "hilsim.analyzer.facade",
+    "ImportResult": "hilsim.analyzer.facade",
+    "Profile": "hilsim.analyzer.facade",
+    "import_bundle": "hilsim.analyzer.facade",
     "Bundle": "hilsim.core.bundle",
     "read_bundle": "hilsim.core.bundle",
     "write_bundle": "hilsim.core.bundle",
@@ -18,7 +29,19 @@ _LAZY = {
     "load_plan": "hilsim.core.plan",
 }
 
-__all__ = ["Bundle", "HilsimError", "Plan", "load_plan", "read_bundle", "write_bundle"]
+__all__ = [
+    "Bundle",
+    "Comparison",
+    "Evaluation",
+    "HilsimError",
+    "ImportResult",
+    "Plan",
+    "Profile",
+    "import_bundle",
+    "load_plan",
+    "read_bundle",
+    "write_bundle",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,9 +1,12 @@
-"""Side-by-side comparison of sampling methods on one workload (issue 7).
+"""Side-by-side comparison of sampling methods on one workload.
 
 Every registered method the bundle's data allows runs over seeds; the result is
 a table like STEM+ROOT Table 3 (harmonic-mean speedup, mean and max error, plan
 time, the profiling level the method needs) and the speedup–error Pareto plot
 (STEM Fig. 9). Methods that cannot run on the data are listed with the reason.
+:func:`compare_profile` returns the whole ``hilsim.compare/1`` document (what ``hilsim
+compare`` prints and writes as ``compare.json``): the table plus what identifies the input,
+its trace warnings and the budget the baselines had.
 
 With a *holdout* bundle (another run of the same workload), plans are chosen on
 the first bundle and scored on the second: the honest number for methods that
@@ -27,6 +30,9 @@ help: each would still hold its own decoded copy.)
 
 from __future__ import annotations
 
+import hashlib
+import io
+import json
 import multiprocessing
 import os
 import time
@@ -40,9 +46,14 @@ import numpy as np
 from hilsim.analyzer import methods
 from hilsim.analyzer.evaluate import score_plan
 from hilsim.analyzer.tablecache import TableCache
+from hilsim.analyzer.tracecheck import bundle_warnings, method_warnings
 
-from hilsim.core.bundle import Bundle
+from hilsim.core.bundle import Bundle, hilsim_version
 from hilsim.core.errors import HilsimError
+from hilsim.core.files import write_bytes_atomic
+
+#: the ``schema`` of the comparison document (``compare.json``)
+COMPARE_SCHEMA = "hilsim.compare/1"
 
 #: what each kind of input costs to collect (STEM Table 5 discussion)
 PROFILING_LEVEL = {
@@ -191,9 +202,6 @@ def workload_name(bundle: Bundle, path: str | Path | None = None) -> str:
 def input_digest(path: str | Path) -> dict[str, Any]:
     """What identifies the input: sha256 of a profile file, or for a bundle folder the
     sha256 over its manifest's file digests (content only, not the import time)."""
-    import hashlib
-    import json
-
     source = Path(path)
     if source.is_dir():
         manifest = json.loads((source / "manifest.json").read_text())
@@ -493,6 +501,62 @@ def compare_methods(
     }
 
 
+def compare_profile(
+    bundle: Bundle,
+    path: str | Path | None = None,
+    names: list[str] | None = None,
+    seeds: int = 10,
+    holdout: Bundle | None = None,
+    holdout_path: str | Path | None = None,
+    params: dict[str, dict[str, Any]] | None = None,
+    workers: int | None = None,
+    progress: Any = None,
+    budget_of: str | None = "stem",
+    budget: str = "time",
+) -> dict[str, Any]:
+    """The ``hilsim.compare/1`` document of :func:`compare_methods` on ``bundle`` (read from
+    ``path``; scored on ``holdout``, read from ``holdout_path``, when given).
+
+    Besides the table it holds what identifies the inputs (:func:`input_digest` of the
+    files, the launch sequence's digest), the workload and device names, and the trace's
+    warnings once (``input_warnings``); STEM's row also carries how much time its CLT rule
+    leaves unchecked.
+    """
+    result = compare_methods(
+        bundle, names, seeds, holdout, params, workers, progress, budget_of, budget
+    )
+    input_warnings = bundle_warnings(bundle) + method_warnings(bundle.launches, "any method")
+    for summary in result["methods"]:
+        if summary["name"] == "stem":
+            summary["warnings"] = method_warnings(bundle.launches, "stem") + summary["warnings"]
+    source = input_digest(path) if path is not None else {}
+    return {
+        "schema": COMPARE_SCHEMA,
+        "hilsim_version": hilsim_version(),
+        "workload": workload_name(bundle, path),
+        "device": (bundle.manifest.get("device") or {}).get("name"),
+        "n_launches": bundle.n_launches,
+        "input": source | {"sequence_digest": bundle.sequence_digest()},
+        "holdout_input": input_digest(holdout_path) if holdout_path is not None else None,
+        "profile": str(path) if path is not None else None,
+        "holdout_profile": str(holdout_path) if holdout_path is not None else None,
+        "input_warnings": input_warnings,
+    } | result
+
+
+def comparison_title(document: dict[str, Any]) -> str:
+    """The Pareto plot's title for a :func:`compare_profile` document: workload, device,
+    launch count and the holdout run the plans were scored on."""
+    device = document.get("device")
+    title = (
+        f"{document['workload']}"
+        + (f" on {device}" if device else "")
+        + f": {document['n_launches']:,} launches"
+    )
+    holdout = document.get("holdout_profile")
+    return title + (f", scored on {Path(holdout).name}" if holdout else "")
+
+
 def pareto_front(points: list[tuple[float, float]]) -> list[int]:
     """Indices of points not dominated in (higher speedup, lower error)."""
     front = []
@@ -527,14 +591,10 @@ def pareto_plot(
     :data:`ERROR_LINEAR_BELOW_PCT` %, so an error of exactly 0 is drawn at 0, not clipped.
     Rows marked ``no_reduction`` are hollow and left off the front.
     """
-    import io
-
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from hilsim.core.files import write_bytes_atomic
 
     if summaries and "pareto" in summaries[0]:
         front = {i for i, s in enumerate(summaries) if s.get("pareto")}

@@ -1,4 +1,4 @@
-"""Choose a sampling method and its parameters for a target error (issue 19).
+"""Choose a sampling method and its parameters for a target error.
 
 None of the papers offers this; it is what a user asks: "I can afford 1% error,
 what do I simulate?". Every candidate of a bounded grid (:data:`DEFAULT_GRID`: STEM
@@ -33,9 +33,11 @@ import numpy as np
 from hilsim.analyzer import methods
 from hilsim.analyzer.compare import format_speedup
 from hilsim.analyzer.evaluate import MethodSummary, evaluate_method
+from rich.table import Table
 
 from hilsim.core.bundle import Bundle
 from hilsim.core.errors import HilsimError
+from hilsim.core.plan import Plan
 
 #: (method, parameters) candidates: STEM's epsilon and random's fraction swept, the
 #: other registered methods at their paper defaults
@@ -213,14 +215,49 @@ def recommend(
     }
 
 
+@dataclass
+class Recommendation:
+    """What :func:`recommend` found on a profile, with where the profile came from.
+
+    Attributes:
+        result: :func:`recommend`'s dict (``winner``, ``candidates``, ``protocol``, ...).
+        profile: the profile's path as given (``None`` for a bundle made in memory).
+        holdout: the holdout run's path, if one was used.
+    """
+
+    result: dict[str, Any]
+    profile: str | None = None
+    holdout: str | None = None
+
+    @property
+    def winner(self) -> Candidate | None:
+        return self.result["winner"]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document of ``hilsim recommend --json``: every candidate's figures."""
+        winner = self.winner
+        return {
+            "profile": self.profile,
+            "holdout": self.holdout,
+            **{k: v for k, v in self.result.items() if k not in ("winner", "candidates")},
+            "winner": winner.to_dict() if winner else None,
+            "candidates": [c.to_dict() for c in self.result["candidates"]],
+        }
+
+
+def winner_plan(bundle: Bundle, winner: Candidate) -> Plan:
+    """The winner's plan built on the whole ``bundle`` (its parameters, seed 0), with the
+    sampled launches' names."""
+    method = methods.create(winner.method, **winner.params)
+    return method.plan(bundle).attach_names(bundle.launches["name"])
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.3g}%"
 
 
-def result_table(result: dict[str, Any]):
+def result_table(result: dict[str, Any]) -> Table:
     """A rich table of every candidate: status, errors, speedup and why it lost."""
-    from rich.table import Table
-
     q = result["quantile"]
     table = Table(
         title=f"recommend: target {_pct(result['target_error'])} at the {_pct(q)} quantile "

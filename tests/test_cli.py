@@ -4,6 +4,7 @@ import json
 import shutil
 from pathlib import Path
 
+import click
 import pytest
 from hilsim.analyzer.examples import EXAMPLES
 
@@ -169,10 +170,40 @@ def test_debug_shows_traceback(tmp_path) -> None:
 
 
 def test_help_of_every_command(capsys) -> None:
-    for command in ([], ["import"], ["plan"], ["evaluate"], ["quickstart"], ["methods"], ["agent"]):
+    from hilsim.cli.main import LAZY_COMMANDS, load_command
+
+    commands: list[list[str]] = [[]]
+    for name in LAZY_COMMANDS:
+        commands.append([name])
+        group = load_command(name)
+        if isinstance(group, click.Group):
+            commands.extend([name, sub] for sub in group.commands)
+    assert ["agent", "microbench"] in commands and ["gpgpusim", "closed-loop"] in commands
+    for command in commands:
         code = main([*command, "--help"])
         out = capsys.readouterr().out
-        assert code == 0 and "Usage:" in out
+        assert code == 0 and "Usage:" in out, command
+
+
+def test_no_command_module_imports_another() -> None:
+    """One command layer: a command module imports the library, never another command
+    module (main.py loads them by name; options.py holds shared option parsing)."""
+    import ast
+
+    import hilsim.cli
+
+    folder = Path(hilsim.cli.__file__).parent
+    commands = {f"hilsim.cli.{path.stem}" for path in folder.glob("*.py")} - {
+        "hilsim.cli.__init__", "hilsim.cli.main", "hilsim.cli.options"}
+    for path in folder.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                names = {node.module or ""} | {f"{node.module}.{a.name}" for a in node.names}
+            elif isinstance(node, ast.Import):
+                names = {a.name for a in node.names}
+            else:
+                continue
+            assert not names & commands, f"{path.name} imports {sorted(names & commands)}"
 
 
 @pytest.mark.slow
@@ -192,17 +223,16 @@ def test_lazy_commands_short_help_matches_their_docstrings() -> None:
     say what the commands' own docstrings say."""
     import inspect
 
-    from hilsim.cli.main import LAZY_COMMANDS, _load_command
+    from hilsim.cli.main import LAZY_COMMANDS, load_command
 
     for name, (_, _, short) in LAZY_COMMANDS.items():
-        command = _load_command(name)
+        command = load_command(name)
         first = inspect.cleandoc(command.help or "").split("\n\n")[0].replace("\n", " ")
         assert first == short, name
 
 
 def test_help_and_version_import_no_pandas() -> None:
-    """Start-up (issue 18 section 3): --help and --version import neither pandas nor the
-    command modules."""
+    """Start-up: --help and --version import neither pandas nor the command modules."""
     import subprocess
     import sys
 
@@ -210,7 +240,8 @@ def test_help_and_version_import_no_pandas() -> None:
         "import sys; from hilsim.cli.main import main; "
         "rc = main(['--help']); rc |= main(['--version']); "
         "heavy = [m for m in ('pandas', 'pyarrow', 'numpy', 'rich', 'sklearn', 'scipy', "
-        "'hilsim.cli.dse', 'hilsim.cli.agent') if m in sys.modules]; "
+        "'hilsim.analyzer.facade', 'hilsim.cli.dse', 'hilsim.cli.agent', 'hilsim.cli.plan', "
+        "'hilsim.cli.import_', 'hilsim.cli.compare') if m in sys.modules]; "
         "print('HEAVY', heavy); sys.exit(rc)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

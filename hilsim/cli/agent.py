@@ -1,7 +1,8 @@
 """``hilsim agent ...``: commands that run on a GPU host.
 
-GPU libraries (cupy, pynvml, nvtx, cupti) are imported inside the commands only,
-so this module imports on any machine.
+GPU libraries (cupy, pynvml, nvtx, cupti) are imported by :mod:`hilsim.agent` only when a
+command uses them, so this module imports on any machine. ``hilsim agent microbench`` is
+its own module, added to the group by :data:`hilsim.cli.main.LAZY_SUBCOMMANDS`.
 """
 
 from __future__ import annotations
@@ -10,8 +11,16 @@ import json
 from pathlib import Path
 
 import click
+from rich.table import Table
 
+from hilsim.agent import ncu as ncu_mod
+from hilsim.agent.probe import probe_device
+from hilsim.agent.profile import BACKENDS, ProfileOptions, profile_workload
+from hilsim.analyzer.simulate import profile_on_card
+from hilsim.core.console import out
 from hilsim.core.errors import HilsimError
+from hilsim.core.files import write_text_atomic
+from hilsim.simmodel.gpgpusim.cards import parse_override
 
 
 class IncompleteRun(HilsimError):
@@ -42,19 +51,12 @@ def probe(device_index: int, output: Path, as_json: bool) -> None:
     NVML (nvidia-ml-py) for what the driver knows, CUDA device properties (CuPy) for
     SM count, L2 size and the CUDA runtime.
     """
-    from hilsim.agent.probe import probe_device
-    from hilsim.core.files import write_text_atomic
-
     facts = probe_device(device_index)
     text = json.dumps(facts, indent=2, default=str)
     write_text_atomic(output, text + "\n")
     if as_json:
         click.echo(text)
         return
-    from rich.table import Table
-
-    from hilsim.core.console import out
-
     table = Table(title=f"GPU {device_index}")
     table.add_column("fact")
     table.add_column("value")
@@ -86,7 +88,7 @@ def probe(device_index: int, output: Path, as_json: bool) -> None:
 )
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
               help="Bundle folder to write.")
-@click.option("--backend", type=click.Choice(["auto", "nsys", "cupti", "torch", "gpgpusim"]),
+@click.option("--backend", type=click.Choice([*BACKENDS, "gpgpusim"]),
               default="auto", show_default=True,
               help="Light profiler (every launch); gpgpusim: run on a simulated card (--card).")
 @click.option("--card", default=None,
@@ -144,9 +146,6 @@ def profile(
         _profile_gpgpusim(output, backend, card, sim_options, timeout, keep_raw, force,
                           command, detailed_first, detailed_launches, detailed_all)
         return
-    from hilsim.agent import ncu as ncu_mod
-    from hilsim.agent.profile import ProfileOptions, profile_workload
-
     sel = ncu_mod.selection(detailed_first, detailed_launches, detailed_all)
     metric_list = (
         [m.strip() for m in metrics.split(",") if m.strip()]
@@ -191,9 +190,6 @@ def _profile_gpgpusim(output: Path, backend: str, card: str | None, sim_options:
     if any(d not in (None, False) for d in detailed):
         raise HilsimError("--backend gpgpusim records every counter of every launch: "
                           "drop the --detailed-* options")
-    from hilsim.analyzer.simulate import profile_on_card
-    from hilsim.simmodel.gpgpusim.cards import parse_override
-
     opts = dict(parse_override(o) for o in sim_options)
     path, manifest = profile_on_card(
         list(command), card, output, options=opts,

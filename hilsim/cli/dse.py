@@ -12,8 +12,14 @@ import json
 from pathlib import Path
 
 import click
+from rich.table import Table
 
-from hilsim.simmodel.dse import counters_from_bundle
+from hilsim.analyzer.evaluate import check_compatible
+from hilsim.core.bundle import read_bundle
+from hilsim.core.console import out
+from hilsim.core.files import write_text_atomic
+from hilsim.core.plan import load_plan
+from hilsim.simmodel.dse import counters_from_bundle, dse
 from hilsim.simmodel.presets import load_timing_config
 
 
@@ -31,15 +37,6 @@ from hilsim.simmodel.presets import load_timing_config
 def dse_cmd(bundle_path: Path, plan_path: Path, config_spec: str,
             variations: tuple[str, ...], output: Path | None) -> None:
     """Speedup of each hardware variation: full (all launches) vs sampled (the plan)."""
-    from rich.table import Table
-
-    from hilsim.analyzer.evaluate import check_compatible
-    from hilsim.core.bundle import read_bundle
-    from hilsim.core.console import out
-    from hilsim.core.files import write_text_atomic
-    from hilsim.core.plan import load_plan
-    from hilsim.simmodel.dse import dse
-
     config = load_timing_config(config_spec)
     bundle = read_bundle(bundle_path)
     plan = load_plan(plan_path)

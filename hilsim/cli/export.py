@@ -11,6 +11,8 @@ from pathlib import Path
 import click
 
 from hilsim.core.errors import HilsimError
+from hilsim.core.plan import load_plan
+from hilsim.simmodel.export import write_kernelslist
 
 
 @click.command("export")
@@ -35,9 +37,6 @@ def export_cmd(plan_path: Path, traces: Path | None, full_list: Path | None,
     Simulate it with `accel-sim.out -trace LIST ...` and read the log back with
     `hilsim validate --sim LOG`.
     """
-    from hilsim.core.plan import load_plan
-    from hilsim.simmodel.export import write_kernelslist
-
     if first_trace_id < 0:
         raise HilsimError(f"--first-trace-id must be >= 0, got {first_trace_id}")
     if output is None:

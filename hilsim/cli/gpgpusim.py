@@ -1,6 +1,8 @@
-"""``hilsim gpgpusim ...``: build GPGPU-Sim, list its cards, run a program on one.
+"""``hilsim gpgpusim ...``: build GPGPU-Sim, list its cards, run a program on one, check
+the tuner against a simulated card (closed loop) and measure the simulator's option ->
+latency map (calibrate).
 
-Everything heavier than click is imported inside the commands.
+See :mod:`hilsim.simmodel.gpgpusim` (``docs/gpgpusim.md``, ``docs/tuner.md``).
 """
 
 from __future__ import annotations
@@ -12,6 +14,13 @@ from pathlib import Path
 import click
 
 from hilsim.core.errors import HilsimError
+from hilsim.simmodel.gpgpusim.build import build_info, ensure_build, find_build
+from hilsim.simmodel.gpgpusim.calibration import FILE, UNIT_FILE
+from hilsim.simmodel.gpgpusim.cards import card_config, parse_override, shipped_cards
+from hilsim.simmodel.gpgpusim.closedloop import check_card, markdown_table
+from hilsim.simmodel.gpgpusim.run import run_program
+from hilsim.simmodel.gpgpusim.simcalibrate import write_calibration
+from hilsim.simmodel.gpgpusim.toolchain import SCRIPT, find_toolchain
 
 
 @click.group("gpgpusim")
@@ -34,9 +43,6 @@ def gpgpusim() -> None:
 def setup_cmd(source: Path | None, git_url: str | None, commit: str | None,
               cache_dir: Path | None, jobs: int) -> None:
     """Check the toolchain and build GPGPU-Sim (idempotent)."""
-    from hilsim.simmodel.gpgpusim.build import ensure_build
-    from hilsim.simmodel.gpgpusim.toolchain import find_toolchain
-
     started = time.monotonic()
     tc = find_toolchain()
     click.echo(f"toolchain: nvcc {tc.cuda_version} ({tc.nvcc}), gcc {tc.gcc_version}", err=True)
@@ -52,36 +58,21 @@ def setup_cmd(source: Path | None, git_url: str | None, commit: str | None,
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def info_cmd(cache_dir: Path | None, as_json: bool) -> None:
     """The build found (and its key, provenance) and the toolchain."""
-    from hilsim.simmodel.gpgpusim.build import default_cache_dir, find_build
-    from hilsim.simmodel.gpgpusim.toolchain import SCRIPT, find_toolchain
-
-    out: dict[str, object] = {"cache": str(cache_dir or default_cache_dir())}
-    try:
-        tc = find_toolchain()
-        out["toolchain"] = {"nvcc": str(tc.nvcc), "cuda": tc.cuda_version,
-                            "cuda_home": str(tc.cuda_home), "gcc": tc.gcc_version}
-    except HilsimError as exc:
-        out["toolchain"] = {"error": str(exc)}
-    build = find_build(cache_dir)
-    out["build"] = None if build is None else {
-        "key": build.key, "root": str(build.root), "lib_dir": str(build.lib_dir),
-        "cuda_home": str(build.cuda_home), "provenance": build.provenance,
-    }
-    out["toolchain_script"] = str(SCRIPT)
+    info = build_info(cache_dir)
     if as_json:
-        click.echo(json.dumps(out, indent=2))
+        click.echo(json.dumps(info, indent=2))
         return
-    click.echo(f"cache:     {out['cache']}")
-    t = out["toolchain"]
-    assert isinstance(t, dict)
+    click.echo(f"cache:     {info['cache']}")
+    t = info["toolchain"]
     click.echo("toolchain: " + (t["error"] if "error" in t else
                                 f"nvcc {t['cuda']} ({t['nvcc']}), gcc {t['gcc']}"))
+    build = info["build"]
     if build is None:
         click.echo("build:     none (run `hilsim gpgpusim setup`)")
     else:
-        click.echo(f"build:     {build.key}\nlib:       {build.lib_dir}")
-        if build.provenance:
-            p = build.provenance
+        click.echo(f"build:     {build['key']}\nlib:       {build['lib_dir']}")
+        if build["provenance"]:
+            p = build["provenance"]
             click.echo(f"source:    {p.get('source')} (commit {p.get('commit')}, "
                        f"built {p.get('built_at')} in {p.get('build_seconds')} s)")
 
@@ -89,9 +80,6 @@ def info_cmd(cache_dir: Path | None, as_json: bool) -> None:
 @gpgpusim.command("cards")
 def cards_cmd() -> None:
     """List the shipped card configs of the build found."""
-    from hilsim.simmodel.gpgpusim.build import find_build
-    from hilsim.simmodel.gpgpusim.cards import card_config, shipped_cards
-
     build = find_build()
     if build is None:
         raise HilsimError("no GPGPU-Sim build found: run `hilsim gpgpusim setup`")
@@ -108,8 +96,6 @@ def cards_cmd() -> None:
 @gpgpusim.command("toolchain-script")
 def toolchain_script_cmd() -> None:
     """Print the path of the Debian toolchain install script (run it with bash, as root)."""
-    from hilsim.simmodel.gpgpusim.toolchain import SCRIPT
-
     click.echo(str(SCRIPT))
 
 
@@ -129,9 +115,6 @@ def run_cmd(card: str, overrides: tuple[str, ...], run_dir: Path | None, timeout
 
     Put `--` before the program: hilsim gpgpusim run --card SM7_QV100 -- ./a.out 1024
     """
-    from hilsim.simmodel.gpgpusim.cards import parse_override
-    from hilsim.simmodel.gpgpusim.run import run_program
-
     opts = dict(parse_override(o) for o in overrides)
     if run_dir is None:
         stem = Path(card).parent.name if card.endswith(".config") else Path(card).name
@@ -143,3 +126,44 @@ def run_cmd(card: str, overrides: tuple[str, ...], run_dir: Path | None, timeout
     total = sum(c for _, c in kernels)
     click.echo(f"{len(kernels)} kernels, {total:,} simulated cycles, {run.wall_s:.1f} s wall; "
                f"log {run.log_path}")
+
+
+@gpgpusim.command("closed-loop")
+@click.argument("pairs", nargs=-1, required=True,
+                metavar="CONFIG MICROBENCH [CONFIG MICROBENCH ...]")
+@click.pass_context
+def closed_loop_cmd(ctx: click.Context, pairs: tuple[str, ...]) -> None:
+    """Tune on a simulated card's microbenchmarks and compare with the card's own config.
+
+    CONFIG: the card (shipped name or gpgpusim.config) the suite ran on; MICROBENCH: the
+    microbench.json of `hilsim agent microbench --backend gpgpusim` on it. Prints one
+    markdown table per pair (quantity, configured, tuned, tolerance, ok); exit code 1 when a
+    quantity is outside its tolerance (docs/tuner.md).
+    """
+    if len(pairs) % 2:
+        raise HilsimError("closed-loop: expected CONFIG MICROBENCH pairs")
+    bad = 0
+    for config, bench in zip(pairs[::2], pairs[1::2], strict=True):
+        check = check_card(config, bench)
+        bad += sum(not r.ok for r in check.rows)
+        click.echo(f"\n### {check.heading}\n")
+        click.echo(markdown_table(check.rows))
+    if bad:
+        ctx.exit(1)
+
+
+@gpgpusim.command("calibrate")
+@click.argument("card")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help=f"The file to merge into [the shipped {FILE}, or {UNIT_FILE} with --units].")
+@click.option("--units", is_flag=True,
+              help="Calibrate the execution units (-ptx_opcode_latency_fp/dp/int) instead.")
+def calibrate_cmd(card: str, output: Path | None, units: bool) -> None:
+    """Measure GPGPU-Sim's option -> latency map on CARD and merge it into the file.
+
+    Runs the latency chases at a calibration point and once per option raised (about ten
+    simulator runs), stored under the card's compute capability; the tuner's `gpgpusim`
+    convention reads the map (docs/tuner.md).
+    """
+    cc, path = write_calibration(card, output, units)
+    click.echo(f"{card} (cc {cc}): wrote {path}")

@@ -13,9 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-import numpy as np
+from rich.table import Table
 
+from hilsim.analyzer.facade import Profile
+from hilsim.analyzer.report import write_result
+from hilsim.core.console import out, status
 from hilsim.core.errors import HilsimError
+from hilsim.core.plan import load_plan
 
 
 @click.command("pkp")
@@ -85,43 +89,22 @@ def pkp_cmd(
     Prints the fraction of each sampled launch that needed simulating and the
     projected total (sum of weight x projected cycles).
     """
-    from rich.table import Table
-
-    from hilsim.analyzer.evaluate import check_compatible
-    from hilsim.analyzer.importers.profile import load_profile
-    from hilsim.analyzer.report import write_result
-    from hilsim.core.console import out, status
-    from hilsim.core.plan import load_plan
-    from hilsim.simmodel.pkp import project_plan, read_cta_trace
-
     if sum(x is not None for x in (model_config, cta_trace, gpgpusim_run)) != 1:
         raise HilsimError(
             "pkp: give one of --model CONFIG, --cta-trace CSV or --gpgpusim-log RUN")
     plan = load_plan(plan_path)
     with status(f"reading {profile}"):
-        bundle = load_profile(profile)
-    check_compatible(plan, bundle)
-    ids = plan.samples["launch_id"].to_numpy(dtype=np.int64)
-    if gpgpusim_run is not None:
-        from hilsim.simmodel.gpgpusim.visualizer import read_timelines
-
-        timelines = read_timelines(gpgpusim_run)
-        source = f"GPGPU-Sim visualizer samples {gpgpusim_run}"
-    elif cta_trace is not None:
-        timelines = read_cta_trace(cta_trace)
-        source = f"CTA trace {cta_trace}"
-    else:
-        from hilsim.analyzer.validate import model_input
-        from hilsim.simmodel.model import ipc_timeline, require_counters
-        from hilsim.simmodel.presets import load_timing_config
-
-        config = load_timing_config(str(model_config))
-        inputs = model_input(bundle).iloc[ids]
-        require_counters(inputs, f"{profile}: --model")
-        timelines = dict(zip(ids.tolist(), ipc_timeline(config, inputs), strict=True))
-        source = f"analytical model ({config.name})"
-    result = project_plan(plan, timelines, window_cycles=window_cycles, s=s, relative=relative)
-    result["timelines"] = source
+        loaded = Profile.load(profile)
+    result = loaded.pkp(
+        plan,
+        model=None if model_config is None else str(model_config),
+        cta_trace=cta_trace,
+        gpgpusim_log=gpgpusim_run,
+        window_cycles=window_cycles,
+        s=s,
+        relative=relative,
+    )
+    source = result["timelines"]
     table = Table(title=f"PKP on {plan.method} plan ({source})")
     columns = ["projected total cycles", "simulated fraction", "sampled launches",
                "projected launches"]
@@ -132,7 +115,7 @@ def pkp_cmd(
     cells = [
         f"{result['projected_total_cycles']:,.0f}",
         f"{100 * result['simulated_fraction']:.1f}%",
-        f"{len(ids):,}",
+        f"{plan.n_samples:,}",
         f"{result['n_projected']:,}",
     ]
     if result["full_total_cycles"]:

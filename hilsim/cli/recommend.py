@@ -10,6 +10,11 @@ from pathlib import Path
 
 import click
 
+from hilsim.analyzer.compare import format_speedup
+from hilsim.analyzer.facade import Profile
+from hilsim.analyzer.recommend import default_candidates, result_table, winner_plan
+from hilsim.analyzer.report import write_result
+from hilsim.core.console import out, progress_bar, status
 from hilsim.core.errors import HilsimError
 
 
@@ -45,30 +50,17 @@ def recommend_cmd(profile: Path, target_error: str, holdout: Path | None, seeds:
                   json_path: Path | None) -> None:
     """Choose the sampling method and parameters with the highest speedup whose error
     stays under --target-error (its --quantile over --seeds), and write its plan."""
-    from hilsim.analyzer import methods
-    from hilsim.analyzer.compare import format_speedup
-    from hilsim.analyzer.importers.profile import load_profile
-    from hilsim.analyzer.recommend import default_candidates, recommend, result_table
-    from hilsim.analyzer.report import write_result
-    from hilsim.core.console import out, progress_bar, status
-
     target = parse_error(target_error)
     with status(f"reading {profile}"):
-        bundle = load_profile(profile)
-        other = load_profile(holdout) if holdout else None
-    grid = default_candidates()
-    with progress_bar("candidates", len(grid)) as advance:
-        result = recommend(bundle, target, other, seeds, quantile, grid, budget_s, advance)
-    out.print(result_table(result))
-    winner = result["winner"]
+        loaded = Profile.load(profile)
+        other = Profile.load(holdout) if holdout else None
+    with progress_bar("candidates", len(default_candidates())) as advance:
+        found = loaded.recommend(target, holdout=other, seeds=seeds, quantile=quantile,
+                                 budget_s=budget_s, progress=advance)
+    out.print(result_table(found.result))
+    winner = found.winner
     if json_path:
-        write_result(json_path, {
-            "profile": str(profile),
-            "holdout": str(holdout) if holdout else None,
-            **{k: v for k, v in result.items() if k not in ("winner", "candidates")},
-            "winner": winner.to_dict() if winner else None,
-            "candidates": [c.to_dict() for c in result["candidates"]],
-        })
+        write_result(json_path, found.to_dict())
     if winner is None:
         raise HilsimError(
             f"recommend: no candidate meets {100 * target:g}% (see the table); "
@@ -77,8 +69,7 @@ def recommend_cmd(profile: Path, target_error: str, holdout: Path | None, seeds:
     out.print(f"recommended: {winner.label}: {100 * winner.quantile_error:.3g}% error at the "
               f"{100 * quantile:g}th percentile, {format_speedup(winner.hmean_speedup)} speedup")
     if output:
-        method = methods.create(winner.method, **winner.params)
-        plan = method.plan(bundle).attach_names(bundle.launches["name"])
+        plan = winner_plan(loaded.bundle, winner)
         plan.save(output)
         out.print(f"wrote {output}: {len(plan.clusters)} clusters, {plan.n_samples} launches "
-                  f"to simulate of {bundle.n_launches}")
+                  f"to simulate of {loaded.n_launches}")

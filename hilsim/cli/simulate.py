@@ -9,6 +9,9 @@ from pathlib import Path
 
 import click
 
+from hilsim.analyzer.simulate import simulate_plan
+from hilsim.simmodel.gpgpusim.cards import parse_override
+
 
 @click.command("simulate", context_settings={"ignore_unknown_options": True})
 @click.argument("plan", type=click.Path(dir_okay=False, path_type=Path))
@@ -35,9 +38,6 @@ def simulate_cmd(plan: Path, card: str, overrides: tuple[str, ...], out_dir: Pat
     does: `hilsim/simmodel/gpgpusim/workloads/README.md`). Then:
     hilsim validate --silicon RUN.bundle --plan PLAN --sim OUT
     """
-    from hilsim.analyzer.simulate import simulate_plan
-    from hilsim.simmodel.gpgpusim.cards import parse_override
-
     opts = dict(parse_override(o) for o in overrides)
     s = simulate_plan(plan, list(program), card, out_dir, options=opts, timeout_s=timeout_s,
                       full_cycles=full_cycles)

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hilsim.simmodel.gpgpusim.toolchain import Toolchain, find_toolchain
+from hilsim.simmodel.gpgpusim.toolchain import SCRIPT, Toolchain, find_toolchain
 
 from hilsim.core.errors import HilsimError
 from hilsim.core.files import write_text_atomic
@@ -486,3 +486,23 @@ def _build_into(
     }
     write_text_atomic(tmp / PROVENANCE, json.dumps(prov, indent=2) + "\n")
     return prov
+
+
+def build_info(cache_dir: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """What ``hilsim gpgpusim info`` reports: the cache folder, the toolchain found (or why
+    none is usable), the build found in the cache (``None`` when there is none) and the
+    Debian toolchain install script."""
+    info: dict[str, Any] = {"cache": str(cache_dir or default_cache_dir())}
+    try:
+        tc = find_toolchain()
+        info["toolchain"] = {"nvcc": str(tc.nvcc), "cuda": tc.cuda_version,
+                             "cuda_home": str(tc.cuda_home), "gcc": tc.gcc_version}
+    except HilsimError as exc:
+        info["toolchain"] = {"error": str(exc)}
+    build = find_build(cache_dir)
+    info["build"] = None if build is None else {
+        "key": build.key, "root": str(build.root), "lib_dir": str(build.lib_dir),
+        "cuda_home": str(build.cuda_home), "provenance": build.provenance,
+    }
+    info["toolchain_script"] = str(SCRIPT)
+    return info

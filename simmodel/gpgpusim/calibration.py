@@ -25,7 +25,7 @@ Execution units (Accel-Sim ``config_fpu`` / ``config_dpu`` / ``config_int``): th
 ``lat_{fp32,fp64,int32}`` (one warp, a dependent chain of multiply-adds) measures
 ``s x MAD + c``, where MAD is the fourth entry of ``-ptx_opcode_latency_{fp,dp,int}``
 (the multiply-add latency). ``s`` and ``c`` per unit are measured the same way (two
-points, ``python -m hilsim.simmodel.gpgpusim.simcalibrate CARD --units``) and stored in
+points, ``hilsim gpgpusim calibrate CARD --units``) and stored in
 ``unit_latency_calibration.json``; the ``gpgpusim`` convention emits
 ``round((m - c) / s)`` for the four ADD/MAX/MUL/MAD entries (Accel-Sim's one latency per
 unit).
@@ -192,7 +192,7 @@ def tuned_options(
         raise HilsimError(
             f"convention gpgpusim: no GPGPU-Sim calibration for compute capability "
             f"{compute_capability} (have {', '.join(sorted(cals)) or 'none'}; run "
-            "python -m hilsim.simmodel.gpgpusim.simcalibrate CARD)"
+            "hilsim gpgpusim calibrate CARD)"
         )
     by_name = {name: (x, ins, formula) for name, x, ins, formula in lat}
     missing = [o for o in LATENCY_OPTIONS if o not in by_name]

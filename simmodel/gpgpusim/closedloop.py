@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hilsim.simmodel.gpgpusim.cards import card_config
 from hilsim.simmodel.tuner import _geometry
 
 #: option -> (absolute tolerance, what it is); latencies in the option's own unit
@@ -239,28 +240,38 @@ def markdown_table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m hilsim.simmodel.gpgpusim.closedloop CONFIG MICROBENCH [...]``: tables."""
-    import sys  # noqa: PLC0415
+@dataclass(frozen=True)
+class CardCheck:
+    """One simulated card: its configured options beside what ``hilsim tune --convention
+    gpgpusim`` recovered from the microbenchmarks run on it."""
 
-    from hilsim.simmodel.gpgpusim.cards import card_config  # noqa: PLC0415
+    config: str
+    microbench: str
+    rows: list[Row]
 
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not args or len(args) % 2:
-        print("usage: closedloop CONFIG MICROBENCH [CONFIG MICROBENCH ...]", file=sys.stderr)
-        return 2
-    bad = 0
-    for config, bench in zip(args[::2], args[1::2], strict=True):
-        result = tune_simulated(bench)
-        options = {o.name: o.value for o in result.options if o.file == "gpgpusim.config"}
-        rows = compare(card_config(config).options(), options, measured_values(bench))
-        bad += sum(not r.ok for r in rows)
-        print(
-            f"\n### {Path(config).name} vs `hilsim tune --convention gpgpusim {Path(bench).name}`\n"
+    @property
+    def ok(self) -> bool:
+        """Every quantity recovered within its tolerance."""
+        return all(r.ok for r in self.rows)
+
+    @property
+    def heading(self) -> str:
+        return (
+            f"{Path(self.config).name} vs "
+            f"`hilsim tune --convention gpgpusim {Path(self.microbench).name}`"
         )
-        print(markdown_table(rows))
-    return 1 if bad else 0
+
+
+def check_card(config: str, microbench: str) -> CardCheck:
+    """Tune on ``microbench`` (a simulated card's ``microbench.json``) and compare the
+    recovered options with ``config`` (the card's name or ``gpgpusim.config``)."""
+    result = tune_simulated(microbench)
+    options = {o.name: o.value for o in result.options if o.file == "gpgpusim.config"}
+    rows = compare(card_config(config).options(), options, measured_values(microbench))
+    return CardCheck(config, microbench, rows)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(
+        "closedloop: run `hilsim gpgpusim closed-loop CONFIG MICROBENCH [CONFIG MICROBENCH ...]`"
+    )

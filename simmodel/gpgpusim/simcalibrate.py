@@ -1,8 +1,9 @@
 """Measure GPGPU-Sim's option -> latency map on a card (see
 :mod:`hilsim.simmodel.gpgpusim.calibration` for the model and the file).
 
-``python -m hilsim.simmodel.gpgpusim.simcalibrate SM7_QV100 [-o FILE]`` runs the latency chases
-and the shared chase at a calibration point (the card's values raised by ``BASE``) and
+``hilsim gpgpusim calibrate SM7_QV100 [-o FILE]`` (:func:`write_calibration`) runs the
+latency chases and the shared chase at a calibration point (the card's values raised by
+``BASE``) and
 once per option raised by ``STEP`` more, plus an empty-kernel launch at two
 ``-gpgpu_kernel_launch_latency`` values, and merges the result into the calibration
 file under the card's compute capability.
@@ -14,22 +15,24 @@ ADD/MAX/MUL/MAD entries of ``-ptx_opcode_latency_*`` at the card's MAD + 4 and +
 
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
+from hilsim.simmodel.gpgpusim.build import find_build
 from hilsim.simmodel.gpgpusim.calibration import (
+    FILE,
     LATENCY_OPTIONS,
     LAUNCH_OPTION,
     SCHEMA,
+    UNIT_FILE,
     UNIT_OPTIONS,
     UNIT_SCHEMA,
     quantities,
 )
+from hilsim.simmodel.gpgpusim.cards import card_config
 from hilsim.simmodel.gpgpusim.simsuite import CHASE_STEPS
 
 from hilsim.core.files import write_text_atomic
@@ -144,41 +147,32 @@ def calibrate_units(card_name: str) -> dict[str, Any]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command line: calibrate one card and merge it into the file."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("card")
-    ap.add_argument(
-        "-o",
-        "--output",
-        type=Path,
-        default=None,
-        help="the file to merge into (default: the shipped latency_calibration.json, or "
-        "unit_latency_calibration.json with --units)",
-    )
-    ap.add_argument("--units", action="store_true", help="calibrate the execution units")
-    args = ap.parse_args(argv)
-    if args.output is None:
-        name = "unit_latency_calibration.json" if args.units else "latency_calibration.json"
-        args.output = Path(__file__).resolve().parents[1] / "simmodel" / "gpgpusim" / name
-    from hilsim.simmodel.gpgpusim.build import find_build  # noqa: PLC0415
-    from hilsim.simmodel.gpgpusim.cards import card_config  # noqa: PLC0415
+def write_calibration(
+    card_name: str, output: Path | None = None, units: bool = False
+) -> tuple[str, Path]:
+    """Calibrate ``card_name`` (:func:`calibrate`, or :func:`calibrate_units` with
+    ``units``) and merge its entry, under the card's compute capability, into ``output``
+    (default: the shipped file beside :mod:`~hilsim.simmodel.gpgpusim.calibration`).
 
-    card = card_config(args.card, find_build())
+    Returns the compute capability and the file written.
+    """
+    if output is None:
+        output = Path(__file__).with_name(UNIT_FILE if units else FILE)
+    card = card_config(card_name, find_build())
     cc = (
         f"{int(float(card.option('-gpgpu_compute_capability_major')))}."
         f"{int(float(card.option('-gpgpu_compute_capability_minor')))}"
     )
-    entry = calibrate_units(args.card) if args.units else calibrate(args.card)
-    data = {"schema": UNIT_SCHEMA if args.units else SCHEMA, "calibrations": {}}
-    if args.output.is_file():
-        data = json.loads(args.output.read_text())
+    entry = calibrate_units(card_name) if units else calibrate(card_name)
+    data = {"schema": UNIT_SCHEMA if units else SCHEMA, "calibrations": {}}
+    if output.is_file():
+        data = json.loads(output.read_text())
     data["calibrations"][cc] = entry
     data["calibrations"] = dict(sorted(data["calibrations"].items()))
-    write_text_atomic(args.output, json.dumps(data, indent=1) + "\n")
-    print(f"{args.card} (cc {cc}): wrote {args.output}")
-    return 0
+    return cc, write_text_atomic(output, json.dumps(data, indent=1) + "\n")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(
+        "simcalibrate: run `hilsim gpgpusim calibrate CARD [-o FILE] [--units]`"
+    )

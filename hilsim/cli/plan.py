@@ -1,0 +1,58 @@
+"""``hilsim plan PROFILE -m METHOD -o PLAN``: a sampling plan (``hilsim.plan/1``).
+
+See :meth:`hilsim.analyzer.facade.Profile.plan`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from hilsim.analyzer import methods
+from hilsim.analyzer.facade import Profile
+from hilsim.cli.options import parse_params
+from hilsim.core.console import out, status, warn
+
+
+@click.command("plan")
+@click.argument("profile", type=click.Path(path_type=Path))
+@click.option(
+    "-m", "--method", "method_name", required=True, help="Sampling method (see `hilsim methods`)."
+)
+@click.option(
+    "-p",
+    "--param",
+    "params",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Method parameter, e.g. -p epsilon=0.01 -p seed=3.",
+)
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Plan JSON to write (hilsim.plan/1).",
+)
+def plan_cmd(profile: Path, method_name: str, params: tuple[str, ...], output: Path) -> None:
+    """Build a sampling plan for PROFILE (a bundle folder or a profile file).
+
+    The plan lists the launches to simulate with their weights; the estimate of
+    any per-launch quantity is sum(weight * value).
+    """
+    method = methods.create(method_name, **parse_params(params))
+    with status(f"reading {profile}"):
+        # only the launch columns the method reads (a bundle's other columns stay on disk)
+        loaded = Profile.load(profile, columns=method.launch_columns)
+    with status(f"planning with {method_name}"):
+        plan = loaded.plan(method)
+    for line in plan.diagnostics["trace_warnings"]:
+        warn(line)
+    plan.save(output)
+    out.print(
+        f"wrote {output}: {method_name}, {len(plan.clusters)} clusters, "
+        f"{plan.n_samples} launches to simulate of {loaded.n_launches}"
+    )
+    for note in plan.notes:
+        out.print(f"note: {note}")
