@@ -36,6 +36,7 @@ from hilsim.analyzer.evaluate import MethodSummary, evaluate_method
 
 from hilsim.core.bundle import Bundle
 from hilsim.core.errors import HilsimError
+from hilsim.core.formatting import percent
 
 #: (method, parameters) candidates: STEM's epsilon and random's fraction swept, the
 #: other registered methods at their paper defaults
@@ -181,8 +182,8 @@ def recommend(
         else:
             cand.status = "fail"
             cand.reason = (
-                f"{_pct(quantile)} error {_pct(cand.quantile_error)} > target "
-                f"{_pct(target_error)}"
+                f"{percent(quantile, '.3g')} error {percent(cand.quantile_error, '.3g')} "
+                f"> target {percent(target_error, '.3g')}"
             )
         if progress:
             progress()
@@ -213,18 +214,14 @@ def recommend(
     }
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.3g}%"
-
-
 def result_table(result: dict[str, Any]):
     """A rich table of every candidate: status, errors, speedup and why it lost."""
     from rich.table import Table
 
     q = result["quantile"]
     table = Table(
-        title=f"recommend: target {_pct(result['target_error'])} at the {_pct(q)} quantile "
-        f"over {result['seeds']} seeds ({result['protocol']})",
+        title=f"recommend: target {percent(result['target_error'], '.3g')} at the "
+        f"{percent(q, '.3g')} quantile over {result['seeds']} seeds ({result['protocol']})",
         title_justify="left",
     )
     for column in ("", "candidate", f"p{100 * q:g} error", "mean error", "hmean speedup",
@@ -237,8 +234,8 @@ def result_table(result: dict[str, Any]):
         table.add_row(
             mark,
             c.label,
-            "" if c.quantile_error is None else _pct(c.quantile_error),
-            "" if c.mean_error is None else _pct(c.mean_error),
+            "" if c.quantile_error is None else percent(c.quantile_error, ".3g"),
+            "" if c.mean_error is None else percent(c.mean_error, ".3g"),
             "" if c.hmean_speedup is None else format_speedup(c.hmean_speedup),
             f"{c.seconds:.1f}",
             "chosen: fastest that meets the target" if c is winner else (c.reason or c.status),

@@ -7,10 +7,14 @@ source bundle is required (``--source``) to align the two launch sequences. See
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
+
+from hilsim.analyzer.importers.profile import load_profile
+from hilsim.analyzer.portability import evaluate_portability
+from hilsim.core.jsonfile import write_json
+from hilsim.core.plan import load_plan
 
 
 @click.command("portability")
@@ -24,14 +28,9 @@ import click
               help="JSON result to write (atomically).")
 def portability_cmd(plan_path: Path, source_path: Path, target_path: Path, output: Path) -> None:
     """Error, per-kernel-class changes and predicted speedup of an A-plan on B."""
-    from hilsim.analyzer.importers.profile import load_profile
-    from hilsim.analyzer.portability import evaluate_portability
-    from hilsim.core.files import write_text_atomic
-    from hilsim.core.plan import _jsonable, load_plan
-
     plan = load_plan(plan_path)
     result = evaluate_portability(plan, load_profile(source_path), load_profile(target_path))
-    write_text_atomic(output, json.dumps(_jsonable(result), indent=1) + "\n")
+    write_json(output, result)
     al = result["alignment"]
     sp = result["speedup_b_over_a"]
     click.echo(
