@@ -1,10 +1,10 @@
 """Configuration error vs sampling error of a sampled simulation (PKA Table 4 style).
 
-PKA (Baddouh et al., MICRO 2021, ``shared/papers/000``) Table 4 reports a simulator's error
-against silicon ("SimError") apart from the error sampling adds ("PKS", "PKA"). With a
-simulated card standing in for silicon (issue 14: the *reference card* plays the silicon,
-the *tuned card* is the simulator a user built for it) all three totals are known per
-launch, so the two errors are measured apart, per kernel and per counter:
+PKA (Baddouh et al., MICRO 2021) Table 4 reports a simulator's error against silicon
+("SimError") apart from the error sampling adds ("PKS", "PKA"). With a simulated card
+standing in for silicon (the *reference card* plays the silicon, the *tuned card* is the
+simulator a user built for it) all three totals are known per launch, so the two errors
+are measured apart, per kernel and per counter:
 
 * ``S`` (silicon): the reference run, every launch (the ``--silicon`` bundle);
 * ``F`` (full simulation): the tuned card's run of every launch (``--sim-full`` logs);
@@ -24,7 +24,7 @@ sampling error says how the weight moved, not that the total is wrong.
 **Per counter**: the same three sums for every simulator counter of
 :mod:`hilsim.simmodel.simlog` that both logs hold (cycles, instructions, L1/L2 accesses and
 misses, DRAM reads/writes, ...), against the silicon bundle's Nsight Compute-named metric of
-the same meaning (:data:`hilsim.analyzer.validate.COUNTER_PAIRS`) where it has one.
+the same meaning (:data:`hilsim.analyzer.validate.numbers.COUNTER_PAIRS`) where it has one.
 
 **Selection vs state.** The sampling error splits once more with ``W = sum(weight x
 F_i)``, the projection from the *full* run's cycles of the sampled launches: selection
@@ -37,18 +37,29 @@ back: each starts with the caches the previous *sample* left, not what the launc
 in the full run left. In a workload whose kernels re-read what the previous kernel touched,
 the sample finds a cold L2 and reads DRAM instead; the DRAM-read row of the counter table
 shows it (a sampling error in ``dram_reads`` far above the cycle error).
+
+The tables as text and markdown are :mod:`hilsim.analyzer.validate.text`'s; the HTML page
+shows them (:mod:`hilsim.analyzer.validate.page`).
 """
 
 from __future__ import annotations
 
-import html
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.validate import COUNTER_PAIRS, SimResults, _silicon_metric
+from hilsim.analyzer.validate.numbers import (
+    COUNTER_PAIRS,
+    SimResults,
+    results_from_simlog,
+    silicon_cycles,
+    silicon_metric,
+)
+from hilsim.analyzer.validate.text import decomposition_markdown
 
 from hilsim.core.bundle import Bundle
+from hilsim.core.errors import HilsimError
 from hilsim.core.plan import Plan
 
 #: counters of the per-counter table, in this order (those both logs hold are shown)
@@ -97,7 +108,7 @@ def decompose(
 ) -> dict[str, Any]:
     """Totals, per-kernel and per-counter decomposition of one plan's error (JSON-ready).
 
-    ``silicon_cycles`` per launch (:func:`hilsim.analyzer.validate.silicon_cycles`),
+    ``silicon_cycles`` per launch (:func:`hilsim.analyzer.validate.numbers.silicon_cycles`),
     ``sampled`` the plan's sampled simulation, ``full`` a simulation of every launch on the
     same card (``full.covers_all``). Vectorised: ``np.bincount`` over kernel codes.
     """
@@ -138,7 +149,7 @@ def decompose(
         p_values = sampled.counters[col].to_numpy(np.float64)[ids]
         if not (np.isfinite(f_values).all() and np.isfinite(p_values).all()):
             continue
-        found = _silicon_metric(bundle, COUNTER_PAIRS.get(col, ()))
+        found = silicon_metric(bundle, COUNTER_PAIRS.get(col, ()))
         s_total = None
         metric = None
         if found is not None and np.isfinite(found[1]).all():
@@ -158,87 +169,8 @@ def decompose(
     }
 
 
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:+.2f}%"
-
-
-def _num(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:,.0f}"
-
-
-def _rows(d: dict[str, Any], limit: int = 12) -> tuple[list[str], list[list[str]], list[list[str]]]:
-    head = ["", "silicon", "full sim", "sampled projection", "configuration error",
-            "sampling error", "total error"]
-    kernels = [
-        [str(r["kernel"]) + f" ({r['launches']} launches, {r['samples']} sampled)",
-         _num(r["silicon"]), _num(r["full"]), _num(r["projection"]),
-         _pct(r["configuration_error"]), _pct(r["sampling_error"]), _pct(r["total_error"])]
-        for r in d["per_kernel"][:limit]
-    ]
-    counters = [
-        [str(r["counter"]) + (f" ({r['silicon_metric']})" if r["silicon_metric"]
-                              and r["counter"] != "cycles" else ""),
-         _num(r["silicon"]), _num(r["full"]), _num(r["projection"]),
-         _pct(r["configuration_error"]), _pct(r["sampling_error"]), _pct(r["total_error"])]
-        for r in d["per_counter"]
-    ]
-    return head, kernels, counters
-
-
-def render_markdown(label: str, d: dict[str, Any]) -> str:
-    """The decomposition of one plan as markdown tables (totals, kernels, counters)."""
-    head, kernels, counters = _rows(d)
-    t = d["totals"]
-    lines = [
-        f"### {label}: configuration vs sampling error (PKA Table 4)",
-        "",
-        f"configuration {_pct(t['configuration_error'])}, sampling "
-        f"{_pct(t['sampling_error'])}, total {_pct(t['total_error'])} "
-        f"(cycles: silicon {_num(t['silicon'])}, full {_num(t['full'])}, projection "
-        f"{_num(t['projection'])})",
-        "",
-        f"sampling = selection {_pct(t['selection_error'])} (the sampled launches' full-run "
-        f"cycles) x state {_pct(t['state_error'])} (the same launches simulated alone: "
-        "caches as the previous sample left them)",
-        "",
-    ]
-    for title, rows in (("kernel", kernels), ("counter", counters)):
-        lines.append("| " + " | ".join([title, *head[1:]]) + " |")
-        lines.append("|" + "---|" * len(head))
-        lines += ["| " + " | ".join(r) + " |" for r in rows]
-        lines.append("")
-    return "\n".join(lines)
-
-
-def render_html(label: str, d: dict[str, Any]) -> str:
-    """The same tables as HTML (every string escaped) for the validation report."""
-    e = html.escape
-    head, kernels, counters = _rows(d)
-    t = d["totals"]
-    parts = [
-        f"<h3>{e(label)}: configuration vs sampling error (PKA Table 4)</h3>",
-        f"<p>configuration error {e(_pct(t['configuration_error']))}, sampling error "
-        f"{e(_pct(t['sampling_error']))} (selection {e(_pct(t['selection_error']))}, "
-        f"state {e(_pct(t['state_error']))}), total {e(_pct(t['total_error']))}; full "
-        f"simulation: {e(str(d['full_simulation']['detail']))}</p>",
-        f"<p class='note'>{e(d['definitions'])}. A sampled run starts every sample with the "
-        "caches the previous sample left (cold L2 where the full run had the previous "
-        "kernel's lines): see the DRAM rows.</p>",
-    ]
-    from hilsim.analyzer.validate import _table  # the report's one table builder
-
-    for title, rows in (("kernel", kernels), ("counter", counters)):
-        parts.append(_table([title, *head[1:]], [[e(c) for c in r] for r in rows]))
-    return "\n".join(parts)
-
-
-
-
-
 def check_full_log(full_log: pd.DataFrame, bundle: Bundle) -> pd.DataFrame:
     """``full_log`` when it holds every launch of ``bundle``; else a one-line error."""
-    from hilsim.core.errors import HilsimError
-
     if len(full_log) != bundle.n_launches:
         raise HilsimError(
             f"validate --sim-full: the logs hold {len(full_log)} kernels for "
@@ -251,7 +183,7 @@ def attach_decomposition(
     report: dict[str, Any],
     bundle: Bundle,
     plans: list[tuple[str, Plan]],
-    sim_for: Any,
+    sim_for: Callable[[Plan], SimResults],
     full_log: pd.DataFrame,
     clock_mhz: float,
 ) -> str:
@@ -261,10 +193,8 @@ def attach_decomposition(
     ``bundle``. The headline's full-simulation total, simulator and sampling errors are
     filled from it (absolute values, as the headline states them). ``sim_for`` is called
     again per plan: pass the one given to :func:`hilsim.analyzer.validate.validate`
-    wrapped in :func:`hilsim.analyzer.validate.memo_by_plan`.
+    wrapped in :func:`hilsim.analyzer.validate.numbers.memo_by_plan`.
     """
-    from hilsim.analyzer.validate import results_from_simlog, silicon_cycles
-
     check_full_log(full_log, bundle)
     silicon, _ = silicon_cycles(bundle, clock_mhz)
     parts = []
@@ -282,7 +212,8 @@ def attach_decomposition(
         h["full_simulation_total_cycles"] = t["full"]
         h["simulator_error"] = _abs(t["configuration_error"])
         h["sampling_error"] = _abs(t["sampling_error"])
-        parts.append(render_markdown(label, d))
+        parts.append(decomposition_markdown(label, d))
     return "\n".join(parts)
-__all__ = ["COUNTERS", "attach_decomposition", "check_full_log", "decompose", "render_html",
-           "render_markdown"]
+
+
+__all__ = ["COUNTERS", "attach_decomposition", "check_full_log", "decompose"]

@@ -99,8 +99,18 @@ def check_compatible(plan: Plan, bundle: Bundle) -> None:
         )
 
 
-def _interval(plan: Plan, values: np.ndarray, z: float = 1.959963984540054):
-    """95% interval of the estimate, or None for deterministic selections."""
+def confidence_interval(
+    plan: Plan, values: np.ndarray, z: float = 1.959963984540054
+) -> tuple[float, float] | None:
+    """The interval ``estimate ± z * sqrt(variance)`` of the plan's estimate of
+    ``sum(values)`` (95% for the default ``z``), or None.
+
+    ``values`` holds one value per launch of the bundle (only the sampled launches' are
+    read). The variance is the stratified-sampling variance ``sum_i N_i^2 s_i^2 / m_i``
+    (STEM eq. 4) as the module docstring describes. None for a deterministic selection
+    (``plan.sampling != "random"``), for clusters without a ``size``, and where a
+    cluster's variance is unknown (one draw and no profiled ``mean_ns``/``std_ns``).
+    """
     if plan.sampling != "random":
         return None
     samples = plan.samples
@@ -227,7 +237,7 @@ def score_plan(plan: Plan, bundle: Bundle, value: str = "duration_ns") -> PlanSc
         sampled_ns=sampled,
         n_samples=len(ids),
         n_clusters=len(plan.clusters),
-        interval_ns=_interval(plan, values),
+        interval_ns=confidence_interval(plan, values),
         metric_errors=errors,
         metric_notes=notes,
     )

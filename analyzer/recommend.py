@@ -37,6 +37,7 @@ from rich.table import Table
 
 from hilsim.core.bundle import Bundle
 from hilsim.core.errors import HilsimError
+from hilsim.core.formatting import percent
 from hilsim.core.plan import Plan
 
 #: (method, parameters) candidates: STEM's epsilon and random's fraction swept, the
@@ -183,8 +184,8 @@ def recommend(
         else:
             cand.status = "fail"
             cand.reason = (
-                f"{_pct(quantile)} error {_pct(cand.quantile_error)} > target "
-                f"{_pct(target_error)}"
+                f"{percent(quantile, '.3g')} error {percent(cand.quantile_error, '.3g')} "
+                f"> target {percent(target_error, '.3g')}"
             )
         if progress:
             progress()
@@ -252,16 +253,12 @@ def winner_plan(bundle: Bundle, winner: Candidate) -> Plan:
     return method.plan(bundle).attach_names(bundle.launches["name"])
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.3g}%"
-
-
 def result_table(result: dict[str, Any]) -> Table:
     """A rich table of every candidate: status, errors, speedup and why it lost."""
     q = result["quantile"]
     table = Table(
-        title=f"recommend: target {_pct(result['target_error'])} at the {_pct(q)} quantile "
-        f"over {result['seeds']} seeds ({result['protocol']})",
+        title=f"recommend: target {percent(result['target_error'], '.3g')} at the "
+        f"{percent(q, '.3g')} quantile over {result['seeds']} seeds ({result['protocol']})",
         title_justify="left",
     )
     for column in ("", "candidate", f"p{100 * q:g} error", "mean error", "hmean speedup",
@@ -274,8 +271,8 @@ def result_table(result: dict[str, Any]) -> Table:
         table.add_row(
             mark,
             c.label,
-            "" if c.quantile_error is None else _pct(c.quantile_error),
-            "" if c.mean_error is None else _pct(c.mean_error),
+            "" if c.quantile_error is None else percent(c.quantile_error, ".3g"),
+            "" if c.mean_error is None else percent(c.mean_error, ".3g"),
             "" if c.hmean_speedup is None else format_speedup(c.hmean_speedup),
             f"{c.seconds:.1f}",
             "chosen: fastest that meets the target" if c is winner else (c.reason or c.status),

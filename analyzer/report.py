@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import json
+import csv
+import io
 from pathlib import Path
 from typing import Any
 
+from hilsim.analyzer.compare import format_speedup
 from hilsim.analyzer.evaluate import MethodSummary, PlanScore
 from rich.table import Table
 
 from hilsim.core.console import out
 from hilsim.core.files import write_text_atomic
-from hilsim.core.plan import _jsonable
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.2f}%"
+from hilsim.core.formatting import percent
+from hilsim.core.jsonfile import write_json
 
 
 def summary_table(
@@ -26,8 +25,6 @@ def summary_table(
     interval's coverage: the share of seeds whose 95% interval contained the true
     total ("CI coverage"; near 95% when the interval is honest, n/a for deterministic
     plans, which have no sampling distribution)."""
-    from hilsim.analyzer.compare import format_speedup
-
     table = Table(title=title)
     columns = (
         "method",
@@ -44,18 +41,18 @@ def summary_table(
         table.add_column(column, justify="left" if column == "method" else "right")
     for name, score, summary in rows:
         if summary is not None:
-            error, max_error = _pct(summary.mean_error), _pct(summary.max_error)
+            error, max_error = percent(summary.mean_error), percent(summary.max_error)
             speedup = format_speedup(summary.hmean_speedup)
             samples = f"{sum(summary.samples) / len(summary.samples):,.0f}"
             clusters = f"{sum(summary.clusters) / len(summary.clusters):,.0f}"
             seeds = str(len(summary.seeds))
         else:
-            error, speedup = _pct(score.error), format_speedup(score.speedup)
+            error, speedup = percent(score.error), format_speedup(score.speedup)
             max_error = error
             samples, clusters, seeds = f"{score.n_samples:,}", f"{score.n_clusters:,}", "1"
         if score.interval_ns is not None and score.truth_ns:
             lo, hi = score.interval_ns
-            interval = f"±{_pct((hi - lo) / 2 / score.truth_ns)}"
+            interval = f"±{percent((hi - lo) / 2 / score.truth_ns)}"
         else:
             interval = "n/a"
         coverage = "n/a"
@@ -80,14 +77,12 @@ def print_summary(
 
 def write_result(path: str | Path, result: dict[str, Any]) -> Path:
     """Write a JSON result atomically."""
-    return write_text_atomic(path, json.dumps(_jsonable(result), indent=1) + "\n")
+    return write_json(path, result)
 
 
 def print_comparison(result: dict[str, Any]) -> None:
     """The comparison table (STEM Table 3 columns), the budget the baselines had, every
     method warning (numbered, referenced from the table) and the skipped methods."""
-    from hilsim.analyzer.compare import format_speedup
-
     title = "methods compared" + (" (plans scored on the holdout run)" if result["holdout"] else "")
     if result.get("workload"):
         title = f"{result['workload']}: {title}"
@@ -120,8 +115,8 @@ def print_comparison(result: dict[str, Any]) -> None:
             s["method"] + pareto,
             str(s["runs"]),
             format_speedup(s["hmean_speedup"]),
-            _pct(s["mean_error"]),
-            _pct(s["max_error"]),
+            percent(s["mean_error"]),
+            percent(s["max_error"]),
             f"{s['mean_samples']:,.0f}",
             f"{s['mean_plan_seconds']:.2f}",
             s["profiling"],
@@ -156,9 +151,6 @@ def print_comparison(result: dict[str, Any]) -> None:
 
 def write_comparison(folder: str | Path, result: dict[str, Any]) -> Path:
     """compare.json (everything) and compare.csv (the table), written atomically."""
-    import csv
-    import io
-
     target = Path(folder)
     write_result(target / "compare.json", result)
     buffer = io.StringIO()

@@ -25,6 +25,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from hilsim.core.formatting import percent
+
 NAME = "simulated-v100"
 METHODS: tuple[str, ...] = ("stem", "pka")
 CARDS: tuple[str, ...] = ("tuned", "reference")
@@ -96,8 +98,9 @@ def _validate(ex: SimulatedExample, method: str, card: str, out: Path,
               cache: dict[str, Any], html: bool) -> dict[str, Any]:
     """Decompose one plan's error on one card; the HTML report (with plots) when ``html``."""
     from hilsim.analyzer import validate as v
-    from hilsim.analyzer.decompose import attach_decomposition, decompose, render_markdown
+    from hilsim.analyzer.decompose import attach_decomposition, decompose
     from hilsim.analyzer.evaluate import score_plan
+    from hilsim.analyzer.validate.text import decomposition_markdown
     from hilsim.simmodel.simlog import read_simlogs
 
     from hilsim.core.files import write_text_atomic
@@ -123,7 +126,7 @@ def _validate(ex: SimulatedExample, method: str, card: str, out: Path,
         silicon, _ = v.silicon_cycles(bundle, clock)
         d = decompose(plan, bundle, silicon, sim_for(plan),
                       v.results_from_simlog(plan, bundle, full_log))
-        markdown = render_markdown(label, d)
+        markdown = decomposition_markdown(label, d)
     write_text_atomic(out / f"validate-{label}.md", markdown)
     score = score_plan(plan, bundle)
     return {"speedup": score.speedup, "n_samples": score.n_samples,
@@ -168,10 +171,6 @@ def _dse(ex: SimulatedExample, cache: dict[str, Any]) -> list[dict[str, Any]]:
             for r in result.rows]
 
 
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:+.2f}%"
-
-
 def run_simulated_example(output: str | Path,
                           example: SimulatedExample | None = None) -> dict[str, Any]:
     """Run every step on the shipped (or given) example; print tables; write result.json."""
@@ -208,9 +207,9 @@ def run_simulated_example(output: str | Path,
         table.add_column(col, justify="left" if col == "plan on card" else "right")
     for label, r in validate.items():
         table.add_row(label, f"{r['n_samples']}", f"{r['speedup']:.1f}x",
-                      _pct(r["configuration_error"]), _pct(r["sampling_error"]),
-                      _pct(r["selection_error"]), _pct(r["state_error"]),
-                      _pct(r["total_error"]))
+                      *(percent(r[k], "+.2f") for k in ("configuration_error",
+                                                         "sampling_error", "selection_error",
+                                                         "state_error", "total_error")))
     out.print(table)
     out.print("[dim]sampling = selection (the sampled launches' full-run cycles) x state (the "
               "same launches simulated alone: cold L2)[/dim]", highlight=False)

@@ -66,7 +66,7 @@ def test_failed_write_leaves_nothing(tmp_path, monkeypatch) -> None:
     def boom(frame, path):
         raise OSError("disk full")
 
-    monkeypatch.setattr(module, "_write_table", boom)
+    monkeypatch.setattr(module, "write_table", boom)
     with pytest.raises(OSError):
         write_bundle(small_bundle(), tmp_path / "b")
     assert list(tmp_path.iterdir()) == []

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 from hilsim.analyzer.importers.gpgpusim_log import bundle_from_gpgpusim_log
+from hilsim.analyzer.validate.page import decomposition_html
 from hilsim.simmodel.simlog import parse_simlog, read_simlog, read_simlogs, slim_log
 
 from hilsim.cli.main import cli, main
@@ -69,10 +70,8 @@ def test_reference_card_full_run_gives_zero_configuration_error(tmp_path: Path) 
     assert "configuration vs sampling error" in (tmp_path / "rep.html").read_text()
     assert "configuration +0.00%" in res.output
     # kernel names are C++ names: escaped in the HTML tables
-    from hilsim.analyzer.decompose import render_html
-
     d["per_kernel"][0]["kernel"] = "void gemm<float, 4>(T*, int&)"
-    page = render_html("a<b>&c", d)
+    page = decomposition_html("a<b>&c", d)
     assert "void gemm&lt;float, 4&gt;(T*, int&amp;)" in page and "a&lt;b&gt;&amp;c" in page
     assert "<float" not in page and "<b>" not in page
 

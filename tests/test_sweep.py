@@ -1,4 +1,4 @@
-"""hilsim sweep (issue 18 §1): a real Dask scheduler and two workers on 127.0.0.1 run a
+"""hilsim sweep: a real Dask scheduler and two workers on 127.0.0.1 run a
 sweep of the shipped examples; an embedded LocalCluster gives the same results; reruns
 skip finished tasks; a failing task is a row; bad specs are one line."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from hilsim.analyzer.sweep import RESULTS, load_spec, read_results, write_results
+from hilsim.analyzer.sweep import RESULTS, build_tasks, load_spec, read_results, write_results
 
 from hilsim.cli.main import main
 
@@ -251,8 +251,18 @@ def test_grid_labels_and_task_keys(tmp_path):
     stem = spec.methods[0]
     assert [label for label, _ in stem.settings()] == ["stem(epsilon=0.05)", "stem(epsilon=0.1)"]
     assert all(p["confidence"] == 0.95 for _, p in stem.settings())
-    from hilsim.analyzer.sweep import build_tasks
-
     tasks = build_tasks(spec)
     assert len({t.key for t in tasks}) == len(tasks) == 21
     assert [t.key for t in build_tasks(spec)] == [t.key for t in tasks]  # stable
+
+
+def test_importing_the_sweep_leaves_dask_unloaded() -> None:
+    """Spec, tasks, summaries and the runner import without dask: it loads when a sweep
+    runs on a cluster."""
+    code = (
+        "import sys; import hilsim.analyzer.sweep; "
+        "print('LOADED', [m for m in ('dask', 'distributed') if m in sys.modules])"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "LOADED []" in done.stdout

@@ -1,5 +1,5 @@
-"""``hilsim sweep`` with ``simulate = true`` (issue 18 §1: "simulate the sampled launches
-on the simulated card").
+"""``hilsim sweep`` with ``simulate = true``: the sampled launches of every task simulated
+on the simulated card.
 
 The gpgpusim-tier test compiles the shipped ``transformer_step.cu`` and sweeps the
 profile of its one-step run on the reduced SM7_QV100 (``tests/data/gpgpusim``, 29

@@ -10,12 +10,21 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 from hilsim.analyzer.evaluate import score_plan
-from hilsim.analyzer.validate import SimResults, validate, validate_plan, write_report
+from hilsim.analyzer.validate import (
+    SimResults,
+    results_from_simlog,
+    validate,
+    validate_plan,
+    write_report,
+)
+from hilsim.analyzer.validate.text import count, fraction, number, signed
 from hilsim.simmodel.correlation import correlation
 
 from hilsim.cli.validate import validate_cmd
 from hilsim.core.bundle import Bundle, write_bundle
 from hilsim.core.errors import HilsimError
+from hilsim.core.formatting import percent
+from hilsim.core.jsonfile import json_safe, write_json
 from hilsim.core.plan import Plan, samples_frame
 from hilsim.core.schema import normalize_launches
 
@@ -197,8 +206,6 @@ def test_long_kernel_names_are_shortened_escaped_and_kept_as_tooltip(tmp_path):
 
 
 def test_full_simulation_logs_are_name_checked():
-    from hilsim.analyzer.validate import results_from_simlog
-
     bundle = _bundle()
     names = [EVIL, "k2", EVIL, "k2"]
     log = pd.DataFrame({"sim_launch": range(4), "kernel": names, "cycles": [1.0, 2, 3, 4]})
@@ -207,3 +214,40 @@ def test_full_simulation_logs_are_name_checked():
     swapped = log.assign(kernel=["k2", EVIL, EVIL, "k2"])
     with pytest.raises(HilsimError, match="simulated kernel 1 is 'k2' but launch 0"):
         results_from_simlog(_plan(bundle), bundle, swapped)
+
+
+def test_numbers_as_text():
+    assert number(12345.678) == "12,346" and number(0.123456) == "0.1235" and number(7) == "7"
+    assert number(None) == number(float("nan")) == "n/a"
+    assert fraction(0.12345) == "12.35%" and fraction(float("inf")) == "n/a"
+    assert signed(0.015) == "+1.50%" and signed(-0.0025) == "-0.25%" and signed(None) == "n/a"
+    assert count(1234567.8) == "1,234,568" and count(None) == "n/a"
+    assert percent(0.01234, ".3g") == "1.23%" and percent(None) == "n/a"
+
+
+def test_report_json_is_plain_json(tmp_path):
+    from dataclasses import dataclass
+
+    @dataclass
+    class Point:
+        x: np.int64
+        y: float
+
+    value = {1: np.float64(0.5), "nan": float("nan"), "a": np.arange(2),
+             "p": Point(np.int64(3), 1.0), "t": (np.float32(np.inf),)}
+    assert json_safe(value) == {"1": 0.5, "nan": None, "a": [0, 1], "p": {"x": 3, "y": 1.0},
+                                "t": [None]}
+    path = write_json(tmp_path / "r.json", value)
+    assert path.read_text() == json.dumps(json_safe(value), indent=1) + "\n"
+
+
+def test_importing_the_report_leaves_matplotlib_unloaded():
+    """The figures import matplotlib when they are drawn, not with the package."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import hilsim.analyzer.validate, hilsim.analyzer.decompose; "
+            "print('LOADED', [m for m in ('matplotlib',) if m in sys.modules])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "LOADED []" in done.stdout

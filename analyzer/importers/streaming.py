@@ -416,7 +416,7 @@ def _import_sqlite_rows(
 def _import_sqlite(source: Path, folder: Path, chunk_rows: int) -> dict[str, Any]:
     from hilsim.analyzer.importers import nsys_sqlite
 
-    from hilsim.core.bundle import REGIONS, _write_table
+    from hilsim.core.bundle import REGIONS, write_table
 
     nsys_sqlite._check_file(source)
     conn = nsys_sqlite._connect(source)
@@ -444,7 +444,7 @@ def _import_sqlite(source: Path, folder: Path, chunk_rows: int) -> dict[str, Any
         conn.close()
     n, columns = writer.finish()
     if regions is not None:
-        _write_table(regions[list(REGION_COLUMNS)], folder / REGIONS)
+        write_table(regions[list(REGION_COLUMNS)], folder / REGIONS)
     manifest = nsys_sqlite.sqlite_manifest(
         source, nsys_sqlite._tool(meta), meta.get("EXPORT_SCHEMA_VERSION"), device,
         0 if regions is None else len(regions), with_region,

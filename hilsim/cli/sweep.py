@@ -1,4 +1,4 @@
-"""``hilsim sweep SPEC -o DIR``: workloads x methods x grids x seeds on Dask (issue 18 §1).
+"""``hilsim sweep SPEC -o DIR``: workloads x methods x grids x seeds on Dask.
 
 The work is :mod:`hilsim.analyzer.sweep`; this module is the command, its progress bar
 (tasks done / failed / ETA) and the per-workload summary tables and Pareto plots that
@@ -12,6 +12,33 @@ from pathlib import Path
 from typing import Any
 
 import click
+import pandas as pd
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from hilsim.analyzer.compare import pareto_plot
+from hilsim.analyzer.report import print_comparison, write_comparison
+from hilsim.analyzer.sweep import (
+    RESULTS,
+    SIM_SUMMARY,
+    SUMMARY,
+    SweepOutcome,
+    SweepSpec,
+    load_spec,
+    run_sweep,
+    sim_summary,
+    summarize,
+)
+from hilsim.core.console import err, out
+from hilsim.core.errors import HilsimError
+from hilsim.core.files import write_text_atomic
+from hilsim.core.formatting import percent
 
 
 @click.command("sweep")
@@ -52,9 +79,6 @@ def sweep_cmd(
     plan's launches also run on the workload's simulated card (sim_* columns,
     OUTPUT/sim_summary.csv, logs under OUTPUT/sim/). See docs/sweep.md.
     """
-    from hilsim.analyzer.sweep import load_spec, run_sweep
-    from hilsim.core.errors import HilsimError
-
     if workers is not None and workers < 1:
         raise HilsimError("--workers: expected 1 or more")
     if scheduler and workers:
@@ -71,17 +95,6 @@ class _progress:
     """Rich progress bar on stderr: tasks done of total, failed, elapsed, ETA."""
 
     def __enter__(self) -> Any:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-
-        from hilsim.core.console import err
-
         self.progress = Progress(
             TextColumn("[progress.description]{task.description}"),
             BarColumn(),
@@ -110,13 +123,7 @@ class _progress:
         self.progress.__exit__(*exc)
 
 
-def _report(spec: Any, outcome: Any, output: Path) -> None:
-    from hilsim.analyzer.compare import pareto_plot
-    from hilsim.analyzer.report import print_comparison, write_comparison
-    from hilsim.analyzer.sweep import RESULTS, SUMMARY, summarize
-    from hilsim.core.console import out
-    from hilsim.core.files import write_text_atomic
-
+def _report(spec: SweepSpec, outcome: SweepOutcome, output: Path) -> None:
     results = outcome.results
     frames = []
     for workload in spec.workloads:
@@ -134,8 +141,6 @@ def _report(spec: Any, outcome: Any, output: Path) -> None:
             )
         for summary in result["methods"]:
             frames.append({"workload": workload.name, **summary})
-    import pandas as pd
-
     write_text_atomic(output / SUMMARY, pd.DataFrame(frames).to_csv(index=False))
     if spec.simulate:
         _report_simulation(results, output)
@@ -149,15 +154,11 @@ def _report(spec: Any, outcome: Any, output: Path) -> None:
 
 def _report_simulation(results: Any, output: Path) -> None:
     """The simulated figures per workload, card and grid point (sim_summary.csv)."""
-    from hilsim.analyzer.sweep import SIM_SUMMARY, sim_summary
-    from hilsim.core.console import out
-    from hilsim.core.files import write_text_atomic
-
     table = sim_summary(results)
     write_text_atomic(output / SIM_SUMMARY, table.to_csv(index=False))
 
     def pct(v: Any) -> str:
-        return "-" if v is None or v != v else f"{100 * v:.2f}%"
+        return "-" if v is None or v != v else percent(v)
 
     for r in table.to_dict("records"):
         fails = f", {r['failed']} failed ({r['first_failure']})" if r["failed"] else ""

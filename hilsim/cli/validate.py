@@ -1,7 +1,7 @@
 """``hilsim validate``: sampled simulation vs silicon, as one HTML report and a JSON.
 
-See :mod:`hilsim.analyzer.validate` for the definitions (simulator, sampling and total
-error; counter correlation; silicon cycles).
+See :mod:`hilsim.analyzer.validate.numbers` for the definitions (simulator, sampling and
+total error; counter correlation; silicon cycles).
 """
 
 from __future__ import annotations
@@ -10,7 +10,16 @@ from pathlib import Path
 
 import click
 
+from hilsim.analyzer import validate as v
+from hilsim.analyzer.decompose import attach_decomposition, check_full_log
+from hilsim.analyzer.importers.profile import load_profile
+from hilsim.analyzer.validate.text import signed
 from hilsim.core.errors import HilsimError
+from hilsim.core.files import write_text_atomic
+from hilsim.core.formatting import percent
+from hilsim.core.plan import load_plan
+from hilsim.simmodel.config import read_timing
+from hilsim.simmodel.simlog import read_simlogs
 
 
 @click.command("validate")
@@ -39,10 +48,6 @@ def validate_cmd(silicon: Path, plans: tuple[Path, ...], sim_logs: tuple[Path, .
                  sim_full: tuple[Path, ...], model_config: Path | None, counters: str,
                  clock_mhz: float | None, output: Path) -> None:
     """Compare sampled simulation with silicon: one self-contained HTML + JSON."""
-    from hilsim.analyzer import validate as v
-    from hilsim.analyzer.importers.profile import load_profile
-    from hilsim.core.plan import load_plan
-
     if bool(sim_logs) == bool(model_config):
         raise HilsimError("validate: give exactly one of --sim LOGS or --model CONFIG")
     if sim_full and not sim_logs:
@@ -51,16 +56,12 @@ def validate_cmd(silicon: Path, plans: tuple[Path, ...], sim_logs: tuple[Path, .
     loaded = [(p.stem, load_plan(p)) for p in plans]
     timing = None
     if model_config is not None:
-        from hilsim.simmodel.config import read_timing
-
         timing = read_timing(model_config)
         shared = v.results_from_model(bundle, timing)
 
         def sim_for(plan):  # noqa: ARG001 - the model covers every launch
             return shared
     else:
-        from hilsim.simmodel.simlog import read_simlogs
-
         simlog = read_simlogs(list(sim_logs), counters)
         if len(loaded) > 1 and len(simlog) != bundle.n_launches:
             raise HilsimError(
@@ -74,26 +75,20 @@ def validate_cmd(silicon: Path, plans: tuple[Path, ...], sim_logs: tuple[Path, .
     clock = v.sm_clock_mhz(bundle, clock_mhz, timing)
     sim_for = v.memo_by_plan(sim_for)
     if sim_full:  # read (and checked: every launch) before the report's plots
-        from hilsim.analyzer.decompose import attach_decomposition, check_full_log
-
         full_log = check_full_log(read_simlogs(list(sim_full), counters), bundle)
     report, images = v.validate(bundle, loaded, sim_for, clock)
     if sim_full:
         markdown = attach_decomposition(report, bundle, loaded, sim_for, full_log, clock)
-        from hilsim.core.files import write_text_atomic
-
         base = output.with_suffix("") if output.suffix in (".html", ".json") else output
         md_path = write_text_atomic(base.with_suffix(".md"), markdown)
         click.echo(f"wrote {md_path}")
     html_path, json_path = v.write_report(report, images, output)
     for r in report["plans"]:
         h = r["headline"]
-        total = "n/a" if h["total_error"] is None else f"{100 * h['total_error']:.2f}%"
-        click.echo(f"{r['label']}: total error {total}, speedup {h['speedup']:.1f}x")
+        click.echo(f"{r['label']}: total error {percent(h['total_error'])}, "
+                   f"speedup {h['speedup']:.1f}x")
         if "decomposition" in r:
-            from hilsim.analyzer.decompose import _pct  # "n/a" for a missing figure
-
             t = r["decomposition"]["totals"]
-            click.echo(f"{r['label']}: configuration {_pct(t['configuration_error'])}, "
-                       f"sampling {_pct(t['sampling_error'])}, total {_pct(t['total_error'])}")
+            click.echo(f"{r['label']}: configuration {signed(t['configuration_error'])}, "
+                       f"sampling {signed(t['sampling_error'])}, total {signed(t['total_error'])}")
     click.echo(f"wrote {html_path} and {json_path}")

@@ -129,7 +129,7 @@ def default_manifest(**sections: Any) -> dict[str, Any]:
 def manifest_digest(manifest: dict[str, Any]) -> str:
     """sha256 of the manifest's own facts: every key but ``digest``, as canonical JSON.
 
-    Written as ``manifest["digest"]`` and checked on read (issue 16 F3), so an edited
+    Written as ``manifest["digest"]`` and checked on read, so an edited
     fact (``n_launches``, a file's size or sha256, the device) is caught even when the
     files it describes are untouched.
     """
@@ -138,7 +138,9 @@ def manifest_digest(manifest: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _write_table(frame: pd.DataFrame, path: Path) -> None:
+def write_table(frame: pd.DataFrame, path: Path) -> None:
+    """Write ``frame`` (without its index) as a zstd-compressed Parquet file at ``path``:
+    how every table of a bundle is stored."""
     table = pa.Table.from_pandas(frame, preserve_index=False)
     pq.write_table(table, path, compression="zstd")
 
@@ -172,11 +174,11 @@ def write_bundle(bundle: Bundle, path: str | Path, overwrite: bool = False) -> P
     manifest.setdefault("schema", BUNDLE_SCHEMA)
     try:
         with atomic_directory(target, overwrite=overwrite) as tmp:
-            _write_table(bundle.launches[list(LAUNCH_COLUMNS)], tmp / LAUNCHES)
+            write_table(bundle.launches[list(LAUNCH_COLUMNS)], tmp / LAUNCHES)
             if bundle.metrics is not None:
-                _write_table(bundle.metrics, tmp / METRICS)
+                write_table(bundle.metrics, tmp / METRICS)
             if bundle.regions is not None:
-                _write_table(bundle.regions[list(REGION_COLUMNS)], tmp / REGIONS)
+                write_table(bundle.regions[list(REGION_COLUMNS)], tmp / REGIONS)
             if bundle.microbench is not None:
                 (tmp / MICROBENCH).write_text(json.dumps(bundle.microbench, indent=1))
             manifest = finish_manifest(tmp, manifest, len(bundle.launches))
@@ -292,7 +294,7 @@ def _read_verified(
 
 
 def _refuse_unlisted(folder: Path, files: dict[str, Any]) -> None:
-    """A bundle table the manifest does not list is never loaded unverified (issue 16 F3)."""
+    """A bundle table the manifest does not list is never loaded unverified."""
     for name in (METRICS, REGIONS, MICROBENCH):
         if name not in files and (folder / name).exists():
             raise HilsimError(

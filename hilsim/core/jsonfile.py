@@ -1,13 +1,19 @@
-"""Reading JSON files with one-line errors (missing file, bad JSON, wrong schema)."""
+"""JSON files: reading with one-line errors (missing file, bad JSON, wrong schema), and
+writing results whose values JSON cannot hold as they are (numpy scalars and arrays,
+NaN, dataclasses)."""
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from hilsim.core.errors import HilsimError
+from hilsim.core.files import write_text_atomic
 
 
 def read_json(path: str | os.PathLike[str], schema: str | None = None) -> Any:
@@ -32,3 +38,33 @@ def read_json(path: str | os.PathLike[str], schema: str | None = None) -> Any:
         got = data.get("schema") if isinstance(data, dict) else type(data).__name__
         raise HilsimError(f"{source}: schema is {got!r}, expected {schema!r}")
     return data
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` as plain JSON types, recursively.
+
+    Dict keys become strings; tuples and numpy arrays lists; numpy integers ``int`` and
+    numpy floats ``float``; a NaN or infinite float ``None`` (JSON has no NaN); a
+    dataclass its fields (:func:`dataclasses.asdict`). Anything else is returned as is.
+    """
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return None if not np.isfinite(value) else float(value)
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    if isinstance(value, np.ndarray):
+        return json_safe(value.tolist())
+    if hasattr(value, "__dataclass_fields__"):
+        return json_safe(asdict(value))
+    return value
+
+
+def write_json(path: str | os.PathLike[str], value: Any) -> Path:
+    """Write :func:`json_safe` ``value`` to ``path`` atomically: JSON indented by one
+    space, with a final newline (the layout of every result file hilsim writes)."""
+    return write_text_atomic(path, json.dumps(json_safe(value), indent=1) + "\n")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ import pandas as pd
 
 from hilsim.core.errors import HilsimError
 from hilsim.core.files import write_text_atomic
+from hilsim.core.jsonfile import json_safe, read_json
 
 PLAN_SCHEMA = "hilsim.plan/1"
 
@@ -115,29 +116,11 @@ class Plan:
         }
 
     def to_json(self) -> str:
-        return json.dumps(_jsonable(self.to_dict()), indent=1)
+        return json.dumps(json_safe(self.to_dict()), indent=1)
 
     def save(self, path: str | Path) -> Path:
         """Write the plan as JSON atomically."""
         return write_text_atomic(path, self.to_json() + "\n")
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.floating):
-        return None if not np.isfinite(value) else float(value)
-    if isinstance(value, float) and not np.isfinite(value):
-        return None
-    if isinstance(value, np.ndarray):
-        return _jsonable(value.tolist())
-    if hasattr(value, "__dataclass_fields__"):
-        return _jsonable(asdict(value))
-    return value
 
 
 def samples_frame(
@@ -194,7 +177,7 @@ def _is_number(value: Any) -> bool:
 
 
 def _check_plan_data(data: dict[str, Any], source: Path) -> None:
-    """The one validator of a plan's structure and values (issue 16 F2, F6).
+    """The one validator of a plan's structure and values.
 
     Refuses, naming the file and the sample or cluster: keys of the wrong type
     (``source`` a list, ``clusters`` text, ``notes`` a number, ...), an empty sample
@@ -288,8 +271,6 @@ def load_plan(path: str | Path) -> Plan:
     Every value is checked first (:func:`_check_plan_data`), so ``evaluate``,
     ``validate`` and ``export`` never score or write a malformed plan.
     """
-    from hilsim.core.jsonfile import read_json
-
     source = Path(path)
     data = read_json(source, PLAN_SCHEMA)
     for key in ("method", "params", "source", "clusters", "samples"):
