@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hilsim.simmodel.tuner import _geometry
+from hilsim.simmodel.cache_option import cache_geometry as _geometry
 
 #: option -> (absolute tolerance, what it is); latencies in the option's own unit
 TOLERANCE: dict[str, tuple[float, str]] = {
