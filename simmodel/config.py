@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from hilsim.core.errors import HilsimError
+from hilsim.core.jsonfile import read_json
 
 TIMING_SCHEMA = "hilsim.timing/1"
 SOURCE_KINDS = ("measured", "device-query", "preset", "derived")
@@ -293,8 +294,6 @@ def vtype_for(dotted: str) -> type:
 
 def read_timing(path: str | os.PathLike[str]) -> TimingConfig:
     """Read a ``timing.json`` file; one-line errors name the file."""
-    from hilsim.core.jsonfile import read_json
-
     return TimingConfig.from_json(read_json(path), str(Path(path)))
 
 

@@ -23,7 +23,7 @@ import math
 import numpy as np
 import pytest
 from hilsim.simmodel.gpgpusim.cards import card_config
-from hilsim.simmodel.tuner import round_up_pow2
+from hilsim.simmodel.tuner.geometry import round_up_pow2
 
 from tests.simbuild import require_sim_build
 

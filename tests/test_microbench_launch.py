@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hilsim.microbench.launch import start_to_start_us
-from hilsim.simmodel.tuner import Measurement, tune
+from hilsim.simmodel.tuner import tune
 
 from hilsim.core import measurement_names as mn
+from hilsim.core.measurement import Measurement
 
 
 def test_start_to_start_from_globaltimer_stamps() -> None:
@@ -34,8 +35,8 @@ def _option(result, name):
 
 
 def test_gpu_side_launch_latency_lands_in_the_accelsim_range() -> None:
-    rows = [Measurement(mn.LAUNCH_LATENCY_US, 3.2, "us", "globaltimer"),
-            Measurement(mn.SM_CLOCK_MHZ, 1755.0, "MHz", "clock")]
+    rows = [Measurement(mn.LAUNCH_LATENCY_US, 3.2, "us"),
+            Measurement(mn.SM_CLOCK_MHZ, 1755.0, "MHz")]
     result = tune(measurements=rows, preset_name="H100-SXM")
     value = float(_option(result, "-gpgpu_kernel_launch_latency").value)
     assert 1000 <= value <= 20000 and value == pytest.approx(3.2 * 1755, abs=1)
@@ -43,8 +44,8 @@ def test_gpu_side_launch_latency_lands_in_the_accelsim_range() -> None:
 
 def test_a_host_round_trip_is_not_taken_as_launch_latency() -> None:
     """25 us (a Python launch + synchronize) would be 44k cycles: noted, not emitted."""
-    rows = [Measurement(mn.LAUNCH_LATENCY_US, 25.0, "us", "host"),
-            Measurement(mn.SM_CLOCK_MHZ, 1755.0, "MHz", "clock")]
+    rows = [Measurement(mn.LAUNCH_LATENCY_US, 25.0, "us"),
+            Measurement(mn.SM_CLOCK_MHZ, 1755.0, "MHz")]
     result = tune(measurements=rows, preset_name="H100-SXM")
     value = float(_option(result, "-gpgpu_kernel_launch_latency").value)
     assert 500 <= value <= 20000

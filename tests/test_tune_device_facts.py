@@ -1,9 +1,8 @@
 """Device facts round trip: what ``agent probe`` and the microbench suite write is what the
-tuner reads (review S1-3), and the probe does not merge two GPUs (review S2-7).
+tuner reads, and the probe does not merge two GPUs.
 
 CuPy and NVML are replaced by stand-ins answering as an H100 PCIe does (114 SMs, 50 MiB
-L2, HBM2e at 1593 MHz, 5120-bit bus), the card the review showed getting the SXM's
-memory clock.
+L2, HBM2e at 1593 MHz, 5120-bit bus), a card that must not get the SXM's memory clock.
 """
 
 from __future__ import annotations

@@ -164,3 +164,22 @@ def test_preset_only_keeps_shipped_options(tmp_path: Path) -> None:
     assert ours == shipped
     assert read_options(out / "trace.config").options() == read_options(
         DATA / "SM7_QV100.trace.config").options()
+
+
+def test_no_input_is_one_line(tmp_path: Path) -> None:
+    res = _run(["-o", str(tmp_path / "out")])
+    assert isinstance(res.exception, HilsimError)
+    assert "give MICROBENCH.json" in str(res.exception)
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_existing_output_is_kept_without_force(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    res = _run(["--preset", "QV100", "-o", str(out)])
+    assert isinstance(res.exception, HilsimError) and "already exists" in str(res.exception)
+    assert list(out.iterdir()) == []
+    res = _run(["--preset", "QV100", "-o", str(out), "--force"])
+    assert res.exit_code == 0, repr(res.exception)
+    assert sorted(p.name for p in out.iterdir()) == [
+        "gpgpusim.config", "timing.json", "trace.config", "tune-report.json"]

@@ -1,5 +1,5 @@
 """Real recorded latency curves, read as the suite reads its own sweep, tune without error
-and keep the queried cache sizes (review S1-2).
+and keep the queried cache sizes.
 
 The curves (``tests/data/microbench``, gpu-benches on an H100 PCIe and a V100) are
 resampled at the suite's own sweep points (:func:`hilsim.microbench.latency.sweep_footprints`,
@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 from hilsim.microbench.analysis import cache_levels
 from hilsim.microbench.latency import sweep_footprints
-from hilsim.simmodel.tuner import Measurement, tune
+from hilsim.simmodel.tuner import tune
 
 from hilsim.core import measurement_names as mn
+from hilsim.core.measurement import Measurement
 
 DATA = Path(__file__).parent / "data" / "microbench"
 KiB, MiB = 1024, 1 << 20
@@ -55,8 +56,8 @@ def test_real_curves_tune_and_keep_the_queried_sizes(card: str) -> None:
     l1_seen, l2_seen = _suite_capacities(path, l2)
     assert l2_seen != l2  # a lower bound on the sweep grid, never the exact size
     rows = [
-        Measurement(mn.L1_CAPACITY_BYTES, l1_seen, "bytes", "footprint sweep"),
-        Measurement(mn.L2_CAPACITY_BYTES, l2_seen, "bytes", "footprint sweep"),
+        Measurement(mn.L1_CAPACITY_BYTES, l1_seen, "bytes"),
+        Measurement(mn.L2_CAPACITY_BYTES, l2_seen, "bytes"),
     ]
     result = tune(measurements=rows, facts={**facts, "l2_cache_bytes": l2})
     cfg = result.timing
@@ -73,7 +74,7 @@ def test_real_curves_tune_and_keep_the_queried_sizes(card: str) -> None:
 
 
 def test_a_contradicting_sweep_is_noted_not_used() -> None:
-    rows = [Measurement(mn.L2_CAPACITY_BYTES, 3 * MiB, "bytes", "footprint sweep")]
+    rows = [Measurement(mn.L2_CAPACITY_BYTES, 3 * MiB, "bytes")]
     result = tune(measurements=rows, facts={**CARDS["v100"][2], "l2_cache_bytes": 6 * MiB})
     assert result.timing.get("l2.capacity_bytes").value == 6 * MiB
     assert any(n.startswith("L2:") for n in result.notes)
@@ -81,8 +82,8 @@ def test_a_contradicting_sweep_is_noted_not_used() -> None:
 
 def test_turing_max_l1_carveout_sweep_tunes() -> None:
     """A chase with the max-L1 carveout sees 64 KB of L1 on an RTX 2060, equal to its
-    shared memory per SM: tuning must not fail ("leaves no L1", review S1-2)."""
-    rows = [Measurement(mn.L1_CAPACITY_BYTES, 64 * KiB, "bytes", "footprint sweep")]
+    shared memory per SM: tuning must not fail ("leaves no L1")."""
+    rows = [Measurement(mn.L1_CAPACITY_BYTES, 64 * KiB, "bytes")]
     facts = {"name": "NVIDIA GeForce RTX 2060", "compute_capability": "7.5", "sm_count": 30,
              "shared_mem_per_sm_bytes": 65536, "l2_cache_bytes": 3 * MiB}
     result = tune(measurements=rows, facts=facts)
@@ -90,7 +91,7 @@ def test_turing_max_l1_carveout_sweep_tunes() -> None:
 
 
 def test_corrected_convention_on_hilsim_measurements_is_flagged() -> None:
-    """Accel-Sim-derived offsets on hilsim's pure chains are marked approximate (S2-5)."""
-    rows = [Measurement(mn.SHARED_LATENCY, 21.0, "cycles", "shared chase")]
+    """Accel-Sim-derived offsets on hilsim's pure chains are marked approximate."""
+    rows = [Measurement(mn.SHARED_LATENCY, 21.0, "cycles")]
     result = tune(measurements=rows, preset_name="QV100", convention="simulator-corrected")
     assert any("pure absolute-address chains" in n for n in result.notes)

@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 from hilsim.simmodel.accelsim import read_options, read_ubench_output
-from hilsim.simmodel.tuner import PIPELINE_OFFSETS, normalize_cache_string, tune
+from hilsim.simmodel.cache_option import normalize_cache_string
+from hilsim.simmodel.tuner import tune
+from hilsim.simmodel.tuner.conventions import PIPELINE_OFFSETS
+from hilsim.simmodel.tuner.dram import dram_timing
 
 DATA = Path(__file__).parent / "data" / "accelsim"
 TITANV = DATA / "accelsim-ubench-output-titanv.txt"
@@ -172,6 +175,5 @@ def test_agreement_with_shipped_titanv_and_qv100(tuned) -> None:
 
 
 def test_dram_timing_formula_reproduces_gddr6_shipped() -> None:
-    from hilsim.simmodel.tuner import dram_timing
     shipped = read_options(DATA / "SM75_RTX2060.gpgpusim.config").options()
     assert dram_timing("GDDR6", 7001.0) == shipped["-gpgpu_dram_timing_opt"]

@@ -28,8 +28,10 @@ import numpy as np
 
 from hilsim.core.errors import HilsimError
 from hilsim.core.files import write_text_atomic
+from hilsim.core.jsonfile import read_json
+from hilsim.core.measurement_names import MICROBENCH_SCHEMA
 
-SCHEMA = "hilsim.microbench/1"
+SCHEMA = MICROBENCH_SCHEMA
 
 
 def relative_spread(samples: Iterable[float]) -> float:
@@ -79,14 +81,21 @@ class Measurement:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Measurement:
-        """Inverse of :meth:`to_dict` (``None`` value/spread stay ``None``/NaN)."""
+        """Inverse of :meth:`to_dict` (``None`` value/spread stay ``None``/NaN).
+
+        ``samples`` may also be a count (a hand-written file that kept no values): it
+        becomes that many NaN samples.
+        """
         spread = data.get("spread")
+        samples = data.get("samples") or []
+        if isinstance(samples, int) and not isinstance(samples, bool):
+            samples = [None] * samples
         return cls(
             name=str(data["name"]),
             value=None if data.get("value") is None else float(data["value"]),
             unit=str(data.get("unit", "")),
             params=dict(data.get("params") or {}),
-            samples=[math.nan if s is None else float(s) for s in data.get("samples") or []],
+            samples=[math.nan if s is None else float(s) for s in samples],
             spread=math.nan if spread is None else float(spread),
             valid=bool(data.get("valid", True)),
             note=str(data.get("note", "")),
@@ -192,10 +201,15 @@ def write_microbench_json(
     return write_text_atomic(path, text)
 
 
-def read_microbench_json(path: str | os.PathLike[str]) -> tuple[list[Measurement], dict]:
-    """Read and validate a ``hilsim.microbench/1`` file: (measurements, device facts)."""
-    from hilsim.core.jsonfile import read_json
+def read_microbench_json(
+    path: str | os.PathLike[str],
+) -> tuple[list[Measurement], dict[str, Any]]:
+    """Read and validate a ``hilsim.microbench/1`` file: (measurements, device facts).
 
+    Every row becomes a :class:`Measurement`, in file order (so ``measurements[i]`` in an
+    error names the row of the file). A malformed row or device block is a one-line
+    :class:`HilsimError` naming the file and the row.
+    """
     source = Path(path)
     document = read_json(source, SCHEMA)
     items = document.get("measurements")
@@ -205,8 +219,19 @@ def read_microbench_json(path: str | os.PathLike[str]) -> tuple[list[Measurement
     for i, item in enumerate(items):
         if not isinstance(item, dict) or not {"name", "value", "unit"} <= item.keys():
             raise HilsimError(f"{source}: measurements[{i}]: needs name, value and unit")
-        out.append(Measurement.from_dict(item))
-    return out, dict(document.get("device") or {})
+        value = item["value"]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise HilsimError(
+                f"{source}: measurements[{i}] ({item['name']}): value {value!r} is not a number"
+            )
+        try:
+            out.append(Measurement.from_dict(item))
+        except (TypeError, ValueError) as exc:
+            raise HilsimError(f"{source}: measurements[{i}]: malformed ({exc})") from None
+    device = document.get("device")
+    if device is not None and not isinstance(device, dict):
+        raise HilsimError(f"{source}: device: expected an object")
+    return out, dict(device or {})
 
 
 def _hilsim_version() -> str:

@@ -143,8 +143,8 @@ class DeviceFact:
     keys: tuple[str, ...]
 
 
-#: The one table of device-fact names (review S1-3): ``agent/probe.py`` and
-#: ``microbench/_gpu.py`` write these keys, ``simmodel/tuner.py`` reads them; the first key
+#: The one table of device-fact names: ``agent/probe.py`` and ``microbench/_gpu.py``
+#: write these keys, the tuner (``hilsim.simmodel.tuner.overlay``) reads them; the first key
 #: present wins. ``tests/test_tune_device_facts.py`` fails on any key a writer emits
 #: that is neither here nor in :data:`RECORDED_FACTS`.
 DEVICE_FACTS: tuple[DeviceFact, ...] = (

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from hilsim.simmodel.accelsim import OptionFile, format_value, parse_options, read_text
-from hilsim.simmodel.tuner import _geometry as cache_geometry
+from hilsim.simmodel.cache_option import cache_geometry
 
 from hilsim.core.errors import HilsimError
 from hilsim.core.files import write_text_atomic

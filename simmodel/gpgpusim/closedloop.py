@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hilsim.simmodel.cache_option import cache_geometry
 from hilsim.simmodel.gpgpusim.cards import card_config
-from hilsim.simmodel.tuner import _geometry
 
 #: option -> (absolute tolerance, what it is); latencies in the option's own unit
 TOLERANCE: dict[str, tuple[float, str]] = {
@@ -102,7 +102,7 @@ def values_of(options: dict[str, str]) -> dict[str, float]:
     if "-gpgpu_unified_l1d_size" in options:
         out["l1_unified_kib"] = _num(options["-gpgpu_unified_l1d_size"])
     if "-gpgpu_cache:dl2" in options and "-gpgpu_n_mem" in options:
-        sets, line, assoc = _geometry(options["-gpgpu_cache:dl2"])
+        sets, line, assoc = cache_geometry(options["-gpgpu_cache:dl2"])
         banks = _num(options["-gpgpu_n_mem"]) * _num(
             options.get("-gpgpu_n_sub_partition_per_mchannel", "1")
         )

@@ -1,0 +1,364 @@
+"""The tuner's option rules: one entry per simulator option it computes (the table).
+
+Accel-Sim's tuner (Accel-Sim paper, Section II-C; the ``GPU_Microbenchmark`` programs and
+``hw_def/common/common.h``) prints ``-option`` lines from the device query and the
+microbenchmarks' numbers; each entry below re-implements one of those formulas, in the
+order the options are derived. ``docs/tuner.md``'s option table is generated from this
+table (:mod:`hilsim.simmodel.tuner.docs`).
+
+To add an option, add one :class:`OptionRule` (positional: option, inputs, value,
+formula, accelsim): the option, the timing fields it is computed from, its value as a
+function of :class:`RuleInputs` (``t[field]``, ``t.int_of(field)`` and the named terms
+such as ``t.schedulers`` or ``t.channels``), the formula text its ``# source:`` line
+carries, and the Accel-Sim function it follows. A rule whose inputs are not all set
+gives no value, and the preset's stays. Then run ``python benchmarks/tuner_docs.py``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from hilsim.simmodel.tuner.conventions import unit_latency
+from hilsim.simmodel.tuner.dram import dram_timing
+from hilsim.simmodel.tuner.geometry import is_pow2, round_up_pow2
+from hilsim.simmodel.tuner.rule import LatencyKind, OptionRule, OptionValue, RuleInputs
+
+from hilsim.core.errors import HilsimError
+
+CC = "compute_capability"
+SMS = "core.sm_count"
+CLOCK = "core.core_clock_mhz"
+SCHED = "core.schedulers_per_sm"
+THREADS = "core.max_threads_per_sm"
+WARP = "core.warp_size"
+SHMEM = "core.shared_mem_per_sm"
+LAUNCH = "core.launch_latency_cycles"
+L1_SIZE = "l1.capacity_bytes"
+L1_LINE = "l1.line_bytes"
+L1_SECTOR = "l1.sector_bytes"
+L1_HIT = "l1.hit_latency_cycles"
+L2_SIZE = "l2.capacity_bytes"
+L2_HIT = "l2.hit_latency_cycles"
+SHARED_BW = "shared.bandwidth"
+SHARED_LAT = "shared.latency_cycles"
+DRAM_TYPE = "dram.type"
+DRAM_CLOCK = "dram.clock_mhz"
+BUS = "dram.bus_width_bits"
+DRAM_LAT = "dram.latency_cycles"
+TENSOR = "units.tensor.throughput"
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def _cc6_on(t: RuleInputs) -> bool:
+    """cc >= 6: Accel-Sim's pipeline, unit and register-file layout from Pascal on."""
+    return t.major >= 6
+
+
+def _clock_domains(t: RuleInputs) -> str:
+    c = _num(t.float_of(CLOCK))
+    dram = t.float_of(DRAM_CLOCK) * 2 / t.dram.command_ratio
+    return f"{c}:{c}:{c}:{_num(dram)}"
+
+
+def _pipeline_widths(t: RuleInputs) -> str:
+    s = t.schedulers
+    return ",".join(map(str, [s] * 10 + [2 * s] + ([s, s] if _cc6_on(t) else [])))
+
+
+def _register_banks(t: RuleInputs) -> int:
+    return round_up_pow2(t.float_of(TENSOR)) * 2 * 2 // (32 * 4) // 2 * 2
+
+
+def _dl1(t: RuleInputs) -> OptionValue:
+    """Accel-Sim ``l1_config``: the L1 left beside shared memory, 4 sets, MSHRs per warp."""
+    sets = t.int_of("l1.sets") if t.has("l1.sets") else 4
+    min_l1 = t.int_of(L1_SIZE) - (t.int_of(SHMEM) if _cc6_on(t) else 0)
+    if min_l1 <= 0:
+        raise HilsimError(
+            f"L1 capacity {t[L1_SIZE]} B leaves no L1 after {t[SHMEM]} B of shared memory"
+        )
+    line = t.int_of(L1_LINE)
+    assoc = min_l1 // line // sets
+    warps = t.warps_per_sm
+    mshr = warps * (line // t.int_of(L1_SECTOR)) * 2
+    pre = t.preset.option("-gpgpu_cache:dl1")
+    policy = pre.value.split(",")[1] if pre else "L:T:m:L:L"
+    tail = ",".join(pre.value.split(",")[3:]) if pre else "16:0,32"
+    return OptionValue(
+        f"S:{sets}:{line}:{assoc},{policy},A:{mshr}:{warps},{tail}",
+        note=f"write/alloc policy {policy} kept from the preset "
+        "(Accel-Sim's l1_config prints the pre-Volta L:L:m:N:L as a placeholder)",
+    )
+
+
+def _dl2(t: RuleInputs) -> OptionValue:
+    g = t.l2_geometry
+    return OptionValue(f"S:{g.sets}:128:{g.assoc},L:B:m:L:{g.index},A:192:4,32:0,32", note=g.note)
+
+
+def _measured_shared_bandwidth(t: RuleInputs) -> bool:
+    """Only a measured shared bandwidth sets the banks: a preset's value stays."""
+    return t.source_kind(SHARED_BW) == "measured" and t.float_of(SHARED_BW) > 0
+
+
+def _unit_rules(
+    unit: str,
+    accelsim: str,
+    ptx: str,
+    trace: str,
+    div_latency: str,
+    div_initiation: str,
+    fma: bool,
+) -> tuple[OptionRule, ...]:
+    """The three options of one execution unit (Accel-Sim ``config_fpu`` and friends).
+
+    ``ptx`` / ``trace`` name the unit in the PTX- and trace-mode options. A PTX option
+    has five entries (ADD, MAX, MUL, MAD, DIV): the first four get the measured value,
+    the DIV entry Accel-Sim's fixed one (``div_initiation`` ``2x`` / ``1x``: twice / once
+    the initiation interval); the SFU's options have one entry. ``fma``: the throughput
+    counts an FMA as two flops. The trace-mode option keeps the measured latency in
+    every convention: the simulator's unit map was measured for the PTX-mode options.
+    """
+    lat, tput = f"units.{unit}.latency_cycles", f"units.{unit}.throughput"
+    inputs = (lat, tput, SCHED)
+    init_text = f"init = floor(32 / (round_up_pow2({'flops/2' if fma else 'ops'}) / schedulers))"
+    tuner_text = f"{init_text}; lat = floor(latency)"
+    div_text = f"; DIV entry fixed {div_latency}" if div_latency else ""
+
+    def formula(t: RuleInputs) -> str:
+        return f"{init_text}; {unit_latency(t, unit).formula}"
+
+    def latency(t: RuleInputs) -> Any:
+        u = unit_latency(t, unit)
+        if not div_latency:  # one entry, reported in the tuner's convention
+            return u.value
+        return OptionValue(
+            f"{u.value},{u.value},{u.value},{u.value},{div_latency}",
+            convention=u.convention,
+            note=u.note,
+        )
+
+    def initiation(t: RuleInputs) -> Any:
+        init = t.unit_initiation(unit, fma)
+        if not div_initiation:
+            return init
+        last = {"2x": str(2 * init), "1x": str(init)}.get(div_initiation, div_initiation)
+        return f"{init},{init},{init},{init},{last}"
+
+    def trace_pair(t: RuleInputs) -> str:
+        return f"{math.floor(t.float_of(lat))},{t.unit_initiation(unit, fma)}"
+
+    div_init_text = {"2x": "2 x init", "1x": "init"}.get(div_initiation, div_initiation)
+    return (
+        OptionRule(
+            f"-ptx_opcode_latency_{ptx}",
+            inputs,
+            latency,
+            lambda t: formula(t) + div_text,
+            accelsim,
+            doc="lat = floor(latency) (`gpgpusim` convention: the simulator's unit map, "
+            f"where measured){div_text}",
+        ),
+        OptionRule(
+            f"-ptx_opcode_initiation_{ptx}",
+            inputs,
+            initiation,
+            formula,
+            accelsim,
+            doc=init_text + (f"; DIV entry {div_init_text}" if div_initiation else ""),
+        ),
+        OptionRule(
+            f"-trace_opcode_latency_initiation_{trace}",
+            inputs,
+            trace_pair,
+            tuner_text,
+            accelsim,
+            doc=f"lat,init: floor(latency), {init_text.removeprefix('init = ')}",
+        ),
+    )
+
+
+def _rules(*rules: OptionRule | tuple[OptionRule, ...]) -> tuple[OptionRule, ...]:
+    out: list[OptionRule] = []
+    for r in rules:
+        out.extend(r if isinstance(r, tuple) else (r,))
+    return tuple(out)
+
+
+def _const(value: Any) -> Any:
+    return lambda _t: value
+
+
+#: every option the tuner derives, in emission order
+OPTION_RULES: tuple[OptionRule, ...] = _rules(
+    # --- compute capability (core_config) ---------------------------------------------
+    OptionRule("-gpgpu_compute_capability_major", (CC,), lambda t: t.cc_major, "major",
+               "core_config"),
+    OptionRule("-gpgpu_compute_capability_minor", (CC,), lambda t: t.cc_minor, "minor",
+               "core_config"),
+    *(
+        OptionRule(opt, (CC,), lambda t: t.cc_major + t.cc_minor,
+                   "major*10+minor (core_config)", "core_config")
+        for opt in (
+            "-gpgpu_ptx_force_max_capability",
+            "-gpgpu_occupancy_sm_number",
+            "-gpgpu_coalesce_arch",
+        )
+    ),
+    # --- system (system_config) ---------------------------------------------------------
+    OptionRule("-gpgpu_n_clusters", (SMS,), lambda t: t[SMS], "SM count (system_config)",
+               "system_config"),
+    OptionRule("-gpgpu_n_cores_per_cluster", (SMS,), _const(1), "1 SM per cluster",
+               "system_config"),
+    OptionRule("-gpgpu_clock_domains", (CLOCK, DRAM_CLOCK, DRAM_TYPE), _clock_domains,
+               "core:core:core:(memory clock x 2 / command ratio) (system_config)",
+               "system_config",
+               doc="C:C:C:(memory clock x 2 / command ratio); C = the core clock: Accel-Sim's "
+               "hw_def base clock, hilsim's measured `sm_clock_mhz` (else the queried max "
+               "clock)"),
+    # --- device query (core_config / shd_config) ------------------------------------------
+    *(
+        OptionRule(opt, (dotted,), lambda t, d=dotted: t[d],
+                   "device query (core_config / shd_config)", "core_config / shd_config")
+        for dotted, opt in (
+            ("core.registers_per_sm", "-gpgpu_shader_registers"),
+            ("core.registers_per_block", "-gpgpu_registers_per_block"),
+            (SHMEM, "-gpgpu_shmem_size"),
+            (SHMEM, "-gpgpu_shmem_sizeDefault"),
+            ("core.shared_mem_per_block", "-gpgpu_shmem_per_block"),
+        )
+    ),
+    OptionRule("-gpgpu_shader_core_pipeline", (THREADS, WARP),
+               lambda t: f"{t.int_of(THREADS)}:{t.int_of(WARP)}", "threads/SM:warp size",
+               "core_config"),
+    OptionRule("-gpgpu_shader_cta", (THREADS, WARP),
+               lambda t: round_up_pow2(t.int_of(THREADS) / t.int_of(WARP) / 2),
+               "round_up_pow2(warps/SM / 2)", "core_config"),
+    # --- schedulers and units (core_config, hw_def) -------------------------------------
+    OptionRule("-gpgpu_pipeline_widths", (SCHED, CC), _pipeline_widths,
+               "S x10, EX_WB=2S, tensor S,S (cc>=6) (core_config)", "core_config"),
+    OptionRule("-gpgpu_num_sched_per_core", (SCHED, CC), lambda t: t.schedulers, "schedulers",
+               "core_config"),
+    *(
+        OptionRule(opt, (SCHED, CC), lambda t: 2 * t.schedulers, "2 x schedulers (core_config)",
+                   "core_config")
+        for opt in (
+            "-gpgpu_operand_collector_num_units_gen",
+            "-gpgpu_operand_collector_num_in_ports_gen",
+            "-gpgpu_operand_collector_num_out_ports_gen",
+        )
+    ),
+    OptionRule("-gpgpu_inst_fetch_throughput", (SCHED, CC), lambda t: t.schedulers,
+               "schedulers (core_config)", "core_config"),
+    OptionRule("-gpgpu_l1_banks", (SCHED, CC), lambda t: t.schedulers,
+               "schedulers (l1_config)", "l1_config"),
+    *(
+        OptionRule(opt, (SCHED, CC), lambda t: t.schedulers, "one unit per scheduler",
+                   "core_config")
+        for opt in ("-gpgpu_num_sp_units", "-gpgpu_num_dp_units", "-gpgpu_num_sfu_units")
+    ),
+    *(
+        OptionRule(opt, (SCHED, CC), lambda t: t.schedulers if _cc6_on(t) else 0,
+                   "S if cc>=6 else 0", "core_config")
+        for opt in ("-gpgpu_num_int_units", "-gpgpu_num_tensor_core_units")
+    ),
+    OptionRule("-gpgpu_tensor_core_avail", (SCHED, CC), lambda t: int(_cc6_on(t)),
+               "1 if cc>=6 (config_tensor)", "config_tensor"),
+    OptionRule("-gpgpu_sub_core_model", (SCHED, CC), lambda t: int(t.major >= 7),
+               "1 (sub-core) from Volta (hw_def)", "hw_def"),
+    OptionRule("-gpgpu_max_insn_issue_per_warp", (SCHED, CC),
+               lambda t: 1 if t.major >= 7 else 2,
+               "single issue from Volta, dual before (hw_def)", "hw_def"),
+    OptionRule("-gpgpu_dual_issue_diff_exec_units", (SCHED, CC), lambda t: int(t.major > 3),
+               "cc major > 3", "core_config"),
+    OptionRule("-gpgpu_num_reg_banks", (SCHED, CC, TENSOR), _register_banks,
+               "round_up_pow2(tensor FMA/clk/SM) x 2 operands x 2 B / 128 B / 2 ports x 2 "
+               "(regfile_bw)", "regfile_bw", when=_cc6_on),
+    OptionRule("-gpgpu_reg_file_port_throughput", (SCHED, CC), _const(2),
+               "2 ports from Volta (regfile_bw)", "regfile_bw", requires=(TENSOR,),
+               when=_cc6_on),
+    # --- L1 (l1_config) ------------------------------------------------------------------
+    OptionRule("-gpgpu_cache:dl1", (L1_SIZE, SHMEM, L1_LINE, L1_SECTOR, THREADS, WARP), _dl1,
+               "sets 4; assoc=(L1 - shared/SM)/line/sets; MSHR=warps x line/sector x 2, "
+               "merge=warps (l1_config)", "l1_config", requires=(CC,),
+               doc="`S:4:line:assoc,POLICY,A:mshr:warps,16:0,32`; assoc = (L1 - shared/SM) / "
+               "line / 4 (shared subtracted from cc 6 on); mshr = warps x line/sector x 2; "
+               "POLICY kept from the preset"),
+    OptionRule("-gpgpu_adaptive_cache_config", (CC,), lambda t: int(_cc6_on(t)), "cc>=6",
+               "l1_config", requires=(L1_SIZE, SHMEM, L1_LINE, L1_SECTOR, THREADS, WARP)),
+    OptionRule("-gpgpu_unified_l1d_size", (L1_SIZE,), lambda t: t.int_of(L1_SIZE) // 1024,
+               "L1 capacity in KB", "hilsim",
+               requires=(SHMEM, L1_LINE, L1_SECTOR, THREADS, WARP, CC)),
+    # --- shared memory banks (hilsim: 4 B per bank and clock, 32 banks = 128 B/clk/SM) ----
+    OptionRule("-gpgpu_shmem_num_banks", (SHARED_BW,),
+               lambda t: round_up_pow2(t.float_of(SHARED_BW) / 4),
+               "round_up_pow2(shared B/clk/SM / 4 B per bank)", "hilsim",
+               when=_measured_shared_bandwidth,
+               doc="round_up_pow2(shared B/clk/SM / 4 B per bank); only from a measurement "
+               "(107 B/clk/SM -> 32)"),
+    # --- memory (mem_config) ---------------------------------------------------------------
+    OptionRule("-gpgpu_n_mem", (BUS, DRAM_TYPE), lambda t: t.channels,
+               lambda t: f"bus width / {t.dram.channel_bits}-bit {t.dram_model} channel "
+               "(mem_config)", "mem_config",
+               doc="bus width / channel width (HBM 128, GDDR5/5X 32, GDDR6 16 bit)"),
+    OptionRule("-gpgpu_n_mem_per_ctrlr", (BUS, DRAM_TYPE), _const(1), "1 (mem_config)",
+               "mem_config"),
+    OptionRule("-gpgpu_dram_buswidth", (BUS, DRAM_TYPE), lambda t: t.dram.channel_bits // 8,
+               "channel width / 8 (mem_config)", "mem_config"),
+    OptionRule("-gpgpu_dram_burst_length", (BUS, DRAM_TYPE), lambda t: t.dram.burst_length,
+               lambda t: f"{t.dram_model} burst (mem_config)", "mem_config",
+               doc="burst length: HBM 2, GDDR5/5X 8, GDDR6 16"),
+    OptionRule("-dram_data_command_freq_ratio", (BUS, DRAM_TYPE),
+               lambda t: t.dram.command_ratio, lambda t: f"{t.dram_model} ratio (mem_config)",
+               "mem_config", doc="command frequency ratio: HBM 2, else 4"),
+    OptionRule("-dram_dual_bus_interface", (BUS, DRAM_TYPE),
+               lambda t: int(t.dram_model == "HBM"), "1 for HBM (mem_config)", "mem_config"),
+    OptionRule("-gpgpu_dram_timing_opt", (BUS, DRAM_TYPE, DRAM_CLOCK),
+               lambda t: dram_timing(t.dram_model, t.float_of(DRAM_CLOCK)),
+               "reference timing x device freq / ref freq, ceil (mem_config)", "mem_config",
+               doc="HBM at 1000 MHz or GDDR5 at 1800 MHz reference, each t -> ceil(t x f / "
+               "f_ref), f = memory clock x 2 / ratio; CCD = burst / ratio"),
+    # --- L2 (l2_config): banks = 2 x channels ---------------------------------------------
+    OptionRule("-gpgpu_n_sub_partition_per_mchannel", (L2_SIZE, BUS, DRAM_TYPE), _const(2),
+               "2 L2 banks per channel", "l2_config"),
+    OptionRule("-icnt_flit_size", (L2_SIZE, BUS, DRAM_TYPE), _const(40),
+               "32 B L2 bank width + 8 B control (l2_config)", "l2_config"),
+    OptionRule("-gpgpu_memory_partition_indexing", (L2_SIZE, BUS, DRAM_TYPE),
+               lambda t: 2 if (is_pow2(t.l2_banks) and t.l2_banks <= 64) else 0,
+               "2 (IPOLY) if banks is a power of two <= 64 else 0", "l2_config"),
+    OptionRule("-gpgpu_cache:dl2", (L2_SIZE, BUS, DRAM_TYPE), _dl2,
+               "per bank = L2/(2 x channels); 16-way if power of two else 24-way (l2_config)",
+               "l2_config",
+               doc="per bank = L2 / (2 x channels); a power of two: 16-way, IPOLY `P` if "
+               "sets <= 64 else `X`; else 24-way, `P` if sets is a power of two and banks "
+               "<= 64; neither: the largest assoc <= 32 with power-of-two sets (hilsim)"),
+    # --- the fixed latencies and the launch latency (conventions) --------------------------
+    OptionRule("-gpgpu_l1_latency", (L1_HIT,), lambda t: t.float_of(L1_HIT),
+               "floor(L1 hit) (l1_lat)", "l1_lat", latency=LatencyKind.FIXED),
+    OptionRule("-gpgpu_l2_rop_latency", (L2_HIT, L1_HIT),
+               lambda t: t.float_of(L2_HIT) - t.pairs.get("l1_for_l2", t.float_of(L1_HIT)),
+               "floor(L2 hit - L1 hit) (l2_lat)", "l2_lat", latency=LatencyKind.FIXED,
+               doc="floor(L2 hit - L1 hit), L1 from the same run"),
+    OptionRule("-dram_latency", (DRAM_LAT, L2_HIT),
+               lambda t: t.float_of(DRAM_LAT) - t.pairs.get("l2_for_dram", t.float_of(L2_HIT)),
+               "floor(DRAM - L2 hit) (mem_lat)", "mem_lat", latency=LatencyKind.FIXED,
+               doc="floor(DRAM - L2 hit), L2 from the same run"),
+    OptionRule("-gpgpu_smem_latency", (SHARED_LAT,), lambda t: t.float_of(SHARED_LAT),
+               "floor(shared) (shared_lat)", "shared_lat", latency=LatencyKind.FIXED),
+    OptionRule("-gpgpu_kernel_launch_latency", (LAUNCH,), lambda t: t.float_of(LAUNCH),
+               "floor(launch latency cycles) (kernel_lat)", "kernel_lat",
+               latency=LatencyKind.LAUNCH,
+               doc="floor(launch latency cycles); Accel-Sim: event time x base clock / 3; "
+               "hilsim: GPU-side start-to-start us of back-to-back empty kernels "
+               "(`%globaltimer`) x core MHz, kept from the preset outside 500-20,000 cycles "
+               "(a host round trip)"),
+    # --- execution units (config_fpu / config_dpu / config_int / config_sfu) -------------
+    _unit_rules("fp32", "config_fpu", "fp", "sp", "39", "2x", fma=True),
+    _unit_rules("fp64", "config_dpu", "dp", "dp", "330", "130", fma=True),
+    _unit_rules("int32", "config_int", "int", "int", "21", "1x", fma=True),
+    _unit_rules("sfu", "config_sfu", "sfu", "sfu", "", "", fma=False),
+)
