@@ -339,7 +339,7 @@ def shared_latency(
     program.read("out")
     node = walk(nxt, steps, walk(nxt, n)[0])[0]  # the untimed lap, then the timed steps
     lap_sum = walk(nxt, n)[1]
-    whole_laps = steps % n == 0 and not device.simulated
+    whole_laps = steps % n == 0
     failures: list[str] = []
 
     def once() -> float:

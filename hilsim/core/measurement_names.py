@@ -144,7 +144,7 @@ class DeviceFact:
 
 
 #: The one table of device-fact names (review S1-3): ``agent/probe.py`` and
-#: ``microbench/_gpu.py`` write these keys, ``simmodel/tuner.py`` reads them; the first key
+#: ``microbench/gpu.py`` write these keys, ``simmodel/tuner.py`` reads them; the first key
 #: present wins. ``tests/test_tune_device_facts.py`` fails on any key a writer emits
 #: that is neither here nor in :data:`RECORDED_FACTS`.
 DEVICE_FACTS: tuple[DeviceFact, ...] = (
