@@ -32,7 +32,7 @@ memory update. Timing caveat: GPGPU-Sim times an ``atom`` as a load that returns
 so the issuing warp keeps a register reservation until the reply comes back from L2,
 whereas hardware ``red`` is fire and forget. Throughput kernels with independent updates
 are little affected (the warp does not read the result); a rate limited by per-warp
-outstanding replies would read lower than hardware's ``red``. The CuPy suite's text
+outstanding replies would read lower than hardware's ``red``. The families' kernel text
 stays the one source of truth; the rewrite is applied to a copy when the program is
 generated, and the generated ``prog.cu`` in the cache shows it.
 """
