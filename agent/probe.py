@@ -25,7 +25,7 @@ def nvml_facts(index: int = 0, pci_bus_id: str | None = None) -> dict[str, Any]:
     gave one: NVML's own index order is PCI order, review S2-7). Raises ImportError /
     RuntimeError."""
     import pynvml  # lazy: GPU extra
-    from hilsim.microbench._gpu import nvml_handle
+    from hilsim.microbench.gpu import nvml_handle
 
     try:
         pynvml.nvmlInit()
@@ -196,7 +196,7 @@ def probe_device(index: int = 0, tools: bool = True) -> dict[str, Any]:
         hint = f" ({', '.join(missing)} not installed)" if missing else ""
         raise HilsimError(f"agent probe: no usable NVIDIA GPU: {detail}{hint}")
     facts["sources"] = sources
-    from hilsim.microbench._gpu import gpu_extra_for
+    from hilsim.microbench.gpu import gpu_extra_for
 
     driver = str(facts.get("cuda_driver_version") or "")
     facts["pip_extra"] = gpu_extra_for(

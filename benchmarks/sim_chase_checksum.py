@@ -39,21 +39,16 @@ def old_sources(commit: str) -> dict[str, str]:
 
 
 def measure(card_name: str) -> dict[str, float]:
+    from hilsim.microbench.latency import chase_latencies, shared_latency
     from hilsim.simmodel.gpgpusim.build import find_build
     from hilsim.simmodel.gpgpusim.cards import card_config
-    from hilsim.simmodel.gpgpusim.simsuite import (
-        SimContext,
-        card_device_facts,
-        chase_latencies,
-        shared_latency,
-    )
+    from hilsim.simmodel.gpgpusim.simdevice import GpgpusimDevice
 
     build = find_build()
     if build is None:
         raise SystemExit("no GPGPU-Sim build: run `hilsim gpgpusim setup` first")
-    card = card_config(card_name, build)
-    ctx = SimContext(card=card, facts=card_device_facts(card), build=build)
-    return {m.name: float(m.value) for m in chase_latencies(ctx) + shared_latency(ctx)}
+    device = GpgpusimDevice(card_config(card_name, build), build=build)
+    return {m.name: float(m.value) for m in chase_latencies(device) + [shared_latency(device)]}
 
 
 def main() -> None:

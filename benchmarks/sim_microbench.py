@@ -11,7 +11,7 @@ this prints them grouped by family, with the simulation rate. ``--run`` runs the
 first (needs a GPGPU-Sim build), writing ``<card>.microbench.json`` in the current folder.
 Wall times depend on the machine's load: the committed files say where they were made.
 Throughput families (bandwidth, compute, atomics) run on a 2-SM slice, L2/DRAM bandwidth
-on a one-channel slice (``simmodel/gpgpusim/simthroughput.py``).
+on a one-channel slice (the GPGPU-Sim device, ``simmodel/gpgpusim/simdevice.py``).
 """
 
 from __future__ import annotations

@@ -13,20 +13,22 @@
   Accel-Sim unit).
 
 Validation: the final counters equal the number of updates.
+
+On a simulated device: a 64-long latency chain on one SM; throughput (16 updates per
+thread distinct, 4 same) at full occupancy on the active SMs, the rate the updates over
+the launch's simulated cycles, in atomics/s at the card's clock of the simulated SMs
+(not scaled: the same-address rate is one L2 bank's whatever the SM count). A device
+that cannot run ``red`` runs ``atom`` with a sink for it and says so in
+``params["instruction"]`` (:meth:`~hilsim.microbench.device.Device.executed_as`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 import numpy as np
+from hilsim.microbench.device import Benchmark, Device, Setup
+from hilsim.microbench.program import Program
 
-from hilsim.core.measurement import (
-    Measurement,
-    measurement_from_stability,
-    repeat_until_stable,
-)
+from hilsim.core.measurement import Measurement, measurement_from_stability
 
 SOURCE = r"""
 extern "C" __global__ void atomic_lat(unsigned int* __restrict__ data, unsigned int zero,
@@ -58,73 +60,78 @@ extern "C" __global__ void atomic_tput(unsigned int* __restrict__ data, int n, i
 SOURCES: dict[str, str] = {"atomic": SOURCE}
 
 
-def atomic_latency(ctx: Any, n: int = 4096) -> Measurement:
-    """Cycles per dependent ``atomicAdd`` (one thread)."""
-    cp = ctx.cp
-    data = cp.zeros(1, dtype=cp.uint32)
-    out = cp.zeros(3, dtype=cp.int64)
-    kern = ctx.kernel("atomics.atomic", "atomic_lat")
+_MASK32 = (1 << 32) - 1
+
+
+def atomic_latency(device: Device, n: int | None = None) -> Measurement:
+    """Cycles per dependent ``atomicAdd`` (one thread; ``n``: 4096 on a GPU, 64 on a
+    simulator)."""
+    if n is None:
+        n = 64 if device.simulated else 4096
+    program = Program("atomics.atomic").buf("data", 4).buf("out", 24)
+    program.launch("atomic_lat", 1, 1, [("buf", "data"), ("u32", 0), ("i32", n), ("buf", "out")])
+    program.read("data").read("out")
     failures: list[str] = []
 
     def once() -> float:
-        data.fill(0)
-        kern((1,), (1,), (data, np.uint32(0), np.int32(n), out))
-        body, overhead, last = (int(v) for v in out.get())
-        if int(data.get()[0]) != n or last != n - 1:
+        res = device.run("atomics.latency", program, Setup.ONE_SM)
+        body, overhead, last = (int(v) for v in res.array("out", np.int64)[:3])
+        if int(res.array("data", np.uint32)[0]) != n or last != n - 1:
             failures.append("counter does not equal the number of atomics")
         return (body - overhead) / n
 
-    stab = repeat_until_stable(once, 8, 0.03, 3)
+    stab = device.sample(once, 8, 0.03, 3)
     return measurement_from_stability(
         "atomic_latency",
         stab,
         "cycles",
-        {"instruction": "atom.global.add.u32", "chain_length": n},
+        {"instruction": "atom.global.add.u32", "chain_length": n, **device.kernel_clock_params},
         not failures,
         "; ".join(sorted(set(failures))),
     )
 
 
-def atomic_throughput(ctx: Any, same: bool) -> Measurement:
-    """Atomic updates per SM clock (whole GPU), distinct or same address."""
-    cp = ctx.cp
+def atomic_throughput(device: Device, same: bool) -> Measurement:
+    """Atomic updates per second and per SM clock (all active SMs), distinct or same
+    address: timed by CUDA events over batches of launches on a GPU, by the launch's
+    simulated cycles on a simulator."""
     block = 256
-    grid = ctx.sm_count * max(1, ctx.threads_per_sm // block)
+    grid = device.active_sms * max(1, device.threads_per_sm // block)
     threads = grid * block
-    n = 4 if same else 64
-    data = cp.zeros(1 if same else threads, dtype=cp.uint32)
-    kern = ctx.kernel("atomics.atomic", "atomic_tput")
-    failures: list[str] = []
+    n = 4 if same else (16 if device.simulated else 64)
+    program = Program("atomics.atomic").buf("data", 4 * (1 if same else threads))
+    args = [("buf", "data"), ("i32", n), ("i32", int(same))]
+    program.launch("atomic_tput", grid, block, args, timing="batch", reset=["data"])
+    name = "atomic_throughput_same" if same else "atomic_throughput_distinct"
+    address = "one word for all threads" if same else "one word per thread"
     expected = threads * n if same else n  # per launch
-
-    def launch() -> None:
-        kern((grid,), (block,), (data, np.int32(n), np.int32(1 if same else 0)))
-
-    def reset() -> None:
-        data.fill(0)
-
-    launch()
+    instruction = device.executed_as("red.global.add.u32")
+    if device.simulated:
+        return _simulated_throughput(device, program.read("data"), name, same, threads, n,
+                                     instruction, address)
+    failures: list[str] = []
+    device.run(name, program, Setup.SM_SLICE, timed=False)
 
     def once() -> float:
-        ms, k = ctx.time_batch_ms(launch, reset)  # fill outside the events (review S2-3)
-        if not bool((data == (k * expected) & 0xFFFFFFFF).all()):
+        res = device.run(name, program, Setup.SM_SLICE)
+        k = res.batch[0]
+        if not bool((res.buffer("data", np.uint32) == (k * expected) & _MASK32).all()):
             failures.append("counters do not equal the number of updates")
-        return threads * n / (ms * 1e-3)
+        return threads * n / (res.ms[0] * 1e-3)
 
-    stab = repeat_until_stable(once, 8, 0.05, 3)
-    mhz, source = ctx.sm_clock_mhz()
+    stab = device.sample(once, 8, 0.05, 3)
+    mhz, source = device.sm_clock_mhz()
     per_clk = stab.value / (mhz * 1e6) if mhz else None
     params = {
-        "instruction": "red.global.add.u32",
+        "instruction": instruction,
         "threads": threads,
         "per_thread": n,
-        "address": "one word for all threads" if same else "one word per thread",
+        "address": address,
         "atomics_per_s": stab.value,
         "sm_clock_mhz": mhz,
         "clock_source": source,
         "bytes_per_clk": per_clk * 4 if per_clk else None,
     }
-    name = "atomic_throughput_same" if same else "atomic_throughput_distinct"
     m = measurement_from_stability(
         name, stab, "atomics/s", params, not failures, "; ".join(sorted(set(failures)))
     )
@@ -133,12 +140,45 @@ def atomic_throughput(ctx: Any, same: bool) -> Measurement:
     return m
 
 
-def benchmarks() -> list[tuple[str, Callable[[Any], list[Measurement]]]]:
+def _simulated_throughput(
+    device: Device,
+    program: Program,
+    name: str,
+    same: bool,
+    threads: int,
+    n: int,
+    instruction: str,
+    address: str,
+) -> Measurement:
+    res = device.run(f"atomics.{'same' if same else 'distinct'}", program, Setup.SM_SLICE)
+    want = (threads * n) & _MASK32 if same else n
+    ok = bool(np.all(res.array("data", np.uint32) == want))
+    cycles = res.kernel_cycles[0]
+    per_clk = threads * n / cycles
+    mhz, source = device.sm_clock_mhz()
+    mhz = float(mhz or np.nan)
+    value = per_clk * mhz * 1e6
+    params = {
+        **device.slice_params(),
+        "instruction": instruction,
+        "threads": threads,
+        "per_thread": n,
+        "address": address,
+        "atomics_per_s": value,
+        "atomics_per_clk": per_clk,
+        "bytes_per_clk": per_clk * 4,
+        "sm_clock_mhz": mhz,
+        "clock_source": source,
+        "slice_cycles": cycles,
+        "scaling": f"none: the rate of {device.active_sms} simulated SMs",
+    }
+    note = "" if ok else "counters do not equal the number of updates"
+    return Measurement(name, value, "atomics/s", params, [value], 0.0, ok, note)
+
+
+def benchmarks(device: Device) -> list[Benchmark]:
     """The atomics family's benchmarks, in run order."""
     return [
-        ("atomics.latency", lambda ctx: [atomic_latency(ctx)]),
-        (
-            "atomics.throughput",
-            lambda ctx: [atomic_throughput(ctx, False), atomic_throughput(ctx, True)],
-        ),
+        ("atomics.latency", lambda d: [atomic_latency(d)]),
+        ("atomics.throughput", lambda d: [atomic_throughput(d, False), atomic_throughput(d, True)]),
     ]

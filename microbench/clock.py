@@ -9,23 +9,20 @@ sampled while the kernel runs, for comparison. Validation: positive time deltas 
 clock between 100 and 5000 MHz.
 
 Running this family first lets the others convert GB/s into bytes per clock with the
-measured clock instead of NVML's maximum.
+measured clock instead of NVML's maximum. A device without ``%globaltimer`` records the
+clock as skipped (a simulated card's clock is its configuration, in the device facts).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import Any
 
 import numpy as np
-from hilsim.microbench._gpu import nvml_sm_clock_mhz
+from hilsim.microbench.device import GLOBALTIMER, Benchmark, Device, Setup, skip_unless
+from hilsim.microbench.gpu import nvml_sm_clock_mhz
+from hilsim.microbench.program import Program
 
-from hilsim.core.measurement import (
-    Measurement,
-    measurement_from_stability,
-    repeat_until_stable,
-)
+from hilsim.core.measurement import Measurement, measurement_from_stability
 
 SOURCE = r"""
 extern "C" __global__ void clock_probe(int n, float a, float b, float magic,
@@ -73,38 +70,42 @@ def clock_mhz_from_records(records: np.ndarray) -> float:
     return float(np.median(rec[good, 0] / rec[good, 1] * 1000.0))
 
 
-def sm_clock(ctx: Any, target_ms: float = 20.0) -> list[Measurement]:
-    """The SM clock under an FMA load (MHz); sets ``ctx.sm_clock_mhz_measured``."""
-    cp = ctx.cp
+def sm_clock(device: Device, target_ms: float = 20.0) -> list[Measurement]:
+    """The SM clock under an FMA load (MHz); the device converts with it from then on."""
+    skip = skip_unless(device, GLOBALTIMER, [("sm_clock_mhz", "MHz")])
+    if skip is not None:
+        return skip
     block = 256
-    grid = ctx.sm_count * max(1, ctx.threads_per_sm // block)
-    rec = cp.zeros(2 * grid, dtype=cp.uint64)
-    out = cp.zeros(grid * block, dtype=cp.float32)
-    kern = ctx.kernel("clock.probe", "clock_probe")
-    n = [64]
-    args = (np.float32(0.999), np.float32(0.001), np.float32(-12345.5), out, rec)
-
-    def launch() -> None:
-        kern((grid,), (block,), (np.int32(n[0]), *args))
-
-    ms = ctx.time_ms(launch)
-    n[0] = int(max(64, min(1 << 24, n[0] * target_ms / max(ms, 1e-3))))
+    grid = device.sm_count * max(1, device.threads_per_sm // block)
     nvml: list[float] = []
     failures: list[str] = []
 
-    def once() -> float:
-        launch()
+    def sample_nvml() -> None:
         time.sleep(target_ms / 2e3)
-        value = nvml_sm_clock_mhz(ctx.facts)
+        value = nvml_sm_clock_mhz(device.facts)
         if value:
             nvml.append(value)
-        cp.cuda.get_current_stream().synchronize()
-        mhz = clock_mhz_from_records(rec.get())
+
+    def program(n: int, timing: str | None, sample: bool) -> Program:
+        prog = Program("clock.probe").buf("rec", 16 * grid).buf("out", 4 * grid * block)
+        args = [("i32", n), ("f32", 0.999), ("f32", 0.001), ("f32", -12345.5)]
+        prog.launch("clock_probe", grid, block, [*args, ("buf", "out"), ("buf", "rec")],
+                    timing=timing)
+        if sample:
+            prog.host(sample_nvml)
+        return prog.sync().read("rec")
+
+    ms = device.run("sm_clock_mhz", program(64, "event", False), Setup.SM_SLICE).ms[0]
+    timed = program(int(max(64, min(1 << 24, 64 * target_ms / max(ms, 1e-3)))), None, True)
+
+    def once() -> float:
+        rec = device.run("sm_clock_mhz", timed, Setup.SM_SLICE).array("rec", np.uint64)
+        mhz = clock_mhz_from_records(rec)
         if not 100.0 <= mhz <= 5000.0:
             failures.append(f"implausible clock {mhz:.0f} MHz")
         return mhz
 
-    stab = repeat_until_stable(once, 8, 0.02, 3)
+    stab = device.sample(once, 8, 0.02, 3)
     m = measurement_from_stability(
         "sm_clock_mhz",
         stab,
@@ -113,16 +114,16 @@ def sm_clock(ctx: Any, target_ms: float = 20.0) -> list[Measurement]:
             "method": "clock64 / %globaltimer",
             "load": "fp32 FMA, all SMs",
             "nvml_sm_clock_mhz": float(np.median(nvml)) if nvml else None,
-            "max_sm_clock_mhz": ctx.facts.get("max_sm_clock_mhz"),
+            "max_sm_clock_mhz": device.facts.get("max_sm_clock_mhz"),
         },
         not failures,
         "; ".join(sorted(set(failures))),
     )
     if m.valid and m.value:
-        ctx.sm_clock_mhz_measured = float(m.value)
+        device.use_measured_clock(float(m.value))
     return [m]
 
 
-def benchmarks() -> list[tuple[str, Callable[[Any], list[Measurement]]]]:
+def benchmarks(device: Device) -> list[Benchmark]:
     """The clock family's benchmarks."""
     return [("sm_clock_mhz", sm_clock)]

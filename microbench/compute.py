@@ -16,21 +16,25 @@ warp-level mma so host and device agree. FP16 inputs, FP32 accumulate.
 Dead-code elimination is prevented by ``asm volatile`` and by writing the results
 conditionally (``if (r == magic) out[...] = r``), which never happens but the compiler
 cannot prove.
+
+On a simulated device the same kernels run shorter and on a slice: latency chains of
+64 x 2 operations on one SM; throughput at full occupancy on
+:attr:`~hilsim.microbench.device.Device.active_sms` SMs (flop/clk/SM from the per-SM
+spans needs no scaling), ``n`` sized by a pilot launch to about 24,000 cycles per SM; a
+rate is valid only when every simulated SM ran blocks. A device without ``mma``
+records the tensor measurements as skipped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from hilsim.microbench._gpu import per_sm_rate
+from hilsim.microbench.device import MMA, Benchmark, Device, Setup, skip_unless
+from hilsim.microbench.program import Program, scalar_arg
+from hilsim.microbench.rates import per_sm_rate, per_sm_spans
 
-from hilsim.core.measurement import (
-    Measurement,
-    measurement_from_stability,
-    repeat_until_stable,
-)
+from hilsim.core.measurement import Measurement, measurement_from_stability
 
 # (kernel suffix, C type, asm constraint, PTX instruction, ops per instruction)
 TYPES: dict[str, tuple[str, str, str, int]] = {
@@ -207,12 +211,12 @@ extern "C" __global__ void mma_lat(unsigned int av, int n, float magic,
 SOURCES: dict[str, str] = {"arith": _arith_source(), "mma": MMA_SOURCE}
 
 
-def _short(key: str) -> str:
-    """Measurement-name prefix (``hilsim.core.measurement_names``): fp16x2 -> fp16."""
+def measurement_prefix(key: str) -> str:
+    """Measurement-name prefix of a type (``hilsim.core.measurement_names``): fp16x2 -> fp16."""
     return "fp16" if key == "fp16x2" else key
 
 
-def _operands(key: str) -> tuple[Any, Any, Any]:
+def operands(key: str) -> tuple[Any, Any, Any]:
     """(a, b, magic) kernel arguments that keep the chains finite and never hit magic."""
     if key == "fp32":
         return np.float32(0.999), np.float32(0.001), np.float32(-12345.5)
@@ -225,104 +229,170 @@ def _operands(key: str) -> tuple[Any, Any, Any]:
     return np.int32(3), np.int32(1), np.int32(-7)  # int32: a wrapping affine map
 
 
-def _out_dtype(ctx: Any, key: str) -> Any:
-    cp = ctx.cp
-    return {"fp32": cp.float32, "fp64": cp.float64, "fp16x2": cp.uint32, "int32": cp.int32}[key]
+def _arith_args(key: str, n: int, out: str, timing: str) -> list[tuple[str, Any]]:
+    a, b, magic = operands(key)
+    return [scalar_arg(a), scalar_arg(b), ("i32", n), scalar_arg(magic), ("buf", out),
+            ("buf", timing)]
 
 
-def throughput(ctx: Any, key: str, target_ms: float = 5.0) -> Measurement:
-    """Operations per SM clock for one type (all SMs, full occupancy)."""
-    cp = ctx.cp
+def _tput_program(key: str, n: int, blocks: int, block: int) -> Program:
+    program = Program("compute.arith").buf("out", 8 * blocks * block).buf("rec", 8 * 3 * blocks)
+    program.launch(f"tput_{key}", blocks, block, _arith_args(key, n, "out", "rec"),
+                   timing="event")
+    return program.read("rec")
+
+
+def throughput(device: Device, key: str, target: float | None = None) -> Measurement:
+    """Operations per SM clock for one type (all active SMs, full occupancy).
+
+    Every thread runs ``n`` x 16 x 8 independent multiply-adds; per-block ``clock64``
+    spans grouped by ``%smid`` give the rate. ``n`` is sized by a pilot launch: to
+    ``target`` ms on a GPU (5), ``target`` cycles per SM on a simulator (24,000; the
+    pilot is kept when it is already half as long).
+    """
     ops = TYPES[key][3]
     block = 256
-    blocks = ctx.sm_count * max(1, ctx.threads_per_sm // block)
-    rec = cp.zeros(3 * blocks, dtype=cp.int64)
-    out = cp.zeros(blocks * block, dtype=_out_dtype(ctx, key))
-    kern = ctx.kernel("compute.arith", f"tput_{key}")
-    a, b, magic = _operands(key)
+    blocks = device.active_sms * max(1, device.threads_per_sm // block)
+    bench = f"compute.{key}.throughput"
+    if device.simulated:
+        return _simulated_throughput(device, key, 24000 if target is None else target,
+                                     blocks, block)
     n = 16
-    launch_n = [n]
-
-    def launch() -> None:
-        kern((blocks,), (block,), (a, b, np.int32(launch_n[0]), magic, out, rec))
-
-    ms = ctx.time_ms(launch)  # compile and calibrate: about target_ms per launch
-    launch_n[0] = int(max(16, min(1 << 20, n * target_ms / max(ms, 1e-3))))
-    per_block = float(launch_n[0] * 16 * 8 * block * ops)
+    ms = device.run(bench, _tput_program(key, n, blocks, block), Setup.SM_SLICE).ms[0]
+    n = int(max(16, min(1 << 20, n * (target or 5.0) / max(ms, 1e-3))))
+    program = _tput_program(key, n, blocks, block)
+    per_block = float(n * 16 * 8 * block * ops)
 
     def once() -> float:
-        ctx.time_ms(launch)
-        return per_sm_rate(rec.get().reshape(-1, 3), per_block)[0]
+        rec = device.run(bench, program, Setup.SM_SLICE).array("rec", np.int64)
+        return per_sm_rate(rec.reshape(-1, 3), per_block)[0]
 
-    stab = repeat_until_stable(once, 8, 0.03, 3)
+    stab = device.sample(once, 8, 0.03, 3)
     params = {
         "instruction": TYPES[key][2],
         "ops_per_instruction": ops,
         "chains_per_thread": 8,
         "blocks": blocks,
         "threads_per_block": block,
-        "iterations": launch_n[0],
+        "iterations": n,
     }
-    return measurement_from_stability(f"{_short(key)}_throughput", stab, "flop/clk/SM", params)
+    return measurement_from_stability(
+        f"{measurement_prefix(key)}_throughput", stab, "flop/clk/SM", params
+    )
 
 
-def latency(ctx: Any, key: str, n: int = 256) -> Measurement:
-    """Dependent-issue latency of one type (one warp, one chain)."""
-    cp = ctx.cp
-    cyc = cp.zeros(2, dtype=cp.int64)
-    out = cp.zeros(32, dtype=_out_dtype(ctx, key))
-    kern = ctx.kernel("compute.arith", f"lat_{key}")
-    a, b, magic = _operands(key)
+def _simulated_throughput(
+    device: Device, key: str, target_cycles: float, blocks: int, block: int
+) -> Measurement:
+    ops = TYPES[key][3]
+
+    def pilot(n: int) -> tuple[float, int, float]:
+        program = _tput_program(key, n, blocks, block)
+        res = device.run(f"compute.{key}.throughput", program, Setup.SM_SLICE)
+        rec = res.array("rec", np.int64).reshape(-1, 3)
+        value, seen = per_sm_rate(rec, float(n * 16 * 8 * block * ops))
+        return float(value), seen, float(max(per_sm_spans(rec)))
+
+    n = 1
+    value, seen, span = pilot(n)
+    if np.isfinite(value) and 0 < span < target_cycles / 2:
+        n = int(min(16, max(2, round(target_cycles / span))))
+        value, seen, span = pilot(n)
+    sms = device.active_sms
+    ok = seen == sms and np.isfinite(value)
+    params = {
+        **device.slice_params(),
+        "instruction": TYPES[key][2],
+        "ops_per_instruction": ops,
+        "chains_per_thread": 8,
+        "blocks": blocks,
+        "threads_per_block": block,
+        "iterations": n,
+        "span_cycles": span,
+        "sms_seen": seen,
+        "scaling": "none (per-SM rate)",
+    }
+    return Measurement(
+        f"{measurement_prefix(key)}_throughput",
+        value if ok else None,
+        "flop/clk/SM",
+        params,
+        [value] if ok else [],
+        0.0,
+        bool(ok),
+        "" if ok else f"blocks ran on {seen} SMs, expected {sms}",
+    )
+
+
+def latency(device: Device, key: str, n: int | None = None) -> Measurement:
+    """Dependent-issue latency of one type: one warp, one chain of 64 x ``n`` operations
+    (``n``: 256 on a GPU, 2 on a simulator)."""
+    if n is None:
+        n = 2 if device.simulated else 256
+    program = Program("compute.arith").buf("out", 8 * 32).buf("cyc", 16)
+    program.launch(f"lat_{key}", 1, 32, _arith_args(key, n, "out", "cyc"))
+    program.read("cyc")
 
     def once() -> float:
-        kern((1,), (32,), (a, b, np.int32(n), magic, out, cyc))
-        body, overhead = (int(v) for v in cyc.get())
+        res = device.run(f"compute.{key}", program, Setup.ONE_SM)
+        body, overhead = (int(v) for v in res.array("cyc", np.int64)[:2])
         return (body - overhead) / (64 * n)
 
-    stab = repeat_until_stable(once, 8, 0.03, 3)
-    params = {"instruction": TYPES[key][2], "chain_length": 64 * n}
-    return measurement_from_stability(f"{_short(key)}_latency", stab, "cycles", params)
+    stab = device.sample(once, 8, 0.03, 3)
+    params = {"instruction": TYPES[key][2], "chain_length": 64 * n, **device.kernel_clock_params}
+    if not device.simulated:
+        return measurement_from_stability(
+            f"{measurement_prefix(key)}_latency", stab, "cycles", params
+        )
+    ok = stab.value > 0
+    return measurement_from_stability(
+        f"{measurement_prefix(key)}_latency", stab, "cycles", params, ok,
+        "" if ok else "non-positive latency",
+    )
 
 
-def tensor(ctx: Any) -> list[Measurement]:
+def tensor(device: Device) -> list[Measurement]:
     """Tensor-core ``mma.sync`` throughput (FMA/clk/SM) and latency (cycles per mma)."""
-    cp = ctx.cp
-    major, minor = ctx.cc
+    units = [("tensor_throughput", "FMA/clk/SM"), ("tensor_latency", "cycles")]
+    skip = skip_unless(device, MMA, units)
+    if skip is not None:
+        return skip
+    major, minor = device.cc
     if major < 7:
         return [
             Measurement(
-                f"tensor_{what}",
+                name,
                 None,
                 unit,
                 valid=False,
                 note=f"no tensor cores on compute capability {major}.{minor}",
             )
-            for what, unit in (("throughput", "FMA/clk/SM"), ("latency", "cycles"))
+            for name, unit in units
         ]
-    av = np.uint32(int(np.array([0.01, 0.01], dtype=np.float16).view(np.uint32)[0]))
-    magic = np.float32(-12345.5)
-    flops = cp.zeros(1, dtype=cp.int32)
+    av = ("u32", int(np.array([0.01, 0.01], dtype=np.float16).view(np.uint32)[0]))
+    magic = ("f32", -12345.5)
     block = 256
-    blocks = ctx.sm_count * max(1, ctx.threads_per_sm // block)
-    rec = cp.zeros(3 * blocks, dtype=cp.int64)
-    out = cp.zeros(blocks * block, dtype=cp.float32)
-    kern = ctx.kernel("compute.mma", "mma_tput")
-    n = [64]
+    blocks = device.active_sms * max(1, device.threads_per_sm // block)
 
-    def launch() -> None:
-        kern((blocks,), (block,), (av, np.int32(n[0]), magic, out, rec, flops))
+    def tput_program(n: int, read: str) -> Program:
+        program = Program("compute.mma").buf("flops", 4).buf("rec", 8 * 3 * blocks)
+        program.buf("out", 4 * blocks * block)
+        args = [av, ("i32", n), magic, ("buf", "out"), ("buf", "rec"), ("buf", "flops")]
+        program.launch("mma_tput", blocks, block, args, timing="event")
+        return program.read(read)
 
-    ms = ctx.time_ms(launch)
-    n[0] = int(max(16, min(1 << 20, n[0] * 5.0 / max(ms, 1e-3))))
-    flops_per_mma = int(flops.get()[0])
+    first = device.run("compute.mma", tput_program(64, "flops"), Setup.SM_SLICE)
+    n = int(max(16, min(1 << 20, 64 * 5.0 / max(first.ms[0], 1e-3))))
+    flops_per_mma = int(first.array("flops", np.int32)[0])
     warps = block // 32
-    per_block = float(n[0] * 16 * warps * flops_per_mma) / 2.0  # FMAs (2 flops each)
+    per_block = float(n * 16 * warps * flops_per_mma) / 2.0  # FMAs (2 flops each)
+    program = tput_program(n, "rec")
 
     def once() -> float:
-        ctx.time_ms(launch)
-        return per_sm_rate(rec.get().reshape(-1, 3), per_block)[0]
+        rec = device.run("compute.mma", program, Setup.SM_SLICE).array("rec", np.int64)
+        return per_sm_rate(rec.reshape(-1, 3), per_block)[0]
 
-    stab = repeat_until_stable(once, 8, 0.03, 3)
+    stab = device.sample(once, 8, 0.03, 3)
     shape = {4096: "m16n8k16", 2048: "m16n8k8" if (major, minor) >= (7, 5) else "m8n8k4"}.get(
         flops_per_mma, "none"
     )
@@ -344,16 +414,18 @@ def tensor(ctx: Any) -> list[Measurement]:
         "" if valid else "kernel compiled without mma",
     )
 
-    cyc = cp.zeros(2, dtype=cp.int64)
-    lat_kern = ctx.kernel("compute.mma", "mma_lat")
     iters = 64
+    lat_program = Program("compute.mma").buf("flops", 4).buf("cyc", 16).buf("out", 4 * 32)
+    args = [av, ("i32", iters), magic, ("buf", "out"), ("buf", "cyc"), ("buf", "flops")]
+    lat_program.launch("mma_lat", 1, 32, args)
+    lat_program.read("cyc")
 
     def once_lat() -> float:
-        lat_kern((1,), (32,), (av, np.int32(iters), magic, out, cyc, flops))
-        body, overhead = (int(v) for v in cyc.get())
+        res = device.run("compute.mma", lat_program, Setup.ONE_SM)
+        body, overhead = (int(v) for v in res.array("cyc", np.int64)[:2])
         return (body - overhead) / (16 * iters)
 
-    stab_lat = repeat_until_stable(once_lat, 8, 0.03, 3)
+    stab_lat = device.sample(once_lat, 8, 0.03, 3)
     lat = measurement_from_stability(
         "tensor_latency",
         stab_lat,
@@ -364,12 +436,11 @@ def tensor(ctx: Any) -> list[Measurement]:
     return [tput, lat]
 
 
-def benchmarks() -> list[tuple[str, Callable[[Any], list[Measurement]]]]:
+def benchmarks(device: Device) -> list[Benchmark]:
     """The compute family's benchmarks, in run order."""
-    out: list[tuple[str, Callable[[Any], list[Measurement]]]] = []
-    for key in TYPES:
-        out.append(
-            (f"compute.{key}", lambda ctx, key=key: [throughput(ctx, key), latency(ctx, key)])
-        )
+    out: list[Benchmark] = [
+        (f"compute.{key}", lambda d, key=key: [throughput(d, key), latency(d, key)])
+        for key in TYPES
+    ]
     out.append(("compute.mma", tensor))
     return out

@@ -26,22 +26,31 @@ TLB-miss cost once the pages exceed the TLB reach. The difference of the two is 
 page-walk penalty. Both run one cold lap after writing a 2 x L2 buffer: a chain
 touches one line per node, so without the flush its nodes (written at setup) would
 still sit in L2.
+
+On a simulated device (:attr:`hilsim.microbench.device.Device.simulated`: deterministic,
+~10^4 simulated cycles per CPU second) the same kernels run shorter: each chase times
+:data:`CHASE_STEPS` dependent loads after its warm lap (no noise to average) and is
+validated along its exact path (end node and warm-lap checksum for any number of steps,
+:meth:`Chase.check`); the L1, L2 and DRAM chases share one program on one SM whose
+uploads leave L2 cold (the DRAM chase's one cold lap misses L2 with no flush); the
+footprint sweep is reduced to 8 KiB .. 4 x the unified L1 (:func:`reduced_sweep_points`),
+which finds the L1 capacity but not L2's (recorded as not measured: the device facts
+give the L2 size). A device without a TLB model or without the budget for 10^5-load
+chases records the page-stride chase and the stride sweep as skipped.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from hilsim.microbench.analysis import cache_levels, line_size_from_stride_sweep
+from hilsim.microbench.device import LONG_CHASES, TLB, Benchmark, Device, Setup, skip_unless
+from hilsim.microbench.program import Program
 
-from hilsim.core.measurement import (
-    Measurement,
-    measurement_from_stability,
-    repeat_until_stable,
-)
+from hilsim.core.measurement import Measurement, measurement_from_stability
 
 _CHASE_TEMPLATE = r"""
 extern "C" __global__ void chase_{op}(const unsigned long long* __restrict__ start,
@@ -109,6 +118,12 @@ SOURCES: dict[str, str] = {
 
 _MASK64 = (1 << 64) - 1
 PAGE = 2 << 20  # GPU large page (2 MiB)
+#: timed loads per chase on a simulated device. The kernel's last load is not waited for
+#: inside the timed interval, so a chase of s steps reads (s - 1)/s of the latency plus a
+#: constant: the simulator's latency calibration is measured with the same count.
+CHASE_STEPS = 64
+_LAP_NOTE = "chase did not visit every node exactly once per lap"
+_PATH_NOTE = "chase left its path"
 
 
 def single_cycle(n: int, rng: np.random.Generator | None) -> np.ndarray:
@@ -121,52 +136,96 @@ def single_cycle(n: int, rng: np.random.Generator | None) -> np.ndarray:
     return nxt
 
 
-class _Chain:
-    """A pointer chain on the device: N nodes ``stride`` bytes apart."""
+def walk(nxt: np.ndarray, steps: int, start: int = 0) -> tuple[int, int]:
+    """(node after ``steps`` steps from ``start``, sum of the visited node indices) on a
+    chain that is one cycle through all its nodes (:func:`single_cycle`)."""
+    n = len(nxt)
+    laps, rest = divmod(int(steps), n)
+    node, total = int(start), laps * (n * (n - 1) // 2)
+    for _ in range(rest):
+        node = int(nxt[node])
+        total += node
+    return node, total
 
-    def __init__(self, ctx: Any, footprint: int, stride: int, rng: np.random.Generator | None):
-        cp = ctx.cp
-        self.n = max(2, footprint // stride)
-        self.words = self.n * stride // 8
-        self.buf = cp.zeros(self.words, dtype=cp.uint64)
-        base = int(self.buf.data.ptr)
-        nxt = single_cycle(self.n, rng)
-        slots = np.arange(self.n, dtype=np.int64) * (stride // 8)
-        values = (base + slots[nxt] * 8).astype(np.uint64)
-        self.buf[cp.asarray(slots)] = cp.asarray(values)
-        self.start = base
-        self.node_sum = (self.n * base + 8 * int(slots.sum())) & _MASK64
-        self.footprint = self.n * stride
-        self.stride = stride
 
-    def run(self, ctx: Any, op: str, warm_laps: int, laps: int) -> tuple[float, bool, str]:
-        """One launch: (cycles per step after overhead, valid, note).
+@dataclass
+class Chase:
+    """A chain in a program and the launch that walks it: ``warm`` untimed steps (their
+    addresses summed), then ``steps`` timed ones (``steps`` 0: a check lap only)."""
 
-        The timed loop is a pure chain (review S1-1: an accumulate in it sits on the
-        dependent-load path); the checksum is taken over the untimed warm laps, so a
-        launch without them validates only ``end == start`` (see :meth:`validate`).
+    name: str
+    n: int
+    stride: int
+    nxt: np.ndarray
+    warm: int
+    steps: int
+
+    @property
+    def out(self) -> str:
+        """The buffer the kernel writes its results to."""
+        return f"{self.name}_out"
+
+    def check(self, out: np.ndarray, base: int | None = None) -> tuple[float, bool, str]:
+        """(cycles per load after the clock-read overhead, valid, note) from ``out``.
+
+        The kernel sums the addresses of its untimed warm steps and stores the final
+        pointer: both must follow this chain exactly. ``base`` is the chain's address
+        where the device knows it; otherwise it follows from the end pointer.
         """
-        cp = ctx.cp
-        out = cp.zeros(4, dtype=cp.uint64)
-        kern = ctx.kernel("latency.chase", f"chase_{op}")
-        iters = laps * self.n
-        kern((1,), (1,), (self.buf, np.int64(warm_laps * self.n), np.int64(iters), out))
-        end, total, cycles, overhead = (int(v) for v in out.get())
-        ok = end == self.start and total == (warm_laps * self.node_sum) & _MASK64
-        note = "" if ok else "chase did not visit every node exactly once per lap"
-        return ((cycles - overhead) / iters if iters else math.nan), ok, note
+        end_addr, total, cycles, overhead = (int(v) for v in out[:4])
+        after_warm, warm_sum = walk(self.nxt, self.warm)
+        end = walk(self.nxt, self.steps, after_warm)[0]
+        whole_laps = base is not None and self.warm % self.n == 0 and self.steps % self.n == 0
+        if base is None:
+            base = (end_addr - self.stride * end) & _MASK64
+        ok = (
+            base % 256 == 0
+            and end_addr == (base + self.stride * end) & _MASK64
+            and total == (self.warm * base + self.stride * warm_sum) & _MASK64
+        )
+        value = (cycles - overhead) / self.steps if self.steps else math.nan
+        return value, ok, "" if ok else (_LAP_NOTE if whole_laps else _PATH_NOTE)
 
-    def validate(self, ctx: Any, op: str) -> bool:
-        """One untimed checksum lap (no timed steps): the chain is one cycle through all nodes."""
-        return self.run(ctx, op, 1, 0)[1]
+
+def add_chase(
+    program: Program, name: str, op: str, nxt: np.ndarray, stride: int, warm: int, steps: int
+) -> Chase:
+    """The chain buffer and one ``chase_{op}`` launch (+ its result buffer, read back)."""
+    program.chain(name, stride, nxt)
+    return add_chase_launch(program, Chase(name, len(nxt), stride, nxt, warm, steps), op)
+
+
+def add_chase_launch(program: Program, chase: Chase, op: str) -> Chase:
+    """The result buffer and the ``chase_{op}`` launch of a chain already in ``program``."""
+    program.buf(chase.out, 32)
+    args = [("buf", chase.name), ("i64", chase.warm), ("i64", chase.steps), ("buf", chase.out)]
+    program.launch(f"chase_{op}", 1, 1, args)
+    program.read(chase.out)
+    return chase
 
 
 def _laps_for(n: int, min_steps: int) -> int:
     return max(1, math.ceil(min_steps / n))
 
 
+def _l2_bytes(device: Device) -> int:
+    return int(device.facts.get("l2_cache_bytes") or (4 << 20))
+
+
+def _run_chase(
+    device: Device, bench: str, op: str, chase: Chase, flush_words: int = 0
+) -> tuple[float, bool, str]:
+    """One run of one chase (after writing a flush buffer of ``flush_words`` words)."""
+    program = Program("latency.chase").chain(chase.name, chase.stride, chase.nxt)
+    if flush_words:
+        program.buf("flush", 4 * flush_words).fill32("flush", 1)
+    add_chase_launch(program, chase, op)
+    result = device.run(bench, program, Setup.ONE_SM)
+    return chase.check(result.array(chase.out, np.uint64), result.address(chase.name))
+
+
 def chase_latency(
-    ctx: Any,
+    device: Device,
     name: str,
     op: str,
     footprint: int,
@@ -180,40 +239,41 @@ def chase_latency(
     extra_params: dict[str, Any] | None = None,
     flush_l2: bool = False,
 ) -> Measurement:
-    """Cycles per dependent load over one chain (one :class:`Measurement`).
+    """Cycles per dependent load over one chain, whole laps (one :class:`Measurement`).
 
-    With ``flush_l2`` every run is one cold lap after writing a buffer of 2 x L2 (the
-    chain's own initialisation writes would otherwise leave its nodes in L2: a chain
-    of N nodes touches only N lines, however large its footprint).
+    The timed loop is a pure chain (an accumulate in it sits on the dependent-load path);
+    the checksum is taken over the untimed warm lap, and one untimed check lap first
+    validates the chain. With ``flush_l2`` every run is one cold lap after writing a
+    buffer of 2 x L2 (the chain's own initialisation writes would otherwise leave its
+    nodes in L2: a chain of N nodes touches only N lines, however large its footprint).
     """
-    chain = _Chain(ctx, footprint, stride, ctx.rng(footprint ^ stride) if random_order else None)
-    laps = 1 if flush_l2 else _laps_for(chain.n, min_steps)
+    n = max(2, footprint // stride)
+    nxt = single_cycle(n, device.rng(footprint ^ stride) if random_order else None)
+    laps = 1 if flush_l2 else _laps_for(n, min_steps)
     failures: list[str] = []
-    flush = None
+    flush_words = 0
     if flush_l2:
         warm = False
-        l2 = int(ctx.facts.get("l2_cache_bytes") or (4 << 20))
-        flush = ctx.cp.empty(2 * l2 // 4 + 1024, dtype=ctx.cp.uint32)
+        flush_words = 2 * _l2_bytes(device) // 4 + 1024
 
-    if not chain.validate(ctx, op):
-        failures.append("chase did not visit every node exactly once per lap")
+    if not _run_chase(device, name, op, Chase(name, n, stride, nxt, n, 0))[1]:
+        failures.append(_LAP_NOTE)
+    timed = Chase(name, n, stride, nxt, n if warm else 0, laps * n)
 
     def once() -> float:
-        if flush is not None:
-            flush.fill(1)
-        value, ok, note = chain.run(ctx, op, 1 if warm else 0, laps)
+        value, ok, note = _run_chase(device, name, op, timed, flush_words)
         if not ok:
             failures.append(note)
         return value
 
-    stab = repeat_until_stable(once, max_reps, rel_spread_bound, min_reps)
+    stab = device.sample(once, max_reps, rel_spread_bound, min_reps)
     params = {
         "load": f"ld.global.{op}",
-        "footprint_bytes": chain.footprint,
+        "footprint_bytes": n * stride,
         "stride_bytes": stride,
-        "nodes": chain.n,
+        "nodes": n,
         "order": "random" if random_order else "sequential",
-        "steps": laps * chain.n,
+        "steps": laps * n,
         "warm_lap": warm,
         "l2_flushed": flush_l2,
     }
@@ -223,27 +283,80 @@ def chase_latency(
     )
 
 
-def shared_latency(ctx: Any, n: int = 256, min_steps: int = 16384) -> Measurement:
-    """Shared-memory load-to-use latency (Accel-Sim ``shd-lat``)."""
-    cp = ctx.cp
-    nxt = single_cycle(n, ctx.rng(7))
-    d_next = cp.asarray(nxt.astype(np.uint32))
-    laps = _laps_for(n, min_steps)
-    iters = laps * n
-    kern = ctx.kernel("latency.shared_chase", "chase_shared")
+def chase_latencies(device: Device, steps: int = CHASE_STEPS) -> list[Measurement]:
+    """``l1_hit_latency``, ``l2_hit_latency``, ``dram_latency`` as one program of
+    ``steps`` timed loads each, on one SM whose uploads leave L2 cold (a simulated
+    device: the DRAM chase's one cold lap misses L2 with no flush)."""
+    program = Program("latency.chase")
+    l2 = _l2_bytes(device)
+
+    def chase(name: str, op: str, footprint: int, stride: int, salt: int | None) -> Chase:
+        n = max(2, footprint // stride)
+        nxt = single_cycle(n, None if salt is None else device.rng(salt))
+        return add_chase(program, name, op, nxt, stride, n if salt is not None else 0, steps)
+
+    warm = {"order": "random", "warm_lap": True}
+    chases = [
+        (chase("l1_hit_latency", "ca", 8 << 10, 64, 1), "ca", warm),
+        (chase("l2_hit_latency", "cg", min(32 << 10, l2 // 4, steps * 128), 128, 2), "cg", warm),
+        (
+            chase("dram_latency", "cg", steps * 4096, 4096, None),
+            "cg",
+            {"order": "sequential", "warm_lap": False, "cold": "-gpgpu_perf_sim_memcpy 0"},
+        ),
+    ]
+    result = device.run("latency.chase", program, Setup.ONE_SM)
+    out = []
+    for c, op, extra in chases:
+        value, ok, note = c.check(result.array(c.out, np.uint64), result.address(c.name))
+        params = {
+            "load": f"ld.global.{op}",
+            "footprint_bytes": c.n * c.stride,
+            "stride_bytes": c.stride,
+            "nodes": c.n,
+            "warm_steps": c.warm,
+            "steps": c.steps,
+            **device.kernel_clock_params,
+            **extra,
+        }
+        out.append(Measurement(c.name, value, "cycles", params, [value], 0.0, ok, note))
+    return out
+
+
+def shared_latency(
+    device: Device, n: int = 256, min_steps: int = 16384, steps: int | None = None
+) -> Measurement:
+    """Shared-memory load-to-use latency (Accel-Sim ``shd-lat``): one warp, thread 0
+    chases ``n`` nodes; whole laps of at least ``min_steps`` loads, or ``steps`` loads
+    (:data:`CHASE_STEPS` on a simulated device)."""
+    nxt = single_cycle(n, device.rng(7))
+    if steps is None:
+        steps = CHASE_STEPS if device.simulated else _laps_for(n, min_steps) * n
+    program = Program("latency.shared_chase")
+    program.data("next", nxt.astype("<u4")).buf("out", 40)
+    args = [("buf", "next"), ("i32", n), ("i64", steps), ("buf", "out")]
+    program.launch("chase_shared", 1, 32, args, smem=4 * n)
+    program.read("out")
+    node = walk(nxt, steps, walk(nxt, n)[0])[0]  # the untimed lap, then the timed steps
+    lap_sum = walk(nxt, n)[1]
+    whole_laps = steps % n == 0
     failures: list[str] = []
 
     def once() -> float:
-        out = cp.zeros(5, dtype=cp.uint64)
-        kern((1,), (32,), (d_next, np.int32(n), np.int64(iters), out), shared_mem=4 * n)
-        end, total, cycles, overhead, base = (int(v) for v in out.get())
-        expect = n * base + 4 * (n * (n - 1) // 2)  # the untimed warm lap's checksum
-        if end != base or total != expect & _MASK64:
-            failures.append("shared chase did not visit every node exactly once per lap")
-        return (cycles - overhead) / iters
+        out = device.run("shared_latency", program, Setup.ONE_SM).array("out", np.uint64)
+        end, total, cycles, overhead, base = (int(v) for v in out[:5])
+        if end != base + 4 * node or total != (n * base + 4 * lap_sum) & _MASK64:
+            failures.append("shared " + (_LAP_NOTE if whole_laps else _PATH_NOTE))
+        return (cycles - overhead) / steps
 
-    stab = repeat_until_stable(once, 8, 0.03, 3)
-    params = {"load": "ld.shared.u32", "nodes": n, "stride_bytes": 4, "steps": iters}
+    stab = device.sample(once, 8, 0.03, 3)
+    params = {
+        "load": "ld.shared.u32",
+        "nodes": n,
+        "stride_bytes": 4,
+        "steps": steps,
+        **device.kernel_clock_params,
+    }
     return measurement_from_stability(
         "shared_latency", stab, "cycles", params, not failures, "; ".join(sorted(set(failures)))
     )
@@ -252,7 +365,7 @@ def shared_latency(ctx: Any, n: int = 256, min_steps: int = 16384) -> Measuremen
 def sweep_footprints(l2_bytes: int, start: int = 4096, per_octave: int = 4) -> list[int]:
     """Geometric footprints from ``start`` to 2 x L2 (``per_octave`` points per doubling),
     then 2 points per doubling up to 8 x L2, so the memory plateau has >= 3 points past
-    the L2 step (review S2-4)."""
+    the L2 step."""
     stop = max(2 * l2_bytes, 1 << 22)
     count = int(math.ceil(math.log2(stop / start) * per_octave)) + 1
     raw = list(start * 2.0 ** (np.arange(count) / per_octave))
@@ -261,63 +374,60 @@ def sweep_footprints(l2_bytes: int, start: int = 4096, per_octave: int = 4) -> l
     return sorted({int(v) // 128 * 128 for v in raw})
 
 
-def _prefer_max_l1(ctx: Any) -> int | None:
-    """Ask for the smallest shared-memory carveout on the ``.ca`` chase (the largest L1), so
-    the sweep's L1 step is the max-L1 configuration (review S1-2). Returns the percent
-    set, or None when the CuPy kernel object does not support it."""
-    try:
-        ctx.kernel("latency.chase", "chase_ca").preferred_shared_memory_carveout = 0
-    except Exception:  # older CuPy, or a stand-in without the attribute
-        return None
-    return 0
+def unified_l1_bytes(facts: dict[str, Any]) -> int:
+    """The unified L1 + shared size (or the L1 size) of a device's facts, 128 KiB unknown."""
+    return int(facts.get("unified_l1_shared_bytes") or facts.get("l1_cache_bytes") or (128 << 10))
+
+
+def reduced_sweep_points(facts: dict[str, Any], per_octave: int = 2) -> list[int]:
+    """The simulated device's sweep: 8 KiB to 4 x the unified L1, ``per_octave`` points."""
+    stop = 4 * unified_l1_bytes(facts)
+    count = int(math.ceil(math.log2(stop / 8192) * per_octave)) + 1
+    raw = 8192 * 2.0 ** (np.arange(count) / per_octave)
+    return sorted({int(v) // 128 * 128 for v in raw})
 
 
 def footprint_sweep(
-    ctx: Any, footprints: list[int] | None = None, stride: int = 128
+    device: Device, footprints: list[int] | None = None, stride: int = 128, steps: int = 128
 ) -> tuple[list[Measurement], np.ndarray, np.ndarray]:
     """Chase with ``.ca`` over growing footprints: the latency-vs-footprint curve.
 
     One node per 128 B line, random order, a warm lap first while the footprint can
     still fit L2; beyond 1.5 x L2 one cold lap after writing a 2 x L2 buffer (the
-    chain's own initialisation writes would leave ~L2 bytes of it resident: review
-    S2-4). Returns the
-    curve as one measurement (``latency.footprint_sweep``, arrays in params) plus
-    ``cache.l1_capacity`` / ``cache.l2_capacity`` read off it by
-    :func:`hilsim.microbench.analysis.cache_levels`.
+    chain's own initialisation writes would leave ~L2 bytes of it resident). Returns
+    the curve as one measurement (``latency_footprint_sweep``, arrays in params) plus
+    ``l1_capacity_bytes`` / ``l2_capacity_bytes`` read off it by
+    :func:`hilsim.microbench.analysis.cache_levels`, and the curve's (x, y). A simulated
+    device runs the reduced sweep (:func:`reduced_sweep`, ``steps`` timed loads).
     """
-    l2 = int(ctx.facts.get("l2_cache_bytes") or (4 << 20))
+    if device.simulated:
+        return reduced_sweep(device, steps)
+    l2 = _l2_bytes(device)
     sizes = footprints or sweep_footprints(l2)
-    flush = ctx.cp.empty(2 * l2 // 4 + 1024, dtype=ctx.cp.uint32)
-    carveout = _prefer_max_l1(ctx)
+    flush_words = 2 * l2 // 4 + 1024
+    carveout = device.prefer_max_l1("latency.chase", "chase_ca")
     lat: list[float] = []
     spreads: list[float] = []
     ok = True
     for size in sizes:
-        chain = _Chain(ctx, size, stride, ctx.rng(size))
-        warm = chain.footprint <= 1.5 * l2
-        laps = _laps_for(chain.n, 8192) if warm else 1
-        if not warm and not chain.validate(ctx, "ca"):
+        n = max(2, size // stride)
+        nxt = single_cycle(n, device.rng(size))
+        warm = n * stride <= 1.5 * l2
+        laps = _laps_for(n, 8192) if warm else 1
+        if not warm and not _run_chase(device, "latency_footprint_sweep", "ca",
+                                       Chase("s", n, stride, nxt, n, 0))[1]:
             ok = False
-        samples: list[float] = []
+        timed = Chase("s", n, stride, nxt, n if warm else 0, laps * n)
+        flush = 0 if warm else flush_words
 
-        def once(
-            chain: _Chain = chain,
-            warm: bool = warm,
-            laps: int = laps,
-            samples: list[float] = samples,
-        ) -> float:
-            if not warm:
-                flush.fill(1)
-            value, good, _ = chain.run(ctx, "ca", 1 if warm else 0, laps)
-            samples.append(value)
+        def once(timed: Chase = timed, flush: int = flush) -> float:
+            value, good, _ = _run_chase(device, "latency_footprint_sweep", "ca", timed, flush)
             return value if good else math.nan
 
-        stab = repeat_until_stable(once, 4, 0.05, 2)
+        stab = device.sample(once, 4, 0.05, 2)
         ok = ok and all(math.isfinite(s) for s in stab.samples)
         lat.append(stab.value)
         spreads.append(stab.spread)
-        del chain
-        ctx.cp.get_default_memory_pool().free_all_blocks()
     x = np.asarray([(s // stride) * stride for s in sizes], dtype=float)
     y = np.asarray(lat, dtype=float)
     curve = Measurement(
@@ -372,22 +482,117 @@ def footprint_sweep(
     return out, x, y
 
 
+def reduced_sweep(
+    device: Device, steps: int = 128
+) -> tuple[list[Measurement], np.ndarray, np.ndarray]:
+    """``latency_footprint_sweep`` (reduced) and ``l1_capacity_bytes`` from its plateaus.
+
+    ``.ca`` chase, 128 B nodes in random order, ``steps`` timed loads, all points in one
+    program (:func:`reduced_sweep_points`). Up to 1.25 x the unified L1 a warm lap fills
+    L1 first; past it the timed steps read L2, which the uploads already filled
+    (:attr:`Setup.ONE_SM_CACHED_UPLOADS`), so no warm lap is run there (on a simulator
+    it would cost ~200 cycles per node). ``l2_capacity_bytes`` is recorded as not
+    measured (a sweep past 2 x L2 is 10^5 dependent loads per point).
+    """
+    sizes = reduced_sweep_points(device.facts)
+    l1 = unified_l1_bytes(device.facts)
+    program = Program("latency.chase")
+    chases = []
+    for i, size in enumerate(sizes):
+        n = max(2, size // 128)
+        nxt = single_cycle(n, device.rng(size))
+        warm = n if size <= 1.25 * l1 else 0
+        chases.append(add_chase(program, f"s{i}", "ca", nxt, 128, warm, min(steps, max(2, n))))
+    result = device.run("latency_footprint_sweep", program, Setup.ONE_SM_CACHED_UPLOADS)
+    lat, ok = [], True
+    for c in chases:
+        value, good, _ = c.check(result.array(c.out, np.uint64), result.address(c.name))
+        ok = ok and good
+        lat.append(value)
+    x = np.asarray([c.n * c.stride for c in chases], dtype=float)
+    y = np.asarray(lat, dtype=float)
+    curve = Measurement(
+        "latency_footprint_sweep",
+        float(y[-1]),
+        "cycles",
+        {
+            "load": "ld.global.ca",
+            "stride_bytes": 128,
+            "order": "random",
+            "footprint_bytes": x.tolist(),
+            "latency_cycles": y.tolist(),
+            **device.backend_params,
+            "reduced": "8 KiB .. 4 x unified L1, 2 points per octave (L2 capacity not reached)",
+        },
+        y.tolist(),
+        0.0,
+        ok,
+        "value = latency at the largest footprint" + ("" if ok else "; validation failed"),
+    )
+    try:
+        levels = cache_levels(x, y, ends_in_memory=False)
+        reason = ""
+    except ValueError as exc:
+        levels, reason = None, str(exc)
+    plateaus = (
+        [[p.first_footprint, p.last_footprint, p.latency] for p in levels.plateaus]
+        if levels
+        else []
+    )
+    l1_found = levels.l1_bytes if levels and len(levels.plateaus) >= 2 else None
+    method = "reduced footprint sweep, plateau detection (hilsim.microbench.analysis)"
+    out = [
+        curve,
+        Measurement(
+            "l1_capacity_bytes",
+            l1_found,
+            "bytes",
+            {
+                "upper_bytes": levels.l1_upper_bytes if l1_found else None,
+                "plateau_latency_cycles": levels.l1_latency if l1_found else None,
+                "plateaus": plateaus,
+                "method": method,
+            },
+            [],
+            0.0,
+            bool(ok and l1_found is not None),
+            "" if l1_found is not None else (reason or "no L1 step inside the reduced sweep"),
+        ),
+        Measurement(
+            "l2_capacity_bytes",
+            None,
+            "bytes",
+            {"plateaus": plateaus, "method": method},
+            [],
+            0.0,
+            False,
+            f"not measured: the reduced sweep ends at {int(x[-1])} B; a sweep past 2 x L2 "
+            "is 10^5 dependent loads per point on the simulator (device facts give the L2 size)",
+        ),
+    ]
+    return out, x, y
+
+
 def stride_sweep(
-    ctx: Any, footprint: int = 2 << 20, strides: tuple[int, ...] = (8, 16, 32, 64, 128, 256)
+    device: Device,
+    footprint: int = 2 << 20,
+    strides: tuple[int, ...] = (8, 16, 32, 64, 128, 256),
 ) -> list[Measurement]:
     """Sequential ``.ca`` chase at growing strides over a footprint > L1 that fits L2.
 
     Mean latency rises with the stride until every access misses L1: that stride is
     the L1 fetch granularity (the 32 B sector on Volta and later). Returns the curve
-    and ``cache.l1_fetch_granularity``.
+    and ``l1_sector_bytes``; skipped on a device without :data:`LONG_CHASES`.
     """
-    l2 = int(ctx.facts.get("l2_cache_bytes") or (4 << 20))
-    footprint = min(footprint, l2 // 2)
+    skip = skip_unless(device, LONG_CHASES, [("latency_stride_sweep", "cycles")])
+    if skip is not None:
+        return skip
+    footprint = min(footprint, _l2_bytes(device) // 2)
     lat = []
     ok = True
     for stride in strides:
         m = chase_latency(
-            ctx,
+            device,
             f"latency.stride_{stride}",
             "ca",
             footprint,
@@ -430,13 +635,15 @@ def stride_sweep(
     ]
 
 
-def _dram(ctx: Any) -> list[Measurement]:
-    l2 = int(ctx.facts.get("l2_cache_bytes") or (4 << 20))
+def dram_latencies(device: Device) -> list[Measurement]:
+    """``dram_latency`` (4 KiB stride: TLB misses amortised) and, on a device with a TLB,
+    ``dram_latency_page_stride`` (every step a new 2 MiB page)."""
+    l2 = _l2_bytes(device)
     footprint = max(4 * l2, 256 << 20)
-    footprint = min(footprint, ctx.free_bytes() // 4)
+    footprint = min(footprint, device.free_bytes() // 4)
     out = [
         chase_latency(
-            ctx,
+            device,
             "dram_latency",
             "cg",
             footprint,
@@ -447,11 +654,21 @@ def _dram(ctx: Any) -> list[Measurement]:
             extra_params={"tlb": "512 steps per 2 MiB page"},
         )
     ]
+    out.extend(page_stride_latency(device))
+    return out
+
+
+def page_stride_latency(device: Device) -> list[Measurement]:
+    """``dram_latency_page_stride``: stride one 2 MiB page + 4 KiB, random order, cold;
+    skipped on a device without :data:`TLB`."""
+    skip = skip_unless(device, TLB, [("dram_latency_page_stride", "cycles")])
+    if skip is not None:
+        return skip
     stride = PAGE + 4096
-    pages = max(16, min(512, ctx.free_bytes() // 4 // stride))
-    out.append(
+    pages = max(16, min(512, device.free_bytes() // 4 // stride))
+    return [
         chase_latency(
-            ctx,
+            device,
             "dram_latency_page_stride",
             "cg",
             pages * stride,
@@ -461,28 +678,34 @@ def _dram(ctx: Any) -> list[Measurement]:
             flush_l2=True,
             extra_params={"tlb": "every step a new 2 MiB page"},
         )
-    )
-    return out
-
-
-def benchmarks() -> list[tuple[str, Callable[[Any], list[Measurement]]]]:
-    """The latency family's benchmarks, in run order."""
-    return [
-        ("l1_hit_latency", lambda ctx: [chase_latency(ctx, "l1_hit_latency", "ca", 8 << 10, 64)]),
-        (
-            "l2_hit_latency",
-            lambda ctx: [
-                chase_latency(
-                    ctx,
-                    "l2_hit_latency",
-                    "cg",
-                    min(1 << 20, int(ctx.facts.get("l2_cache_bytes") or (4 << 20)) // 4),
-                    128,
-                )
-            ],
-        ),
-        ("dram_latency", _dram),
-        ("shared_latency", lambda ctx: [shared_latency(ctx)]),
-        ("latency_footprint_sweep", lambda ctx: footprint_sweep(ctx)[0]),
-        ("latency_stride_sweep", stride_sweep),
     ]
+
+
+def benchmarks(device: Device) -> list[Benchmark]:
+    """The latency family's benchmarks on ``device``, in run order.
+
+    A simulated device runs the L1, L2 and DRAM chases as one program
+    (:func:`chase_latencies`); a GPU runs each until stable.
+    """
+    if device.simulated:
+        chases: list[Benchmark] = [("latency.chase", chase_latencies)]
+    else:
+        chases = [
+            ("l1_hit_latency", lambda d: [chase_latency(d, "l1_hit_latency", "ca", 8 << 10, 64)]),
+            (
+                "l2_hit_latency",
+                lambda d: [
+                    chase_latency(d, "l2_hit_latency", "cg", min(1 << 20, _l2_bytes(d) // 4), 128)
+                ],
+            ),
+            ("dram_latency", dram_latencies),
+        ]
+    out = [
+        *chases,
+        ("shared_latency", lambda d: [shared_latency(d)]),
+        ("latency_footprint_sweep", lambda d: footprint_sweep(d)[0]),
+    ]
+    if device.simulated:
+        out.append(("dram_latency_page_stride", page_stride_latency))
+    out.append(("latency_stride_sweep", stride_sweep))
+    return out

@@ -7,29 +7,31 @@ them. Each empty kernel's thread 0 stamps ``%globaltimer`` (ns) on entry and on 
 the launch latency is the mean start-to-start time over the batch (the GPU front end's
 cost per kernel; averaging over the batch also hides the timer's ~32 ns to 1 us
 granularity), reported in microseconds and in SM cycles (Accel-Sim's unit). This is the
-quantity Accel-Sim pays per simulated kernel, not a host round trip (review S1-4: the
-earlier host ``perf_counter`` around launch + synchronize gave 15k-60k cycles where the
-shipped configs use 5,000-7,257).
+quantity Accel-Sim pays per simulated kernel, not a host round trip (a host
+``perf_counter`` around launch + synchronize gives 15k-60k cycles where the shipped
+configs use 5,000-7,257).
 
 Also recorded (not used by the tuner): ``launch_roundtrip_us``, the host wall time of
 one launch + stream synchronize (what a Python host loop pays).
 
 Validation: every empty kernel wrote its stamps, in launch order, after the spin kernel.
+
+A device without ``%globaltimer`` (GPGPU-Sim's PTX parser lacks it) times launches
+itself: ``launch_latency_us`` is then the simulated cycles of a near-empty kernel from
+launch to completion (the latency family's ``chase_ca`` with zero steps: one thread,
+four stores), on the card as configured (its ``-gpgpu_kernel_launch_latency``
+included), converted with the core clock.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import Any
 
 import numpy as np
+from hilsim.microbench.device import GLOBALTIMER, Benchmark, Device, Setup
+from hilsim.microbench.program import Program
 
-from hilsim.core.measurement import (
-    Measurement,
-    measurement_from_stability,
-    repeat_until_stable,
-)
+from hilsim.core.measurement import Measurement, measurement_from_stability
 
 SOURCE = r"""
 __device__ __forceinline__ unsigned long long gtimer_() {
@@ -78,28 +80,35 @@ def start_to_start_us(stamps: np.ndarray, spin_end_ns: int) -> tuple[float, bool
     return float(starts[-1] - starts[0]) / (len(starts) - 1) / 1e3, True
 
 
-def launch_latency(ctx: Any, batch: int = 200, spin_ms: float = 5.0) -> list[Measurement]:
-    """GPU-side launch latency of back-to-back empty kernels, and the host round trip."""
-    cp = ctx.cp
-    spin = ctx.kernel("launch.empty", "spin_kernel")
-    kern = ctx.kernel("launch.empty", "empty_kernel")
-    stream = cp.cuda.get_current_stream()
-    stamps = cp.zeros(2 * batch, dtype=cp.uint64)
-    done = cp.zeros(1, dtype=cp.uint64)
+def _empty_launches(program: Program, first: int, count: int, timing: str | None = None) -> None:
+    for i in range(first, first + count):
+        program.launch("empty_kernel", 1, 32, [("buf", "stamps"), ("i32", i)], timing=timing)
+
+
+def launch_latency(
+    device: Device, batch: int = 200, spin_ms: float = 5.0, launches: int = 3
+) -> list[Measurement]:
+    """GPU-side launch latency of back-to-back empty kernels, and the host round trip;
+    on a device without ``%globaltimer``, :func:`launch_cycles` of ``launches`` kernels."""
+    if not device.supports(GLOBALTIMER):
+        return launch_cycles(device, launches)
+    warm = Program("launch.empty").buf("stamps", 16 * batch)
+    _empty_launches(warm, 0, 4)  # module load, first-launch costs
+    device.run("launch.latency", warm.sync(), Setup.LAUNCH, timed=False)
+
     failures: list[str] = []
-    for i in range(4):  # warm-up (module load, first-launch costs)
-        kern((1,), (32,), (stamps, np.int32(i)))
-    stream.synchronize()
+    queued = Program("launch.empty").buf("stamps", 16 * batch).buf("done", 8)
+    queued.launch("spin_kernel", 1, 1, [("i64", int(spin_ms * 1e6)), ("buf", "done")])
+    queued.host(time.perf_counter)
+    _empty_launches(queued, 0, batch)
+    queued.host(time.perf_counter)
+    queued.sync().read("stamps").read("done")
 
     def back_to_back() -> float:
-        stamps.fill(0)
-        spin((1,), (1,), (np.int64(int(spin_ms * 1e6)), done))
-        t0 = time.perf_counter()
-        for i in range(batch):
-            kern((1,), (32,), (stamps, np.int32(i)))
-        queued_ms = (time.perf_counter() - t0) * 1e3
-        stream.synchronize()
-        us, ok = start_to_start_us(stamps.get(), int(done.get()[0]))
+        res = device.run("launch.latency", queued, Setup.LAUNCH)
+        queued_ms = (res.host[1] - res.host[0]) * 1e3
+        stamps, done = res.array("stamps", np.uint64), res.array("done", np.uint64)
+        us, ok = start_to_start_us(stamps, int(done[0]))
         if queued_ms >= spin_ms:
             failures.append(
                 f"queuing {batch} launches took {queued_ms:.1f} ms >= the {spin_ms} ms spin: "
@@ -109,18 +118,16 @@ def launch_latency(ctx: Any, batch: int = 200, spin_ms: float = 5.0) -> list[Mea
             failures.append("globaltimer stamps missing or out of order")
         return us
 
-    def roundtrip() -> float:
-        times = []
-        for i in range(batch // 4):
-            t0 = time.perf_counter_ns()
-            kern((1,), (32,), (stamps, np.int32(i)))
-            stream.synchronize()
-            times.append(time.perf_counter_ns() - t0)
-        return float(np.median(times)) / 1e3
+    singles = Program("launch.empty").buf("stamps", 16 * batch)
+    _empty_launches(singles, 0, batch // 4, timing="roundtrip")
 
-    bb = repeat_until_stable(back_to_back, 6, 0.05, 3)
-    rt = repeat_until_stable(roundtrip, 8, 0.10, 3)
-    mhz, source = ctx.sm_clock_mhz()
+    def roundtrip() -> float:
+        res = device.run("launch.latency", singles, Setup.LAUNCH)
+        return float(np.median(list(res.roundtrip_ns.values()))) / 1e3
+
+    bb = device.sample(back_to_back, 6, 0.05, 3)
+    rt = device.sample(roundtrip, 8, 0.10, 3)
+    mhz, source = device.sm_clock_mhz()
     note = "; ".join(sorted(set(failures)))
     lo, hi = PLAUSIBLE_US
     if bb.value is not None and not lo <= bb.value <= hi:
@@ -151,6 +158,36 @@ def launch_latency(ctx: Any, batch: int = 200, spin_ms: float = 5.0) -> list[Mea
     ]
 
 
-def benchmarks() -> list[tuple[str, Callable[[Any], list[Measurement]]]]:
+def launch_cycles(device: Device, launches: int = 3) -> list[Measurement]:
+    """``launch_latency_us`` from the device's own cycle count of each launch (a
+    simulator): the median over ``launches`` back-to-back near-empty kernels (``chase_ca``
+    with zero steps), on the card as configured, converted with the core clock."""
+    program = Program("latency.chase").chain("chain", 64, np.zeros(1, dtype=np.int64))
+    program.buf("out", 32)
+    for _ in range(launches):
+        args = [("buf", "chain"), ("i64", 0), ("i64", 0), ("buf", "out")]
+        program.launch("chase_ca", 1, 32, args)
+    program.read("out")
+    result = device.run("launch_latency", program, Setup.LAUNCH)
+    out = result.array("out", np.uint64)
+    ok = len(result.kernel_cycles) == launches and int(out[0]) != 0 and int(out[1]) == 0
+    cycles = float(np.median(result.kernel_cycles))
+    mhz, source = device.sm_clock_mhz()
+    us = cycles / mhz if mhz else float("nan")
+    params = {
+        "launches": launches,
+        "cycles": cycles,
+        "per_launch_cycles": result.kernel_cycles,
+        "sm_clock_mhz": mhz,
+        "clock_source": source,
+        "timer": "simulated cycles per kernel (GPGPU-Sim statistics)",
+        **device.backend_params,
+    }
+    note = "" if ok else "a launch did not run (no statistics block or no result)"
+    return [Measurement("launch_latency_us", us, "us", params, [us], 0.0, ok, note)]
+
+
+def benchmarks(device: Device) -> list[Benchmark]:
     """The launch family's benchmarks."""
-    return [("launch.latency", launch_latency)]
+    name = "launch.latency" if device.supports(GLOBALTIMER) else "launch_latency"
+    return [(name, launch_latency)]

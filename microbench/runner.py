@@ -1,11 +1,13 @@
 """Run the microbenchmark suite (Accel-Sim Section II-C: the microbenchmarks that feed
 the configuration tuner; Section IV: the same suite run per GPU generation).
 
-``run_suite(only=["latency", "bandwidth"])`` runs the chosen families in a fixed order
-(``clock`` first so the others convert with the measured SM clock) behind one rich
-progress bar and returns every :class:`~hilsim.core.measurement.Measurement`. A
-benchmark that raises is recorded as an invalid measurement with the error's first
-line, and the suite goes on. Aimed at < 2 minutes on an H100.
+:func:`run_benchmarks` runs any device's benchmarks (each family's
+``benchmarks(device)``, :func:`family_benchmarks`): a benchmark that raises is recorded as
+an invalid measurement with the error's first line, and the suite goes on.
+``run_suite(only=["latency", "bandwidth"])`` runs the chosen families on a CUDA GPU in a
+fixed order (``clock`` first so the others convert with the measured SM clock) behind one
+rich progress bar and returns every :class:`~hilsim.core.measurement.Measurement`. Aimed
+at < 2 minutes on an H100.
 """
 
 from __future__ import annotations
@@ -13,14 +15,26 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hilsim.microbench._gpu import Context, device_facts, require_cupy
+from hilsim.microbench.cupy_device import CupyDevice
+from hilsim.microbench.device import Benchmark, Device
+from hilsim.microbench.gpu import device_facts, first_line, require_cupy
+from hilsim.microbench.sources import FAMILY_MODULES
 
+from hilsim.core.console import progress_bar
 from hilsim.core.errors import HilsimError
 from hilsim.core.measurement import Measurement
 
-__all__ = ["FAMILIES", "device_facts", "parse_only", "run_suite"]
+__all__ = [
+    "FAMILIES",
+    "device_facts",
+    "family_benchmarks",
+    "parse_only",
+    "run_benchmarks",
+    "run_suite",
+]
 
-FAMILIES: tuple[str, ...] = ("clock", "launch", "latency", "bandwidth", "compute", "atomics")
+#: every family, in suite order
+FAMILIES: tuple[str, ...] = tuple(FAMILY_MODULES)
 
 
 def parse_only(only: str | Sequence[str] | None) -> list[str]:
@@ -42,10 +56,44 @@ def parse_only(only: str | Sequence[str] | None) -> list[str]:
     return [f for f in FAMILIES if f in names]
 
 
-def _benchmarks(families: list[str]) -> list[tuple[str, Callable[[Any], list[Measurement]]]]:
-    from hilsim.microbench.sources import FAMILY_MODULES  # noqa: PLC0415
+def family_benchmarks(device: Device, families: Sequence[str]) -> list[Benchmark]:
+    """The benchmarks of ``families`` on ``device``, in order."""
+    return [b for family in families for b in FAMILY_MODULES[family].benchmarks(device)]
 
-    return [b for family in families for b in FAMILY_MODULES[family].benchmarks()]
+
+def run_benchmarks(
+    device: Device,
+    benches: Sequence[Benchmark],
+    failed: Callable[[str, Exception], Measurement],
+    *,
+    before: Callable[[str], None] | None = None,
+    after: Callable[[list[Measurement]], None] | None = None,
+) -> list[Measurement]:
+    """Every benchmark's measurements, in order. A benchmark that raises gives
+    ``failed(name, exc)`` instead; ``before(name)`` runs before each benchmark and
+    ``after(measurements so far)`` after it."""
+    results: list[Measurement] = []
+    for name, bench in benches:
+        if before is not None:
+            before(name)
+        try:
+            out = bench(device)
+        except Exception as exc:  # one broken benchmark must not lose the others' results
+            out = [failed(name, exc)]
+        results.extend(out)
+        if after is not None:
+            after(results)
+    return results
+
+
+def _failed(name: str, exc: Exception) -> Measurement:
+    return Measurement(
+        name=name,
+        value=None,
+        unit="",
+        valid=False,
+        note=f"failed: {type(exc).__name__}: {first_line(exc)}",
+    )
 
 
 def run_suite(
@@ -68,38 +116,17 @@ def run_suite(
     if facts is None:
         facts = device_facts(device)
     cp = require_cupy()
-    benches = _benchmarks(families)
-    results: list[Measurement] = []
-    from hilsim.core.console import progress_bar  # noqa: PLC0415
-
     with cp.cuda.Device(device):
-        ctx = Context(cp=cp, device=device, facts=facts, seed=seed)
+        gpu = CupyDevice(cp=cp, device=device, facts=facts, seed=seed)
+        benches = family_benchmarks(gpu, families)
         with progress_bar("microbenchmarks", total=len(benches), enabled=progress) as advance:
-            for name, bench in benches:
-                results.extend(_run_one(ctx, name, bench))
+
+            def after(results: list[Measurement]) -> None:
+                cp.get_default_memory_pool().free_all_blocks()
                 if on_measured is not None:
                     on_measured(list(results))
                 advance()
+
+            results = run_benchmarks(gpu, benches, _failed, after=after)
         cp.get_default_memory_pool().free_all_blocks()
     return results
-
-
-def _run_one(
-    ctx: Context, name: str, bench: Callable[[Any], list[Measurement]]
-) -> list[Measurement]:
-    try:
-        out = bench(ctx)
-    except Exception as exc:  # one broken benchmark must not lose the others' results
-        line = (str(exc).strip() or type(exc).__name__).splitlines()[0]
-        out = [
-            Measurement(
-                name=name,
-                value=None,
-                unit="",
-                valid=False,
-                note=f"failed: {type(exc).__name__}: {line}",
-            )
-        ]
-    finally:
-        ctx.cp.get_default_memory_pool().free_all_blocks()
-    return out

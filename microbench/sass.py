@@ -1,7 +1,7 @@
 """Compile the suite's CUDA sources as CuPy does and read the machine code (no GPU needed).
 
 CuPy's ``RawModule`` compiles with NVRTC straight to a cubin: the options the suite passes
-(:data:`hilsim.microbench._gpu.NVRTC_OPTIONS`) plus the ones CuPy adds,
+(:data:`hilsim.microbench.gpu.NVRTC_OPTIONS`) plus the ones CuPy adds,
 ``-ftz=true``, ``-arch=sm_XX`` and ``--device-as-default-execution-space``
 (``cupy/cuda/compiler.py``: ``_compile_with_cache_cuda``, ``_get_arch_for_options_for_nvrtc``;
 the ``--pch`` it adds on NVRTC >= 12.8 only caches headers). :func:`compile_cubin` does the
@@ -36,6 +36,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from hilsim.microbench.gpu import NVRTC_OPTIONS
+
 from hilsim.core.errors import HilsimError
 
 TARGETS = (70, 75, 86, 90)
@@ -45,8 +47,6 @@ _NO_BARRIER = 7
 
 def cupy_options(arch: int) -> list[str]:
     """The NVRTC options CuPy's ``RawModule`` compiles the suite's sources with."""
-    from hilsim.microbench._gpu import NVRTC_OPTIONS  # noqa: PLC0415
-
     return [*NVRTC_OPTIONS, "-ftz=true", f"-arch=sm_{arch}", "--device-as-default-execution-space"]
 
 
@@ -91,8 +91,6 @@ def compile_cubin(source: str, arch: int, name: str = "kernel.cu") -> bytes:
 
 def compile_ptx(source: str, arch: int, name: str = "kernel.cu") -> str:
     """PTX for ``compute_{arch}`` (the suite's options, ``-arch=compute_XX``)."""
-    from hilsim.microbench._gpu import NVRTC_OPTIONS  # noqa: PLC0415
-
     opts = [*NVRTC_OPTIONS, f"-arch=compute_{arch}"]
     return nvrtc_compile(source, opts, name, "PTX").rstrip(b"\0").decode()
 

@@ -241,11 +241,11 @@ def test_probe_cuda_facts_without_clock_properties(monkeypatch):
 
 
 def test_microbench_device_facts_without_clock_properties(monkeypatch):
-    from hilsim.microbench import _gpu
+    from hilsim.microbench import gpu
 
     monkeypatch.setitem(sys.modules, "cupy", _fake_cupy())
     monkeypatch.setitem(sys.modules, "pynvml", None)  # NVML absent: CUDA attributes only
-    facts = _gpu.device_facts(0)
+    facts = gpu.device_facts(0)
     assert facts["max_sm_clock_mhz"] == 1980.0 and facts["max_mem_clock_mhz"] == 2619.0
     assert facts["memory_bus_width_bits"] == 5120
     assert facts["peak_dram_gbs"] == pytest.approx(3352.32)  # H100 SXM: 3.35 TB/s

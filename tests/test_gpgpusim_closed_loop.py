@@ -91,7 +91,7 @@ def test_reduced_sweep_sees_the_simulated_l1() -> None:
 
 @pytest.mark.parametrize("card", CARDS)
 def test_dram_peak_of_a_config_is_the_device_facts_peak(card: str) -> None:
-    from hilsim.simmodel.gpgpusim.simsuite import card_device_facts
+    from hilsim.simmodel.gpgpusim.simdevice import card_device_facts
 
     config = card_config(DATA / "accelsim" / f"{card}.gpgpusim.config")
     peak = card_device_facts(config)["peak_dram_gbs"]
@@ -143,26 +143,20 @@ def _build():
 
 def _latency_suite(config_path: Path, tmp: Path, build) -> Path:
     """The latency chases, the shared chase, the reduced sweep and launch on a card."""
-    from hilsim.simmodel.gpgpusim.simsuite import (
-        SimContext,
-        card_device_facts,
-        chase_latencies,
-        footprint_sweep,
-        launch_latency,
-        shared_latency,
-    )
+    from hilsim.microbench import latency, launch
+    from hilsim.simmodel.gpgpusim.simdevice import GpgpusimDevice
 
     from hilsim.core.measurement import write_microbench_json
 
     card = card_config(config_path, build)
-    ctx = SimContext(card, card_device_facts(card), build=build)
+    device = GpgpusimDevice(card, build=build)
     results = (
-        chase_latencies(ctx, steps=64)
-        + shared_latency(ctx, steps=64)
-        + footprint_sweep(ctx, steps=64)
-        + launch_latency(ctx, launches=1)
+        latency.chase_latencies(device, steps=64)
+        + [latency.shared_latency(device, steps=64)]
+        + latency.footprint_sweep(device, steps=64)[0]
+        + launch.launch_latency(device, launches=1)
     )
-    return write_microbench_json(tmp / "microbench.json", results, ctx.facts)
+    return write_microbench_json(tmp / "microbench.json", results, device.facts)
 
 
 @pytest.mark.gpgpusim
@@ -212,22 +206,18 @@ def test_a_card_nobody_shipped_is_recovered(tmp_path: Path) -> None:
 @pytest.mark.gpgpusim
 def test_the_tuned_config_reproduces_the_measured_latencies(tmp_path: Path) -> None:
     """Re-simulate the latency chases under the tuned QV100 options: same cycles (±1)."""
-    from hilsim.simmodel.gpgpusim.simsuite import (
-        SimContext,
-        card_device_facts,
-        chase_latencies,
-        shared_latency,
-    )
+    from hilsim.microbench import latency
+    from hilsim.simmodel.gpgpusim.simdevice import GpgpusimDevice
 
     build = _build()
     bench = DATA / "microbench" / "gpgpusim" / "SM7_QV100.microbench.json"
     measured = {m["name"]: m["value"] for m in json.loads(bench.read_text())["measurements"]}
     tuned = _tuned_options(tune_simulated(bench))
     card = card_config("SM7_QV100", build)
-    ctx = SimContext(card, card_device_facts(card), build=build)
-    opts = {k: tuned[k] for k in LATENCIES}
+    device = GpgpusimDevice(card, build=build, overrides={k: tuned[k] for k in LATENCIES})
     again = {
-        m.name: m.value for m in chase_latencies(ctx, opts) + shared_latency(ctx, options=opts)
+        m.name: m.value
+        for m in latency.chase_latencies(device) + [latency.shared_latency(device)]
     }
     for name in ("l1_hit_latency", "l2_hit_latency", "dram_latency", "shared_latency"):
         assert abs(again[name] - measured[name]) <= 1, (name, again[name], measured[name])

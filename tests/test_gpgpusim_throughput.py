@@ -1,5 +1,5 @@
-"""Throughput and atomics on the simulated card (issue 12, part 2): the suite's own kernels
-on a 2-SM slice give back what the card's config says.
+"""Throughput and atomics on the simulated card: the suite's own kernels on the GPGPU-Sim
+device's 2-SM slice give back what the card's config says.
 
 * fp32 throughput on a QV100 whose ``-ptx_opcode_initiation_fp`` is drawn (seeded):
   flop/clk/SM within [0.85, 1.0] of 2 x units x 32 lanes / interval, and the tuner's
@@ -18,11 +18,17 @@ are compiled; nvcc adds ~10 s per source module on a fresh cache).
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
+from hilsim.microbench import atomics, compute
+from hilsim.simmodel.gpgpusim.calibration import UNIT_OPTIONS
 from hilsim.simmodel.gpgpusim.cards import card_config
+from hilsim.simmodel.gpgpusim.closedloop import tune_simulated
+from hilsim.simmodel.gpgpusim.simdevice import GpgpusimDevice
 from hilsim.simmodel.tuner.geometry import round_up_pow2
 
 from tests.simbuild import require_sim_build
@@ -34,22 +40,18 @@ def _build():
     return require_sim_build()
 
 
-def _ctx(options: dict[str, str] | None = None):
-    from hilsim.simmodel.gpgpusim.simsuite import SimContext, card_device_facts
-
+def _device(options: dict[str, str] | None = None):
     build = _build()
     card = card_config("SM7_QV100", build, options=options)
-    return SimContext(card, card_device_facts(card), build=build), card
+    return GpgpusimDevice(card, build=build), card
 
 
 def test_fp32_throughput_recovers_a_drawn_initiation_interval() -> None:
-    from hilsim.simmodel.gpgpusim.simthroughput import unit_throughput
-
     interval = int(np.random.default_rng(7).choice([1, 2, 4]))
-    ctx, card = _ctx(
+    device, card = _device(
         {"-ptx_opcode_initiation_fp": f"{interval},{interval},{interval},{interval},{2 * interval}"}
     )
-    (m,) = unit_throughput(ctx, "fp32", target_cycles=12000)
+    m = compute.throughput(device, "fp32", target=12000)
     units = int(card.option("-gpgpu_num_sp_units"))
     truth = 2 * units * 32 / interval
     assert m.valid, m.note
@@ -61,12 +63,10 @@ def test_fp32_throughput_recovers_a_drawn_initiation_interval() -> None:
 
 
 def test_same_address_atomics_are_one_per_l2_cycle_at_most() -> None:
-    from hilsim.simmodel.gpgpusim.simthroughput import atomic_throughput
-
-    ctx, card = _ctx()
+    device, card = _device()
     core, _icnt, l2, _dram = card.clock_domains_mhz
     assert core == l2
-    (m,) = atomic_throughput(ctx, same=True)
+    m = atomics.atomic_throughput(device, same=True)
     assert m.valid, m.note  # the one counter equals threads x updates
     assert m.params["instruction"].startswith("red.global.add.u32 (simulated as atom")
     assert 0.8 <= m.params["atomics_per_clk"] <= 1.0, m.params["atomics_per_clk"]
@@ -76,17 +76,10 @@ def test_same_address_atomics_are_one_per_l2_cycle_at_most() -> None:
 def test_tuned_unit_latencies_reproduce_the_measured_ones() -> None:
     """Re-simulate ``lat_*`` under the tuned ``-ptx_opcode_latency_*`` (gpgpusim
     convention) of the committed QV100 file: the same cycles per operation (±1)."""
-    import json
-    from pathlib import Path
-
-    from hilsim.simmodel.gpgpusim.calibration import UNIT_OPTIONS
-    from hilsim.simmodel.gpgpusim.closedloop import tune_simulated
-    from hilsim.simmodel.gpgpusim.simthroughput import unit_latency
-
     bench = Path(__file__).parent / "data" / "microbench" / "gpgpusim" / "SM7_QV100.microbench.json"
     measured = {m["name"]: m["value"] for m in json.loads(bench.read_text())["measurements"]}
     tuned = {o.name: o.value for o in tune_simulated(bench).options}
-    ctx, _card = _ctx({opt: tuned[opt] for opt in UNIT_OPTIONS.values()})
+    device, _card = _device({opt: tuned[opt] for opt in UNIT_OPTIONS.values()})
     for unit in UNIT_OPTIONS:
-        (m,) = unit_latency(ctx, unit)
+        m = compute.latency(device, unit)
         assert abs(m.value - measured[f"{unit}_latency"]) <= 1, (unit, m.value, tuned)

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hilsim.microbench._gpu import per_sm_rate, theoretical_dram_gbs
 from hilsim.microbench.analysis import (
     cache_levels,
     detect_plateaus,
@@ -16,7 +15,9 @@ from hilsim.microbench.analysis import (
 )
 from hilsim.microbench.bandwidth import onchip_expected
 from hilsim.microbench.clock import clock_mhz_from_records
+from hilsim.microbench.gpu import theoretical_dram_gbs
 from hilsim.microbench.latency import single_cycle, sweep_footprints
+from hilsim.microbench.rates import per_sm_rate
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

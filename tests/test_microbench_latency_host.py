@@ -1,5 +1,6 @@
-"""Host side of the pointer chase with a numpy stand-in for CuPy: the chain the suite
-builds on the device is one lap through every node and passes its own validation."""
+"""Host side of the pointer chase on the CuPy device with a numpy stand-in for CuPy: the
+chain the suite builds on the device is one lap through every node and passes its own
+validation."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import types
 import numpy as np
 import pytest
 from hilsim.microbench import latency
+from hilsim.microbench.cupy_device import CupyDevice
 
 BASE = 0x7F00_0000_0000
 
@@ -23,44 +25,44 @@ class FakeArray(np.ndarray):
         return types.SimpleNamespace(ptr=BASE)
 
 
-def make_ctx():
+def chase(grid, block, args, shared_mem=0):
+    """``chase_ca``/``chase_cg`` on the host: 40 cycles per load, 5 overhead."""
+    buf, warm, iters, out = args
+    p, total = BASE, 0
+    for _ in range(int(warm)):  # the kernel's untimed checksum laps
+        p = int(buf[(p - BASE) // 8])
+        total = (total + p) % (1 << 64)
+    for _ in range(int(iters)):  # the timed pure chain
+        p = int(buf[(p - BASE) // 8])
+    out.view(np.uint64)[:4] = [p, total, 40 * int(iters) + 5, 5]
+
+
+def make_device(kernel=chase, array=FakeArray) -> CupyDevice:
+    """A CuPy device whose CuPy is numpy and whose module runs ``kernel``."""
+    module = types.SimpleNamespace(get_function=lambda name: kernel)
     cp = types.SimpleNamespace(
-        zeros=lambda n, dtype: np.zeros(n, dtype=dtype).view(FakeArray),
+        zeros=lambda n, dtype: np.zeros(n, dtype=dtype).view(array),
         asarray=np.asarray,
+        uint8=np.uint8,
+        uint32=np.uint32,
         uint64=np.uint64,
+        RawModule=lambda code, options: module,
         get_default_memory_pool=lambda: types.SimpleNamespace(free_all_blocks=lambda: None),
     )
-
-    def chase(grid, block, args):
-        buf, warm, iters, out = args
-        p, total = BASE, 0
-        for _ in range(int(warm)):  # the kernel's untimed checksum laps
-            p = int(buf[(p - BASE) // 8])
-            total = (total + p) % (1 << 64)
-        for _ in range(int(iters)):  # the timed pure chain
-            p = int(buf[(p - BASE) // 8])
-        out[:] = [p, total, 40 * int(iters) + 5, 5]  # 40 cycles per load, 5 overhead
-
-    ctx = types.SimpleNamespace(
-        cp=cp,
-        facts={"l2_cache_bytes": 1 << 20},
-        kernel=lambda module, name: chase,
-        rng=lambda salt: np.random.default_rng(salt),
-    )
-    return ctx
+    return CupyDevice(cp=cp, device=0, facts={"l2_cache_bytes": 1 << 20})
 
 
 @pytest.mark.parametrize("random_order", [True, False])
 def test_chain_is_valid_and_overhead_subtracted(random_order) -> None:
-    ctx = make_ctx()
-    m = latency.chase_latency(ctx, "latency.test", "ca", 8192, 64, random_order=random_order)
+    device = make_device()
+    m = latency.chase_latency(device, "latency.test", "ca", 8192, 64, random_order=random_order)
     assert m.valid, m.note
     assert m.value == pytest.approx(40.0)
     assert m.params["nodes"] == 128 and m.params["steps"] % 128 == 0
 
 
 def test_broken_chain_is_reported_invalid(monkeypatch) -> None:
-    ctx = make_ctx()
+    device = make_device()
     original = latency.single_cycle
 
     def two_cycles(n, rng):
@@ -69,17 +71,15 @@ def test_broken_chain_is_reported_invalid(monkeypatch) -> None:
         return nxt
 
     monkeypatch.setattr(latency, "single_cycle", two_cycles)
-    m = latency.chase_latency(ctx, "latency.test", "ca", 8192, 64, random_order=False)
+    m = latency.chase_latency(device, "latency.test", "ca", 8192, 64, random_order=False)
     assert not m.valid and "every node" in m.note
 
 
 def test_cold_chase_is_validated_by_an_untimed_lap(monkeypatch) -> None:
     """A flushed (cold, no warm lap) chase still checks the chain: one extra launch with a
-    checksum lap and no timed steps (the timed loop carries no checksum, review S1-1)."""
-    ctx = make_ctx()
-    ctx.facts["l2_cache_bytes"] = 1024
-    ctx.cp.empty = lambda n, dtype: np.zeros(n, dtype=dtype).view(FakeArray)
-    ctx.cp.uint32 = np.uint32
+    checksum lap and no timed steps (the timed loop carries no checksum)."""
+    device = make_device()
+    device.facts["l2_cache_bytes"] = 1024
     original = latency.single_cycle
 
     def two_cycles(n, rng):
@@ -88,13 +88,13 @@ def test_cold_chase_is_validated_by_an_untimed_lap(monkeypatch) -> None:
         return nxt
 
     monkeypatch.setattr(latency, "single_cycle", two_cycles)
-    m = latency.chase_latency(ctx, "dram", "cg", 8192, 64, random_order=False, warm=False,
+    m = latency.chase_latency(device, "dram", "cg", 8192, 64, random_order=False, warm=False,
                               flush_l2=True)
     assert not m.valid and "every node" in m.note
 
 
 def test_sweep_reaches_eight_times_l2() -> None:
-    """The memory plateau gets >= 3 points past 2 x L2 (review S2-4)."""
+    """The memory plateau gets >= 3 points past 2 x L2."""
     for l2 in (3 << 20, 6 << 20, 50 << 20):
         points = latency.sweep_footprints(l2)
         assert points[-1] >= 7.9 * l2
@@ -103,23 +103,18 @@ def test_sweep_reaches_eight_times_l2() -> None:
 
 def test_cold_sweep_points_flush_l2_first(monkeypatch) -> None:
     """Every run past 1.5 x L2 writes the 2 x L2 flush buffer before its cold lap."""
-    ctx = make_ctx()
-    ctx.facts["l2_cache_bytes"] = 16 << 10
     order: list[str] = []
 
-    class Flush(np.ndarray):
+    class Flush(FakeArray):
         def fill(self, value):  # noqa: D401
             order.append("flush")
 
-    ctx.cp.empty = lambda n, dtype: np.zeros(n, dtype=dtype).view(Flush)
-    ctx.cp.uint32 = np.uint32
-    chase = ctx.kernel("latency.chase", "chase_ca")
-
-    def logged(grid, block, args):
+    def logged(grid, block, args, shared_mem=0):
         order.append("cold" if int(args[1]) == 0 and int(args[2]) > 0 else "other")
         chase(grid, block, args)
 
-    ctx.kernel = lambda module, name: logged
-    latency.footprint_sweep(ctx, footprints=[8 << 10, 64 << 10])
+    device = make_device(logged, Flush)
+    device.facts["l2_cache_bytes"] = 16 << 10
+    latency.footprint_sweep(device, footprints=[8 << 10, 64 << 10])
     cold = [i for i, e in enumerate(order) if e == "cold"]
     assert cold and all(order[i - 1] == "flush" for i in cold)

@@ -1,5 +1,5 @@
-"""The GPGPU-Sim backend of the suite without the simulator: program text, plans,
-device facts from a card config, chase validation (issue 12, part 2)."""
+"""The GPGPU-Sim device without the simulator: program text, plans, device facts from a
+card config, setups, chase validation, the reduced sweep."""
 
 from __future__ import annotations
 
@@ -9,10 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hilsim.microbench.latency import single_cycle
+from hilsim.microbench.device import GLOBALTIMER, MMA, RED, TLB, Setup
+from hilsim.microbench.latency import Chase, reduced_sweep_points, single_cycle
+from hilsim.microbench.program import Program
 from hilsim.microbench.sources import all_sources, kernel_names
-from hilsim.simmodel.gpgpusim import simhost, simsuite
+from hilsim.simmodel.gpgpusim import simhost
 from hilsim.simmodel.gpgpusim.cards import card_config
+from hilsim.simmodel.gpgpusim.simdevice import GpgpusimDevice, card_device_facts
 
 CONFIGS = Path(__file__).parent / "data" / "accelsim"
 
@@ -46,20 +49,28 @@ def test_red_becomes_atom_with_a_sink_and_nothing_else_changes() -> None:
 
 
 def test_plan_lines_and_argument_encoding() -> None:
-    plan = simhost.Plan("latency.chase")
-    plan.buf("c", 1024).chain("c", 64, np.array([1, 0])).buf("o", 32)
+    plan = Program("latency.chase")
+    plan.chain("c", 64, np.array([1, 0])).buf("o", 32).iota("w", 4, modulo=3)
     idx = plan.launch(
         "chase_ca", 1, (32, 1), [("buf", "c"), ("i64", -1), ("f32", 1.5), ("f64", 0.25), ("u32", 7)]
     )
-    plan.dump("o")
-    assert idx == 0 and plan.launches == ["chase_ca"] and plan.dumps == ["o"]
+    plan.sync().read("o")
+    assert idx == 0 and plan.launches == ["chase_ca"] and plan.reads == ["o"]
+    lines, files = simhost.render_plan(plan)
     f32 = struct.unpack("<I", struct.pack("<f", 1.5))[0]
     f64 = struct.unpack("<Q", struct.pack("<d", 0.25))[0]
-    assert plan.lines[3] == f"launch chase_ca 1 1 1 32 1 1 0 buf:c i64:-1 f32:{f32} f64:{f64} u32:7"
-    assert plan.lines[-1] == "dump o out_o.bin"
-    assert np.frombuffer(plan.files["in_0.bin"], dtype="<i8").tolist() == [1, 0]
+    assert lines[:5] == [
+        "buf c 128", "chain c 64 in_0.bin", "buf o 32", "buf w 16", "u32s w in_1.bin"
+    ]
+    assert lines[5] == f"launch chase_ca 1 1 1 32 1 1 0 buf:c i64:-1 f32:{f32} f64:{f64} u32:7"
+    assert lines[-1] == "dump o out_o.bin" and len(lines) == 7  # sync: the driver syncs
+    assert np.frombuffer(files["in_0.bin"], dtype="<i8").tolist() == [1, 0]
+    assert np.frombuffer(files["in_1.bin"], dtype="<u4").tolist() == [0, 1, 2, 0]
     with pytest.raises(Exception, match="unknown argument type"):
         plan.launch("k", 1, 1, [("half", 1)])
+    plan.host(lambda: None)
+    with pytest.raises(Exception, match="host step cannot run"):
+        simhost.render_plan(plan)
 
 
 @pytest.mark.parametrize(
@@ -72,7 +83,7 @@ def test_plan_lines_and_argument_encoding() -> None:
 )
 def test_device_facts_from_card_config(card, sms, l2, unified, bus, mtype, core) -> None:
     cfg = card_config(CONFIGS / f"{card}.gpgpusim.config")
-    facts = simsuite.card_device_facts(cfg)
+    facts = card_device_facts(cfg)
     assert facts["sm_count"] == sms
     assert facts["l2_cache_bytes"] == l2
     assert facts["unified_l1_shared_bytes"] == unified
@@ -80,6 +91,29 @@ def test_device_facts_from_card_config(card, sms, l2, unified, bus, mtype, core)
     assert facts["memory_type"] == mtype
     assert facts["max_sm_clock_mhz"] == core
     assert simhost.card_arch(cfg) == "sm_" + facts["compute_capability"].replace(".", "")
+
+
+def test_device_setups_and_what_it_cannot_do() -> None:
+    cfg = card_config(CONFIGS / "SM7_QV100.gpgpusim.config")
+    dev = GpgpusimDevice(cfg)
+    assert dev.facts == card_device_facts(cfg) and dev.simulated
+    assert dev.active_sms == 2 and dev.memory_scale == int(cfg.option("-gpgpu_n_mem"))
+    assert dev.setup_options(Setup.ONE_SM) == {
+        "-gpgpu_n_clusters": "1",
+        "-gpgpu_perf_sim_memcpy": "0",
+        "-gpgpu_kernel_launch_latency": "0",
+    }
+    assert "-gpgpu_perf_sim_memcpy" not in dev.setup_options(Setup.ONE_SM_CACHED_UPLOADS)
+    assert dev.setup_options(Setup.LAUNCH) == {"-gpgpu_n_clusters": "1"}
+    memory = dev.setup_options(Setup.MEMORY_SLICE)
+    assert memory["-gpgpu_n_mem"] == "1" and memory["-gpgpu_memory_partition_indexing"] == "0"
+    assert memory["-gpgpu_n_clusters"] == dev.setup_options(Setup.SM_SLICE)["-gpgpu_n_clusters"]
+    for feature in (GLOBALTIMER, MMA, RED, TLB):
+        assert not dev.supports(feature) and dev.unsupported[feature]
+    assert dev.executed_as("red.global.add.u32") == (
+        "red.global.add.u32 (simulated as atom.global.add.u32 _: simhost)"
+    )
+    assert dev.sample(lambda: 3.5, 8, 0.01, 3).samples == [3.5]
 
 
 def _kernel_out(nxt: np.ndarray, stride: int, base: int, warm: int, steps: int) -> np.ndarray:
@@ -95,20 +129,26 @@ def _kernel_out(nxt: np.ndarray, stride: int, base: int, warm: int, steps: int) 
 
 def test_chase_check_follows_the_path() -> None:
     nxt = single_cycle(64, np.random.default_rng(3))
-    chase = simsuite.Chase(64, 128, nxt, warm=64, steps=40)
+    chase = Chase("c", 64, 128, nxt, warm=64, steps=40)
     out = _kernel_out(nxt, 128, 0x7F0000000000, 64, 40)
     value, ok, _ = chase.check(out)
     assert ok and value == 100.0
     wrong = _kernel_out(nxt, 128, 0x7F0000000000, 64, 41)  # one step too many
-    assert not chase.check(wrong)[1]
+    assert chase.check(wrong)[1:] == (False, "chase left its path")
     bad_sum = out.copy()
     bad_sum[1] += np.uint64(128)
     assert not chase.check(bad_sum)[1]
+    # where the device knows the chain's address, the end pointer must be exactly it
+    laps = Chase("c", 64, 128, nxt, warm=64, steps=128)
+    whole = _kernel_out(nxt, 128, 0x7F0000000000, 64, 128)
+    assert laps.check(whole, 0x7F0000000000)[1]
+    assert laps.check(whole, 0x7F0000000100)[1:] == (
+        False, "chase did not visit every node exactly once per lap"
+    )
 
 
 def test_reduced_sweep_brackets_the_unified_l1() -> None:
-    ctx = simsuite.SimContext(card=None, facts={"unified_l1_shared_bytes": 128 << 10})
-    points = simsuite.sweep_points(ctx)
+    points = reduced_sweep_points({"unified_l1_shared_bytes": 128 << 10})
     assert points[0] == 8192 and points[-1] == 512 << 10
     ratios = np.diff(np.log2(points))
     assert np.allclose(ratios, 0.5, atol=0.01)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import types
 
 import pytest
-from hilsim.microbench._gpu import Context
+from hilsim.microbench.cupy_device import CupyDevice
 
 
 class _Events:
@@ -29,7 +29,7 @@ class _Events:
 
 def test_fills_stay_outside_and_enough_launches_share_a_window() -> None:
     ev = _Events()
-    ctx = Context(cp=ev.cp, device=0, facts={})
+    ctx = CupyDevice(cp=ev.cp, device=0, facts={})
     ms, k = ctx.time_batch_ms(lambda: ev.log.append("launch"), lambda: ev.log.append("fill"))
     assert ms == pytest.approx(0.5) and k == 20  # 20 x 0.5 ms >= 10 ms
     # the last window: events around k launches only, the fill before it
@@ -42,6 +42,6 @@ def test_fills_stay_outside_and_enough_launches_share_a_window() -> None:
 
 def test_at_least_four_launches_per_window() -> None:
     ev = _Events()
-    ctx = Context(cp=ev.cp, device=0, facts={})
+    ctx = CupyDevice(cp=ev.cp, device=0, facts={})
     _, k = ctx.time_batch_ms(lambda: ev.log.append("launch"), min_ms=0.1)
     assert k == 4

@@ -12,7 +12,8 @@ import types
 
 import pytest
 from hilsim.agent import probe
-from hilsim.microbench import _gpu
+from hilsim.microbench import gpu as gpu_facts
+from hilsim.microbench.cupy_device import CupyDevice
 from hilsim.simmodel.tuner import tune
 
 from hilsim.core import measurement_names as mn
@@ -103,14 +104,14 @@ def _written(gpu_facts: dict) -> set[str]:
 
 def test_every_key_written_is_known_to_the_tuner(gpu) -> None:
     """A key the probe or the suite writes must be in the one table: tuned, or recorded."""
-    keys = _written(_gpu.device_facts(0)) | _written(probe.probe_device(0, tools=False))
+    keys = _written(gpu_facts.device_facts(0)) | _written(probe.probe_device(0, tools=False))
     unknown = keys - mn.known_fact_keys()
     assert not unknown, f"device facts the tuner does not read: {sorted(unknown)}"
 
 
 @pytest.mark.parametrize("writer", ["suite", "probe"])
 def test_every_tuned_fact_lands_as_device_query(gpu, writer) -> None:
-    facts = _gpu.device_facts(0) if writer == "suite" else probe.probe_device(0, tools=False)
+    facts = gpu_facts.device_facts(0) if writer == "suite" else probe.probe_device(0, tools=False)
     cfg = tune(facts=facts, facts_where=writer).timing
     missing = []
     for fact in mn.DEVICE_FACTS:
@@ -139,7 +140,7 @@ def test_probe_matches_nvml_to_cuda_by_pci_bus_id(gpu) -> None:
     ("9.0", 13, "gpu-cuda13"),
 ])
 def test_extra_is_chosen_by_compute_capability(cc, driver, extra) -> None:
-    assert _gpu.gpu_extra_for(cc, driver) == extra
+    assert gpu_facts.gpu_extra_for(cc, driver) == extra
 
 
 def test_probe_names_the_extra(gpu) -> None:
@@ -151,7 +152,7 @@ def test_require_cupy_names_the_extra_by_compute_capability(monkeypatch) -> None
 
     monkeypatch.setitem(sys.modules, "cupy", None)
     with pytest.raises(HilsimError, match=r"gpu-cuda12\]' for compute capability < 7.5"):
-        _gpu.require_cupy()
+        gpu_facts.require_cupy()
 
 
 def test_compile_failure_on_volta_with_cuda13_names_the_extra() -> None:
@@ -161,7 +162,7 @@ def test_compile_failure_on_volta_with_cuda13_names_the_extra() -> None:
         raise RuntimeError("nvrtc: error: invalid value for --gpu-architecture (-arch)")
 
     cp = types.SimpleNamespace(RawModule=raw_module, __version__="14.2.0")
-    ctx = _gpu.Context(cp=cp, device=0, facts={"cc_major": 7, "cc_minor": 0,
-                                               "cuda_runtime_version": 13000})
+    ctx = CupyDevice(cp=cp, device=0, facts={"cc_major": 7, "cc_minor": 0,
+                                             "cuda_runtime_version": 13000})
     with pytest.raises(HilsimError, match=r"CUDA 13 cannot compile for sm_70.*gpu-cuda12"):
         ctx.kernel("latency.chase", "chase_ca")

@@ -15,8 +15,8 @@ import numpy as np
 
 def main() -> None:
     import cupy as cp
-    from hilsim.microbench._gpu import NVRTC_OPTIONS
     from hilsim.microbench.bandwidth import DRAM_SOURCE
+    from hilsim.microbench.gpu import NVRTC_OPTIONS
 
     module = cp.RawModule(code=DRAM_SOURCE, options=NVRTC_OPTIONS)
     write = module.get_function("grid_write")

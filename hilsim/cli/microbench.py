@@ -8,8 +8,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import click
+from rich.table import Table
 
+from hilsim.core.console import out
+from hilsim.core.errors import HilsimError
+from hilsim.core.measurement import write_microbench_json
 from hilsim.microbench.runner import FAMILIES, device_facts, parse_only, run_suite
+from hilsim.microbench.sanity import sanity_warnings
+from hilsim.simmodel.gpgpusim.build import find_build
+from hilsim.simmodel.gpgpusim.cards import card_config
 
 
 @click.command("microbench")
@@ -49,9 +56,6 @@ def microbench_cmd(
     """Measure latencies, bandwidths, unit throughputs, atomics, launch overhead and the
     SM clock of one GPU with CuPy microbenchmarks (needs a CUDA GPU), or of a card
     simulated by GPGPU-Sim (``--backend gpgpusim --card SM7_QV100``)."""
-    from hilsim.core.console import out  # noqa: PLC0415
-    from hilsim.core.measurement import write_microbench_json  # noqa: PLC0415
-
     families = parse_only(only)
     if backend == "gpgpusim":
         results, facts = _simulated(families, card)
@@ -63,8 +67,6 @@ def microbench_cmd(
             families, device=device, facts=facts, on_measured=_partial_writer(output, facts)
         )
     write_microbench_json(output, results, facts)
-    from rich.table import Table  # noqa: PLC0415
-
     table = Table(title=f"{facts.get('name', 'GPU')} (cc {facts.get('compute_capability')})")
     for column in ("measurement", "value", "unit", "spread", "valid"):
         table.add_column(column, justify="right" if column in ("value", "spread") else "left")
@@ -75,8 +77,6 @@ def microbench_cmd(
     out.print(table)
     invalid = sum(not m.valid for m in results)
     out.print(f"wrote {output} ({len(results)} measurements, {invalid} invalid)")
-    from hilsim.microbench.sanity import sanity_warnings  # noqa: PLC0415
-
     for line in sanity_warnings(results, facts):  # docs/agent.md, "Is it sane?"
         click.echo(f"hilsim: warning: {line}", err=True)
     skips = [m for m in results if m.note.startswith("skipped:")]
@@ -94,8 +94,6 @@ def _partial_writer(output: Path, facts: dict) -> Callable[[list], None]:
     """After each benchmark: rewrite ``output`` with every measurement so far (atomic) and
     log the benchmark's wall time on stderr, so a suite killed by a timeout keeps its
     results and says where the time went."""
-    from hilsim.core.measurement import write_microbench_json  # noqa: PLC0415
-
     last = [time.perf_counter()]
 
     def write(results: list) -> None:
@@ -110,9 +108,8 @@ def _partial_writer(output: Path, facts: dict) -> Callable[[list], None]:
 
 def _simulated(families: list[str], card: str | None) -> tuple[list, dict]:
     """Run the suite on a simulated card (:mod:`hilsim.simmodel.gpgpusim.simsuite`)."""
-    from hilsim.core.errors import HilsimError  # noqa: PLC0415
-    from hilsim.simmodel.gpgpusim.build import find_build  # noqa: PLC0415
-    from hilsim.simmodel.gpgpusim.cards import card_config  # noqa: PLC0415
+    # lazy: the simulator backend loads pandas (its log parser), which `hilsim agent` and
+    # the GPU path do not need
     from hilsim.simmodel.gpgpusim.simsuite import run_sim_suite  # noqa: PLC0415
 
     if card is None:

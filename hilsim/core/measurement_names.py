@@ -143,7 +143,7 @@ class DeviceFact:
     keys: tuple[str, ...]
 
 
-#: The one table of device-fact names: ``agent/probe.py`` and ``microbench/_gpu.py``
+#: The one table of device-fact names: ``agent/probe.py`` and ``microbench/gpu.py``
 #: write these keys, the tuner (``hilsim.simmodel.tuner.overlay``) reads them; the first key
 #: present wins. ``tests/test_tune_device_facts.py`` fails on any key a writer emits
 #: that is neither here nor in :data:`RECORDED_FACTS`.

@@ -14,8 +14,8 @@ Unit latencies (``gpgpusim`` convention, the unit map of
 :mod:`hilsim.simmodel.gpgpusim.calibration`): the multiply-add entry (4th) of
 ``-ptx_opcode_latency_{fp,dp,int}``.
 
-Throughput-derived options (measured on a 2-SM slice,
-:mod:`hilsim.simmodel.gpgpusim.simthroughput`): the initiation intervals of the
+Throughput-derived options (measured on a 2-SM slice of the GPGPU-Sim device,
+:mod:`hilsim.simmodel.gpgpusim.simdevice`): the initiation intervals of the
 fp32/fp64/int32 units (Accel-Sim's ``config_fpu`` / ``config_dpu`` / ``config_int``:
 first entry of ``-ptx_opcode_initiation_*``) and the shared-memory banks (from the
 shared bandwidth). The DRAM read bandwidth (one channel x the channel count) is compared

@@ -15,12 +15,14 @@ ADD/MAX/MUL/MAD entries of ``-ptx_opcode_latency_*`` at the card's MAD + 4 and +
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
 import subprocess
 from pathlib import Path
 from typing import Any
 
+from hilsim.microbench import compute, latency, launch
 from hilsim.simmodel.gpgpusim.build import find_build
 from hilsim.simmodel.gpgpusim.calibration import (
     FILE,
@@ -33,7 +35,7 @@ from hilsim.simmodel.gpgpusim.calibration import (
     quantities,
 )
 from hilsim.simmodel.gpgpusim.cards import card_config
-from hilsim.simmodel.gpgpusim.simsuite import CHASE_STEPS
+from hilsim.simmodel.gpgpusim.simdevice import GpgpusimDevice
 
 from hilsim.core.files import write_text_atomic
 
@@ -51,15 +53,13 @@ STEP = {
 }
 LAUNCH_POINTS = (1000, 3000)
 UNIT_POINTS = (4, 20)  # added to the card's MAD latency
-STEPS = CHASE_STEPS
+STEPS = latency.CHASE_STEPS
 
 
-def measure_point(ctx: Any, options: dict[str, int]) -> dict[str, float]:
+def measure_point(device: GpgpusimDevice, options: dict[str, int]) -> dict[str, float]:
     """Latency measurements (by name) with ``options`` overriding the card."""
-    from hilsim.simmodel.gpgpusim.simsuite import chase_latencies, shared_latency  # noqa: PLC0415
-
-    opts = {k: str(v) for k, v in options.items()}
-    ms = chase_latencies(ctx, opts, steps=STEPS) + shared_latency(ctx, steps=STEPS, options=opts)
+    at = dataclasses.replace(device, overrides={k: str(v) for k, v in options.items()})
+    ms = latency.chase_latencies(at, steps=STEPS) + [latency.shared_latency(at, steps=STEPS)]
     bad = [m.name for m in ms if not m.valid]
     if bad:
         raise SystemExit(f"calibration run failed validation: {', '.join(bad)}")
@@ -79,13 +79,9 @@ def _commit() -> str:
 
 def calibrate(card_name: str) -> dict[str, Any]:
     """The calibration entry for one card (runs the simulator ~10 times)."""
-    from hilsim.simmodel.gpgpusim.build import find_build  # noqa: PLC0415
-    from hilsim.simmodel.gpgpusim.cards import card_config  # noqa: PLC0415
-    from hilsim.simmodel.gpgpusim.simsuite import SimContext, card_device_facts, launch_latency  # noqa: PLC0415
-
     build = find_build()
     card = card_config(card_name, build)
-    ctx = SimContext(card, card_device_facts(card), build=build)
+    device = GpgpusimDevice(card, build=build)
     own = {o: int(float(card.option(o))) for o in LATENCY_OPTIONS}
     base = {o: own[o] + BASE[o] for o in LATENCY_OPTIONS}
     points = []
@@ -93,14 +89,15 @@ def calibrate(card_name: str) -> dict[str, Any]:
         opts = dict(base)
         if j >= 0:
             opts[LATENCY_OPTIONS[j]] += STEP[LATENCY_OPTIONS[j]]
-        values = measure_point(ctx, opts)
+        values = measure_point(device, opts)
         points.append(
             {"options": opts, "measured": values, "quantities": quantities(values).tolist()}
         )
-    launch = []
+    launches = []
     for x in LAUNCH_POINTS:
-        m = launch_latency(ctx, options={LAUNCH_OPTION: str(x)})[0]
-        launch.append([x, m.params["cycles"]])
+        at = dataclasses.replace(device, overrides={LAUNCH_OPTION: str(x)})
+        m = launch.launch_latency(at)[0]
+        launches.append([x, m.params["cycles"]])
     return {
         "card": card.name,
         "build": build.key,
@@ -109,21 +106,16 @@ def calibrate(card_name: str) -> dict[str, Any]:
         "card_values": own,
         "steps_per_chase": STEPS,
         "points": points,
-        "launch": {"option": LAUNCH_OPTION, "points": launch},
-        "runs": ctx.runs,
+        "launch": {"option": LAUNCH_OPTION, "points": launches},
+        "runs": device.runs,
     }
 
 
 def calibrate_units(card_name: str) -> dict[str, Any]:
     """The unit-latency entry for one card: per unit, two (MAD option, measured) points."""
-    from hilsim.simmodel.gpgpusim.build import find_build  # noqa: PLC0415
-    from hilsim.simmodel.gpgpusim.cards import card_config  # noqa: PLC0415
-    from hilsim.simmodel.gpgpusim.simsuite import SimContext, card_device_facts  # noqa: PLC0415
-    from hilsim.simmodel.gpgpusim.simthroughput import unit_latency  # noqa: PLC0415
-
     build = find_build()
     card = card_config(card_name, build)
-    ctx = SimContext(card, card_device_facts(card), build=build)
+    device = GpgpusimDevice(card, build=build)
     units: dict[str, Any] = {}
     for unit, option in UNIT_OPTIONS.items():
         entries = card.option(option).split(",")
@@ -132,7 +124,7 @@ def calibrate_units(card_name: str) -> dict[str, Any]:
         for add in UNIT_POINTS:
             value = mad + add
             mine = {option: ",".join([str(value)] * 4 + entries[4:])}
-            m = unit_latency(ctx, unit, options=mine)[0]
+            m = compute.latency(dataclasses.replace(device, overrides=mine), unit)
             if not m.valid:
                 raise SystemExit(f"unit calibration run failed: {m.note}")
             points.append([value, float(m.value)])
@@ -143,7 +135,7 @@ def calibrate_units(card_name: str) -> dict[str, Any]:
         "commit": _commit(),
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "units": units,
-        "runs": ctx.runs,
+        "runs": device.runs,
     }
 
 

@@ -1,12 +1,14 @@
-"""Host programs that run the suite's kernels on GPGPU-Sim (issue 12, part 2).
+"""Host programs that run the suite's kernels on GPGPU-Sim: how the GPGPU-Sim device
+(:mod:`hilsim.simmodel.gpgpusim.simdevice`) runs a
+:class:`~hilsim.microbench.program.Program`.
 
 CuPy cannot drive the simulator (its driver-API entry points are stubs), so the *same*
-kernel source text as the CuPy suite (:func:`hilsim.microbench.sources.all_sources`;
-unchanged but for the ``red`` rewrite below) is compiled by nvcc 11.8 together with one
-generic host driver (``gpgpusim_host.cu``, written once) into a small program per source
-module. The program carries out a *plan* (buffers, pointer chains, launches, dumps; see
-the driver's header) written by Python, so one compiled program serves every benchmark
-of its module.
+kernel source text as on a GPU (:func:`hilsim.microbench.sources.all_sources`; unchanged
+but for the ``red`` rewrite below) is compiled by nvcc 11.8 together with one generic
+host driver (``gpgpusim_host.cu``, written once) into a small program per source module.
+The program carries out a *plan*, the program's steps as text (buffers, pointer chains,
+uploads, launches, dumps; see the driver's header and :func:`render_plan`), so one
+compiled program serves every benchmark of its module.
 
 ``%clock`` instead of ``clock64()``: the simulator aborts on ``%clock64``
 (``ptx_sim.cc:205``), so on this backend only the program text puts one define after the
@@ -30,7 +32,7 @@ memory update. Timing caveat: GPGPU-Sim times an ``atom`` as a load that returns
 so the issuing warp keeps a register reservation until the reply comes back from L2,
 whereas hardware ``red`` is fire and forget. Throughput kernels with independent updates
 are little affected (the warp does not read the result); a rate limited by per-warp
-outstanding replies would read lower than hardware's ``red``. The CuPy suite's text
+outstanding replies would read lower than hardware's ``red``. The families' kernel text
 stays the one source of truth; the rewrite is applied to a copy when the program is
 generated, and the generated ``prog.cu`` in the cache shows it.
 """
@@ -43,13 +45,29 @@ import re
 import shutil
 import struct
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from hilsim.microbench.program import (
+    Alloc,
+    Chain,
+    Fill32,
+    Host,
+    Iota,
+    Launch,
+    Program,
+    Read,
+    Sync,
+    Upload,
+)
+from hilsim.microbench.sources import all_sources, kernel_names
+from hilsim.simmodel.gpgpusim.compile import compile_cuda
+from hilsim.simmodel.gpgpusim.run import run_program
+from hilsim.simmodel.simlog import parse_simlog
 
 from hilsim.core.errors import HilsimError
 
@@ -115,8 +133,6 @@ def driver_source() -> str:
 
 def program_source(module: str) -> str:
     """The whole ``.cu`` of one module: headers, clock shim, kernel text, table, driver."""
-    from hilsim.microbench.sources import all_sources, kernel_names  # noqa: PLC0415
-
     sources = all_sources()
     if module not in sources:
         raise HilsimError(f"no kernel source {module!r} (have {', '.join(sorted(sources))})")
@@ -146,8 +162,6 @@ def cache_dir() -> Path:
 
 def compiled_program(module: str, arch: str) -> Path:
     """The program for ``module`` compiled for ``arch`` (cached by text + arch)."""
-    from hilsim.simmodel.gpgpusim.compile import compile_cuda  # noqa: PLC0415
-
     text = program_source(module)
     digest = hashlib.sha256(f"{arch}\n{text}".encode()).hexdigest()[:16]
     folder = cache_dir() / f"{module}-{arch}-{digest}"
@@ -182,81 +196,91 @@ def _arg(kind: str, value: Any) -> str:
     raise HilsimError(f"plan: unknown argument type {kind!r}")
 
 
-@dataclass
-class Plan:
-    """What the host program does, in order (see ``gpgpusim_host.cu``)."""
+def render_plan(program: Program) -> tuple[list[str], dict[str, bytes]]:
+    """The plan text of ``program`` (one command per line, ``gpgpusim_host.cu``'s format)
+    and the input files it names. Every launch is synchronized by the driver, so a
+    ``sync`` step needs no line; a ``host`` step cannot run inside a simulated program."""
+    lines: list[str] = []
+    files: dict[str, bytes] = {}
 
-    module: str
-    lines: list[str] = field(default_factory=list)
-    files: dict[str, bytes] = field(default_factory=dict)
-    launches: list[str] = field(default_factory=list)
-    dumps: list[str] = field(default_factory=list)
+    def input_file(payload: bytes) -> str:
+        name = f"in_{len(files)}.bin"
+        files[name] = payload
+        return name
 
-    def buf(self, name: str, nbytes: int) -> Plan:
-        """A zeroed device buffer."""
-        self.lines.append(f"buf {name} {int(nbytes)}")
-        return self
-
-    def chain(self, name: str, stride: int, nxt: np.ndarray) -> Plan:
-        """Node i at byte i*stride holds the device address of node ``nxt[i]``."""
-        fname = f"in_{len(self.files)}.bin"
-        self.files[fname] = np.ascontiguousarray(nxt, dtype="<i8").tobytes()
-        self.lines.append(f"chain {name} {int(stride)} {fname}")
-        return self
-
-    def data(self, name: str, values: np.ndarray) -> Plan:
-        """Copy ``values`` (any dtype, little endian) into the buffer."""
-        fname = f"in_{len(self.files)}.bin"
-        self.files[fname] = np.ascontiguousarray(values).tobytes()
-        self.lines.append(f"u32s {name} {fname}")
-        return self
-
-    def fill32(self, name: str, value: int) -> Plan:
-        """Every 32-bit word of the buffer = ``value``."""
-        self.lines.append(f"fill32 {name} {int(value) & 0xFFFFFFFF}")
-        return self
-
-    def launch(
-        self,
-        kernel: str,
-        grid: int | Sequence[int],
-        block: int | Sequence[int],
-        args: Sequence[tuple[str, Any]],
-        smem: int = 0,
-    ) -> int:
-        """Launch ``kernel``; returns the launch's index in this plan."""
-        g = [*(grid if isinstance(grid, Sequence) else [grid]), 1, 1][:3]
-        b = [*(block if isinstance(block, Sequence) else [block]), 1, 1][:3]
-        parts = ["launch", kernel, *map(str, g), *map(str, b), str(int(smem))]
-        parts += [_arg(kind, value) for kind, value in args]
-        self.lines.append(" ".join(parts))
-        self.launches.append(kernel)
-        return len(self.launches) - 1
-
-    def dump(self, name: str) -> Plan:
-        """Read the buffer back after everything before it ran."""
-        self.lines.append(f"dump {name} out_{name}.bin")
-        self.dumps.append(name)
-        return self
+    for step in program.steps:
+        if isinstance(step, Alloc):
+            lines.append(f"buf {step.name} {step.nbytes}")
+        elif isinstance(step, Upload | Iota):
+            values = step.values if isinstance(step, Upload) else step.values()
+            lines.append(f"buf {step.name} {values.nbytes}")
+            lines.append(f"u32s {step.name} {input_file(values.tobytes())}")
+        elif isinstance(step, Chain):
+            lines.append(f"buf {step.name} {step.nbytes}")
+            lines.append(f"chain {step.name} {step.stride} {input_file(step.next.tobytes())}")
+        elif isinstance(step, Fill32):
+            lines.append(f"fill32 {step.name} {step.value}")
+        elif isinstance(step, Launch):
+            parts = ["launch", step.kernel, *map(str, step.grid), *map(str, step.block)]
+            parts += [str(step.smem), *(_arg(kind, value) for kind, value in step.args)]
+            lines.append(" ".join(parts))
+        elif isinstance(step, Read):
+            lines.append(f"dump {step.name} out_{step.name}.bin")
+        elif isinstance(step, Host):
+            raise HilsimError(f"{program.module}: a host step cannot run in a simulated program")
+        elif not isinstance(step, Sync):
+            raise HilsimError(f"{program.module}: unknown program step {step!r}")
+    return lines, files
 
 
 @dataclass
 class PlanResult:
-    """A finished plan: buffers read back and the simulator's per-kernel cycles."""
+    """A finished plan: buffers read back and the simulator's per-launch cycles (a
+    :class:`~hilsim.microbench.program.RunResult`)."""
 
     dumps: dict[str, bytes]
     kernel_cycles: list[float]
     total_cycles: float
     wall_s: float
     log_path: Path
+    uploads: dict[str, bytes] = field(default_factory=dict)
+    ms: dict[int, float] = field(default_factory=dict)
+    batch: dict[int, int] = field(default_factory=dict)
+    roundtrip_ns: dict[int, int] = field(default_factory=dict)
+    host: list[Any] = field(default_factory=list)
 
     def array(self, name: str, dtype: Any) -> np.ndarray:
         """A dumped buffer as a numpy array."""
         return np.frombuffer(self.dumps[name], dtype=dtype)
 
+    def buffer(self, name: str, dtype: Any) -> np.ndarray:
+        """A dumped buffer, or an input buffer that was not dumped: its uploaded data."""
+        if name in self.dumps:
+            return self.array(name, dtype)
+        return np.frombuffer(self.uploads[name], dtype=dtype)
+
+    def address(self, name: str) -> int | None:
+        """Unknown: the driver does not report buffer addresses."""
+        return None
+
+    @property
+    def xp(self) -> Any:
+        """numpy (what was read back)."""
+        return np
+
+
+def _uploads(program: Program) -> dict[str, bytes]:
+    out: dict[str, bytes] = {}
+    for step in program.steps:
+        if isinstance(step, Upload):
+            out[step.name] = step.values.tobytes()
+        elif isinstance(step, Iota):
+            out[step.name] = step.values().tobytes()
+    return out
+
 
 def run_plan(
-    plan: Plan,
+    plan: Program,
     card: Any,
     *,
     options: Mapping[str, Any] | None = None,
@@ -270,9 +294,7 @@ def run_plan(
     simulator's statistics in the log). The run folder is temporary unless
     ``keep_dir`` is given. A simulator failure is one :class:`HilsimError` line.
     """
-    from hilsim.simmodel.gpgpusim.run import run_program  # noqa: PLC0415
-    from hilsim.simmodel.simlog import parse_simlog  # noqa: PLC0415
-
+    lines, files = render_plan(plan)
     cfg = card.with_options(options)
     prog = compiled_program(plan.module, card_arch(cfg))
     tmp = None
@@ -285,15 +307,15 @@ def run_plan(
         tmp = tempfile.mkdtemp(prefix="hilsim-sim-")
         run_dir = Path(tmp)
     try:
-        for fname, payload in plan.files.items():
+        for fname, payload in files.items():
             (run_dir / fname).write_bytes(payload)
-        (run_dir / "plan.txt").write_text("\n".join(plan.lines) + "\n")
+        (run_dir / "plan.txt").write_text("\n".join(lines) + "\n")
         run = run_program([prog, "plan.txt"], cfg, run_dir, timeout_s=timeout_s, build=build)
         if "HILSIM_DONE" not in run.stdout:
             raise HilsimError(
                 f"{plan.module} on {cfg.name}: plan did not finish: log {run.log_path}"
             )
-        dumps = {name: (run_dir / f"out_{name}.bin").read_bytes() for name in plan.dumps}
+        dumps = {name: (run_dir / f"out_{name}.bin").read_bytes() for name in plan.reads}
         cycles: list[float] = []
         total = 0.0
         if plan.launches:
@@ -320,7 +342,7 @@ def run_plan(
         tmp = None  # a failed run keeps its folder: the error names its log
         raise
     else:
-        return PlanResult(dumps, cycles, total, run.wall_s, log_path)
+        return PlanResult(dumps, cycles, total, run.wall_s, log_path, _uploads(plan))
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)

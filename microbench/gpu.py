@@ -1,19 +1,16 @@
-"""GPU plumbing shared by the families: lazy CuPy, compiled modules, timing, device facts.
+"""A CUDA GPU's facts: the lazy CuPy import, device properties, NVML clocks, the pip extra.
 
-Nothing here imports CuPy or pynvml at module import time (``import microbench`` works
-on a machine without a CUDA driver); :func:`require_cupy` does, and turns any failure
-into one :class:`~hilsim.core.errors.HilsimError` line.
+Nothing here imports CuPy or pynvml at module import time (``import hilsim.microbench``
+works on a machine without a CUDA driver); :func:`require_cupy` does, and turns any
+failure into one :class:`~hilsim.core.errors.HilsimError` line. The device the suite
+measures on is :class:`hilsim.microbench.cupy_device.CupyDevice`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
-
-import numpy as np
 
 from hilsim.core.errors import HilsimError
 
@@ -22,13 +19,14 @@ from hilsim.core.errors import HilsimError
 NVRTC_OPTIONS: tuple[str, ...] = ("--std=c++14",)
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (its type name when it has none)."""
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0]
 
 
 def gpu_extra_for(compute_capability: str | None, driver_cuda_major: int | None = None) -> str:
-    """The pip extra that fits a GPU: by compute capability first (review S1-5).
+    """The pip extra that fits a GPU: by compute capability first, then by driver.
 
     CUDA 13 (``cupy-cuda13x``, its NVRTC) dropped sm_70/72 and older: a V100 on an R580
     driver reports CUDA 13 in nvidia-smi but needs ``gpu-cuda12`` (a CUDA 12 runtime runs
@@ -56,13 +54,13 @@ def require_cupy() -> Any:
         import cupy  # noqa: PLC0415  (lazy by design: no CUDA needed to import hilsim)
     except Exception as exc:  # ImportError, or a CUDA library failing to load
         raise HilsimError(
-            f"no CUDA GPU/driver found: cupy is not importable ({_first_line(exc)}); "
+            f"no CUDA GPU/driver found: cupy is not importable ({first_line(exc)}); "
             + EXTRA_HINT
         ) from None
     try:
         count = int(cupy.cuda.runtime.getDeviceCount())
     except Exception as exc:
-        raise HilsimError(f"no CUDA GPU/driver found: {_first_line(exc)}") from None
+        raise HilsimError(f"no CUDA GPU/driver found: {first_line(exc)}") from None
     if count < 1:
         raise HilsimError("no CUDA GPU/driver found: the CUDA runtime reports 0 devices")
     return cupy
@@ -109,7 +107,7 @@ def _nvml_facts(pci_bus_id: str | None, device: int) -> dict[str, Any]:
     try:
         pynvml.nvmlInit()
     except Exception as exc:
-        return {"nvml_error": _first_line(exc)}
+        return {"nvml_error": first_line(exc)}
     try:
         handle = nvml_handle(pynvml, pci_bus_id, device)
         sm, mem = pynvml.NVML_CLOCK_SM, pynvml.NVML_CLOCK_MEM
@@ -225,133 +223,3 @@ def device_facts(device: int = 0) -> dict[str, Any]:
         facts.get("max_mem_clock_mhz"), facts.get("memory_bus_width_bits")
     )
     return facts
-
-
-@dataclass
-class Context:
-    """What every benchmark needs: CuPy, the device, its facts and compiled modules."""
-
-    cp: Any
-    device: int
-    facts: dict[str, Any]
-    seed: int = 0
-    sm_clock_mhz_measured: float | None = None
-    _modules: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def sm_count(self) -> int:
-        """Number of SMs."""
-        return int(self.facts["sm_count"])
-
-    @property
-    def cc(self) -> tuple[int, int]:
-        """Compute capability (major, minor)."""
-        return int(self.facts.get("cc_major", 0)), int(self.facts.get("cc_minor", 0))
-
-    @property
-    def threads_per_sm(self) -> int:
-        """Resident threads per SM (2048 on sm_70/80/90, 1024 on sm_75, 1536 on sm_86)."""
-        return int(self.facts.get("max_threads_per_sm") or 1024)
-
-    def sm_clock_mhz(self) -> tuple[float | None, str]:
-        """SM clock for cycle conversions and where it came from."""
-        if self.sm_clock_mhz_measured:
-            return self.sm_clock_mhz_measured, "measured (clock.sm_clock)"
-        if self.facts.get("max_sm_clock_mhz"):
-            return float(self.facts["max_sm_clock_mhz"]), "max SM clock (NVML/properties)"
-        return None, "unknown"
-
-    def module(self, name: str) -> Any:
-        """The compiled CuPy ``RawModule`` for source ``name`` (see ``sources.py``)."""
-        if name not in self._modules:
-            from hilsim.microbench.sources import all_sources  # noqa: PLC0415
-
-            code = all_sources()[name]
-            self._modules[name] = self.cp.RawModule(code=code, options=NVRTC_OPTIONS)
-        return self._modules[name]
-
-    def kernel(self, module: str, name: str) -> Any:
-        """A kernel of a compiled module (compiles on first use; one line on failure)."""
-        try:
-            return self.module(module).get_function(name)
-        except Exception as exc:
-            hint = ""
-            runtime = int(self.facts.get("cuda_runtime_version") or 0)
-            if self.cc < (7, 5) and runtime >= 13000:
-                hint = f" (CUDA 13 cannot compile for sm_{self.cc[0]}{self.cc[1]}: {EXTRA_HINT})"
-            raise HilsimError(
-                f"compiling {module}:{name} failed: {_first_line(exc)}{hint}"
-            ) from None
-
-    def time_ms(self, launch: Callable[[], None]) -> float:
-        """GPU time of ``launch()`` on the current stream, by CUDA events (ms)."""
-        cp = self.cp
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        launch()
-        stop.record()
-        stop.synchronize()
-        return float(cp.cuda.get_elapsed_time(start, stop))
-
-    def time_batch_ms(
-        self,
-        launch: Callable[[], None],
-        reset: Callable[[], None] | None = None,
-        min_ms: float = 10.0,
-        min_launches: int = 4,
-        max_launches: int = 256,
-    ) -> tuple[float, int]:
-        """GPU time per launch of ``k`` back-to-back launches between one event pair (ms, k).
-
-        ``reset`` (fills, zeroing) runs before the events, never inside them; ``k`` is
-        chosen from one timed launch so the window lasts >= ``min_ms`` (the first launch's
-        Python gap and the last launch's dirty lines still in L2 then weigh < 1/k; review
-        S2-2, S2-3). Accumulating kernels see ``k`` launches after the last ``reset``.
-        """
-        if reset is not None:
-            reset()
-        one = self.time_ms(launch)
-        k = int(min(max_launches, max(min_launches, math.ceil(min_ms / max(one, 1e-4)))))
-        if reset is not None:
-            reset()
-
-        def batch() -> None:
-            for _ in range(k):
-                launch()
-
-        return self.time_ms(batch) / k, k
-
-    def rng(self, salt: int) -> np.random.Generator:
-        """A deterministic generator per benchmark."""
-        return np.random.default_rng([self.seed, salt])
-
-    def free_bytes(self) -> int:
-        """Free device memory now (after CuPy's pool has released what it holds)."""
-        self.cp.get_default_memory_pool().free_all_blocks()
-        free, _total = self.cp.cuda.runtime.memGetInfo()
-        return int(free)
-
-
-def per_sm_rate(records: np.ndarray, work_per_block: float) -> tuple[float, int]:
-    """Work per SM clock from per-block ``(smid, clock64 start, clock64 end)`` records.
-
-    ``clock64`` is a per-SM counter, so spans are only comparable within one SM: for
-    every SM the blocks it ran are grouped, and the SM's rate is their total work over
-    ``max(end) - min(start)``. Returns (median rate over SMs, number of SMs seen).
-    Robust to the block scheduler putting several blocks (or none) on an SM.
-    """
-    rec = np.asarray(records, dtype=np.int64).reshape(-1, 3)
-    rates = []
-    for sm in np.unique(rec[:, 0]):
-        rows = rec[rec[:, 0] == sm]
-        span = int(rows[:, 2].max() - rows[:, 1].min())
-        if span > 0:
-            rates.append(work_per_block * len(rows) / span)
-    if not rates:
-        return math.nan, 0
-    return float(np.median(rates)), len(rates)
-
-
-def to_u64(value: int) -> np.uint64:
-    """A Python int as a wrapped ``uint64`` kernel argument."""
-    return np.uint64(value % (1 << 64))

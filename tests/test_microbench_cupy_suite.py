@@ -1,0 +1,100 @@
+"""The whole CuPy suite on a numpy stand-in for CuPy (``tests/fake_cupy.py``): every family
+runs through :class:`~hilsim.microbench.cupy_device.CupyDevice`, validates what the
+emulated kernels return, and writes the measurements (names, units, param keys, in order)
+of the suite's real H100 run (``tests/data/silicon/H100/microbench.json``). Both devices
+implement the :class:`~hilsim.microbench.device.Device` protocol."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hilsim.microbench import runner
+from hilsim.microbench.cupy_device import CupyDevice
+from hilsim.microbench.device import FEATURES, Device, Setup
+from hilsim.microbench.program import Program
+from hilsim.simmodel.gpgpusim.cards import card_config
+from hilsim.simmodel.gpgpusim.simdevice import GpgpusimDevice
+
+from tests.fake_cupy import FACTS, FakeCupy
+
+H100 = Path(__file__).parent / "data" / "silicon" / "H100" / "microbench.json"
+QV100 = Path(__file__).parent / "data" / "accelsim" / "SM7_QV100.gpgpusim.config"
+
+
+@pytest.fixture()
+def fake(monkeypatch) -> FakeCupy:
+    cp = FakeCupy()
+    monkeypatch.setitem(sys.modules, "cupy", cp)
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    host = [0]
+
+    def perf_counter_ns() -> int:  # a host that queues a launch per microsecond
+        host[0] += 1000
+        return host[0]
+
+    monkeypatch.setattr(time, "perf_counter_ns", perf_counter_ns)
+    monkeypatch.setattr(time, "perf_counter", lambda: perf_counter_ns() / 1e9)
+    monkeypatch.setattr(time, "sleep", lambda s: None)
+    return cp
+
+
+def test_suite_writes_what_the_h100_run_wrote(fake: FakeCupy) -> None:
+    got = runner.run_suite(None, progress=False, facts=dict(FACTS))
+    silicon = json.loads(H100.read_text())["measurements"]
+    assert [m.name for m in got] == [m["name"] for m in silicon]
+    for m, s in zip(got, silicon, strict=True):
+        assert m.unit == s["unit"] and list(m.params) == list(s["params"]), m.name
+    # the stand-in's kernels answer as the families expect (its stride curve is flat)
+    assert [m.name for m in got if not m.valid] == ["l1_sector_bytes"]
+    by_name = {m.name: m for m in got}
+    assert by_name["l1_hit_latency"].value == 30.0
+    assert by_name["dram_latency"].value == 500.0
+    assert by_name["l1_capacity_bytes"].value == 256 << 10
+    assert by_name["sm_clock_mhz"].value == 1755.0
+    assert by_name["l2_bandwidth"].params["sm_clock_mhz"] == 1755.0  # measured, then used
+    kernels = {k[0] for k in fake.launches}
+    assert {"spin_kernel", "empty_kernel", "chase_ca", "chase_cg", "chase_shared", "l1_read",
+            "shared_read", "grid_read_ca", "grid_read_cg", "grid_copy", "tput_fp16x2",
+            "lat_int32", "mma_tput", "mma_lat", "atomic_lat", "atomic_tput",
+            "clock_probe"} <= kernels
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bandwidth.dram picks grid_write by name.endswith('write'), which no name "
+    "('dram_write_bandwidth') satisfies: the write figure times grid_copy and counts the "
+    "bytes once (the H100 file's 1394 GB/s is half its copy figure, 2795 GB/s)",
+)
+def test_dram_write_bandwidth_launches_grid_write(fake: FakeCupy) -> None:
+    got = runner.run_suite(["bandwidth"], progress=False, facts=dict(FACTS))
+    assert "dram_write_bandwidth" in {m.name for m in got}
+    assert "grid_write" in {k[0] for k in fake.launches}
+
+
+def test_batch_timing_keeps_resets_outside_the_window(fake: FakeCupy) -> None:
+    device = CupyDevice(cp=fake, device=0, facts=dict(FACTS))
+    program = Program("atomics.atomic").buf("data", 4)
+    index = program.launch("atomic_tput", 1, 32, [("buf", "data"), ("i32", 4), ("i32", 1)],
+                           timing="batch", reset=["data"])
+    program.read("data")
+    res = device.run("atomics", program, Setup.SM_SLICE)
+    k = res.batch[index]
+    assert k == 10 and res.ms[index] == pytest.approx(1.0)  # >= 10 ms of 1 ms launches
+    assert int(res.array("data", np.uint32)[0]) == k * 32 * 4  # reset before the window
+    assert len(fake.launches) == 1 + k
+
+
+def test_both_devices_implement_the_protocol() -> None:
+    gpu = CupyDevice(cp=FakeCupy(), device=0, facts=dict(FACTS))
+    sim = GpgpusimDevice(card_config(QV100))
+    members = [m for m in Device.__dict__ if not m.startswith("_")]
+    for device in (gpu, sim):
+        missing = [m for m in members if not hasattr(device, m)]
+        assert not missing, (type(device).__name__, missing)
+    assert all(gpu.supports(f) for f in FEATURES) and not gpu.simulated
+    assert sim.simulated and set(sim.unsupported) <= set(FEATURES)
