@@ -402,17 +402,19 @@ def dram(device: Device) -> list[Measurement]:
     grid, block = _grid_dims(device)
     n_vec = max(grid * block, n_bytes // 2 // 16)
     value = 0x5A5A5A5A
-    for name, factor in (("dram_write_bandwidth", 1), ("dram_copy_bandwidth", 2)):
+    # (measurement, kernel, bytes moved per byte of the destination)
+    for name, kernel, factor in (("dram_write_bandwidth", "grid_write", 1),
+                                 ("dram_copy_bandwidth", "grid_copy", 2)):
         failures: list[str] = []
         program = Program("bandwidth.grid").buf("dst", 16 * n_vec)
-        writes = name.endswith("write")
+        writes = kernel == "grid_write"
         if writes:
             args = [("buf", "dst"), ("i64", n_vec), ("u32", value)]
-            program.launch("grid_write", grid, block, args, timing="batch")
+            program.launch(kernel, grid, block, args, timing="batch")
         else:
             program.iota("src", 4 * n_vec)
             args = [("buf", "src"), ("buf", "dst"), ("i64", n_vec)]
-            program.launch("grid_copy", grid, block, args, timing="batch")
+            program.launch(kernel, grid, block, args, timing="batch")
         device.run(name, program, Setup.MEMORY_SLICE, timed=False)
 
         def once(name: str = name, program: Program = program, factor: int = factor,
@@ -431,6 +433,7 @@ def dram(device: Device) -> list[Measurement]:
 
         stab = device.sample(once, 10, 0.05, 3)
         params = {
+            "kernel": kernel,
             "footprint_bytes": n_vec * 16,
             "bytes_counted": "read + write" if factor == 2 else "written",
             "grid": grid,
