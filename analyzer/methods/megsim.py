@@ -1,10 +1,10 @@
 """MEGsim: representative regions (frames, iterations) by k-means + BIC.
 
 After Ortiz, Corbalán-Navarro, Aragón and González, "MEGsim: A Novel
-Methodology for Efficient Simulation of Graphics Workloads in GPUs"
-(``shared/papers/002``). MEGsim picks a few representative *frames* of a video
-sequence; hilsim applies the same procedure to any repeated unit a profile
-marks with NVTX ranges (a training iteration, an inference request, a frame).
+Methodology for Efficient Simulation of Graphics Workloads in GPUs". MEGsim
+picks a few representative *frames* of a video sequence; hilsim applies the
+same procedure to any repeated unit a profile marks with NVTX ranges (a training
+iteration, an inference request, a frame).
 
 The procedure (paper section III):
 
@@ -114,6 +114,17 @@ import numpy as np
 import pandas as pd
 from hilsim.analyzer.methods import register
 from hilsim.analyzer.methods.base import Method, source_facts
+from hilsim.analyzer.methods.params import (
+    SEED,
+    Constraints,
+    Interval,
+    InvalidParameter,
+    Names,
+    Options,
+    Regex,
+    StrMapping,
+    check_params,
+)
 
 from hilsim.core.bundle import Bundle
 from hilsim.core.errors import HilsimError
@@ -130,6 +141,16 @@ OUTSIDE: tuple[str, ...] = ("simulate", "drop", "error")
 KERNELS_GROUP = "kernels"
 #: ``sigma^2`` floor, relative to its K = 1 value (keeps a perfect fit's BIC finite).
 SIGMA2_FLOOR = 1e-12
+#: the launch columns that place a launch in a region instance (module doc)
+REGION_LAUNCH_COLUMNS: tuple[str, ...] = ("region", "region_id", "start_ns")
+#: constraints of the k-means + BIC search, shared by bundles and frame tables
+SEARCH_CONSTRAINTS: dict[str, Constraints] = {
+    "threshold": [Interval(float, 0, 1)],
+    "k_max": [Interval(int, 1, None)],
+    "n_init": [Interval(int, 1, None)],
+    "patience": [Interval(int, 1, None)],
+    "seed": [SEED],
+}
 _FRAME_ID_COLUMNS = ("frame", "frame_id", "frame_idx", "frame_index")
 _GROUP_PREFIX = re.compile(r"^(vs|fs|prim)(?:[_:.]|$)", re.IGNORECASE)
 
@@ -432,7 +453,12 @@ def megsim_frames(
     groups follow the naming convention of the module doc; VS/FS/PRIM groups get
     MEGsim's 0.108/0.745/0.147 unless ``group_weights`` says otherwise.
     """
-    _check_search(threshold, k_max, n_init, seed, patience)
+    check_params(
+        "megsim",
+        SEARCH_CONSTRAINTS,
+        {"threshold": threshold, "k_max": k_max, "n_init": n_init, "seed": seed,
+         "patience": patience},
+    )
     if "frame" not in table.columns:
         raise HilsimError("megsim: the frame table has no 'frame' column (use read_frame_table)")
     names = [c for c in table.columns if c != "frame"] if columns is None else list(columns)
@@ -699,27 +725,6 @@ def _instructions(bundle: Bundle, rows: np.ndarray) -> tuple[np.ndarray | None, 
     return values, ""
 
 
-def _int_param(name: str, value: Any, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise HilsimError(f"megsim: {name} must be an integer >= {low}, got {value!r}")
-    return int(value)
-
-
-def _check_search(threshold: Any, k_max: Any, n_init: Any, seed: Any, patience: Any) -> None:
-    try:
-        ok = 0.0 <= float(threshold) <= 1.0
-    except (TypeError, ValueError):
-        ok = False
-    if isinstance(threshold, bool) or not ok:
-        raise HilsimError(f"megsim: threshold must be in [0, 1], got {threshold!r}")
-    _int_param("k_max", k_max, 1)
-    _int_param("n_init", n_init, 1)
-    _int_param("seed", seed, 0)
-    _int_param("patience", patience, 1)
-    if int(seed) >= 2**32:
-        raise HilsimError(f"megsim: seed must be below 2**32, got {seed!r}")
-
-
 @register
 class MEGsim(Method):
     """MEGsim (section III) over NVTX regions: k-means + BIC, closest-to-centroid regions.
@@ -744,6 +749,17 @@ class MEGsim(Method):
     name: ClassVar[str] = "megsim"
     needs: ClassVar[tuple[str, ...]] = ("durations", "regions")
     stochastic: ClassVar[bool] = True
+    launch_columns: ClassVar[tuple[str, ...] | None] = REGION_LAUNCH_COLUMNS
+    parameter_constraints: ClassVar[dict[str, Constraints]] = {
+        "region_depth": [Interval(int, 0, None), None],
+        "region_pattern": [Regex(), None],
+        "min_regions": [Interval(int, 1, None)],
+        "weight": [Options(*WEIGHTS)],
+        "scalars": [Names("launch or metric column name", single=True, empty=True)],
+        "group_weights": [StrMapping("a mapping group -> weight"), None],
+        **SEARCH_CONSTRAINTS,
+        "outside": [Options(*OUTSIDE)],
+    }
 
     def __init__(
         self,
@@ -760,55 +776,16 @@ class MEGsim(Method):
         seed: int = 0,
         outside: str = "simulate",
     ) -> None:
-        _check_search(threshold, k_max, n_init, seed, patience)
-        self.region_depth = (
-            None if region_depth is None else _int_param("region_depth", region_depth, 0)
-        )
-        if region_pattern is not None:
-            try:
-                re.compile(str(region_pattern))
-            except re.error as exc:
-                raise HilsimError(f"megsim: region_pattern is not a regex ({exc})") from exc
-            region_pattern = str(region_pattern)
-        self.region_pattern = region_pattern
-        self.min_regions = _int_param("min_regions", min_regions, 1)
-        if weight not in WEIGHTS:
-            raise HilsimError(f"megsim: weight must be one of {', '.join(WEIGHTS)}, got {weight!r}")
-        self.weight = str(weight)
-        if isinstance(scalars, str):
-            scalars = [scalars]
-        self.scalars = [str(s) for s in scalars] if scalars else []
+        self.init_params(locals())
         if KERNELS_GROUP in self.scalars:
-            raise HilsimError(f"megsim: {KERNELS_GROUP!r} is reserved for the kernel vector")
-        if group_weights is not None and not isinstance(group_weights, dict):
-            raise HilsimError("megsim: group_weights must be a mapping group -> weight")
-        self.group_weights = None if group_weights is None else dict(group_weights)
-        self.threshold = float(threshold)
-        self.k_max = int(k_max)
-        self.n_init = int(n_init)
-        self.patience = int(patience)
-        self.seed = int(seed)
-        if outside not in OUTSIDE:
-            raise HilsimError(
-                f"megsim: outside must be one of {', '.join(OUTSIDE)}, got {outside!r}"
+            raise InvalidParameter(
+                self.name,
+                "scalars",
+                f"scalars must not name {KERNELS_GROUP!r} (the kernel vector's group), "
+                f"got {scalars!r}",
             )
-        self.outside = str(outside)
-
-    def params(self) -> dict[str, Any]:
-        return {
-            "region_depth": self.region_depth,
-            "region_pattern": self.region_pattern,
-            "min_regions": self.min_regions,
-            "weight": self.weight,
-            "scalars": list(self.scalars),
-            "group_weights": None if self.group_weights is None else dict(self.group_weights),
-            "threshold": self.threshold,
-            "k_max": self.k_max,
-            "n_init": self.n_init,
-            "patience": self.patience,
-            "seed": self.seed,
-            "outside": self.outside,
-        }
+        # the region columns and any scalar that is a launch column
+        self.launch_columns = (*REGION_LAUNCH_COLUMNS, *self.scalars)  # type: ignore[misc]
 
     def plan(self, bundle: Bundle) -> Plan:
         """Select regions, build and normalise their vectors, cluster, expand to launches."""
