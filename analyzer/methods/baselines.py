@@ -24,12 +24,11 @@ import numpy as np
 from hilsim.analyzer.methods import register
 from hilsim.analyzer.methods.base import Method, source_facts
 from hilsim.analyzer.methods.params import SEED, Constraints, Interval, InvalidParameter
+from hilsim.analyzer.methods.support import INSTRUCTIONS
 
 from hilsim.core.bundle import Bundle
 from hilsim.core.errors import HilsimError
 from hilsim.core.plan import Plan, samples_frame
-
-INSTRUCTIONS = "smsp__inst_executed.sum"
 
 
 @register

@@ -99,12 +99,12 @@ from hilsim.analyzer.methods.params import (
     Regex,
     StrMapping,
 )
+from hilsim.analyzer.methods.support import INSTRUCTIONS
 
 from hilsim.core.bundle import Bundle
 from hilsim.core.errors import HilsimError
 from hilsim.core.plan import Plan, members_by_launch, samples_frame
 
-INSTRUCTIONS = "smsp__inst_executed.sum"
 WEIGHTS: tuple[str, ...] = ("auto", "instructions", "duration", "count")
 OUTSIDE: tuple[str, ...] = ("simulate", "drop", "error")
 KERNELS_GROUP = "kernels"

@@ -78,6 +78,7 @@ from hilsim.analyzer.methods.params import (
     Text,
 )
 from hilsim.analyzer.methods.support import (
+    INSTRUCTIONS,
     aligned_metric,
     aligned_metrics,
     cluster_moments,
@@ -91,7 +92,6 @@ from hilsim.core.bundle import Bundle
 from hilsim.core.errors import HilsimError
 from hilsim.core.plan import Plan, members_by_launch, samples_frame
 
-INSTRUCTIONS = "smsp__inst_executed.sum"
 #: metric names containing this and ending in ``.sum`` are instruction-mix counts.
 SIGNATURE_MARK = "inst_executed_op_"
 #: PCA is fitted on at most this many (seeded) rows, then applied to all.

@@ -60,7 +60,7 @@ import pandas as pd
 from hilsim.analyzer.methods import register
 from hilsim.analyzer.methods.base import Method, source_facts
 from hilsim.analyzer.methods.params import BOOLEAN, SEED, Constraints, Interval, Options
-from hilsim.analyzer.methods.support import relative_error
+from hilsim.analyzer.methods.support import ordered_launches, relative_error
 
 from hilsim.core.bundle import Bundle
 from hilsim.core.errors import HilsimError
@@ -171,12 +171,8 @@ class PKA(Method):
     # ------------------------------------------------------------------ plan
     def plan(self, bundle: Bundle) -> Plan:
         """Run PKS (and, with ``detailed_first``, two-level labelling) on ``bundle``."""
-        launches = bundle.launches
-        if not launches["launch_id"].is_monotonic_increasing:
-            launches = launches.sort_values("launch_id", kind="stable").reset_index(drop=True)
+        launches = ordered_launches(bundle, "pka")
         n = len(launches)
-        if n == 0:
-            raise HilsimError("pka: the bundle has no launches")
         launch_ids = launches["launch_id"].to_numpy(dtype=np.int64)
         detailed_rows, metrics = self._detailed_rows(bundle, launches, launch_ids)
         notes: list[str] = []

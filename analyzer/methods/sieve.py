@@ -70,6 +70,7 @@ from hilsim.analyzer.methods.params import (
     Text,
 )
 from hilsim.analyzer.methods.support import (
+    INSTRUCTIONS,
     aligned_metric,
     cluster_moments,
     launch_threads,
@@ -81,7 +82,6 @@ from hilsim.core.bundle import Bundle
 from hilsim.core.plan import Plan, members_by_launch, samples_frame
 from hilsim.core.schema import LAUNCH_CONFIG_COLUMNS
 
-INSTRUCTIONS = "smsp__inst_executed.sum"
 #: a KDE sub-stratum whose CoV stays above this is split once more (STEM-AE Sieve).
 RESPLIT_COV = 0.5
 #: grid points of the density estimate.

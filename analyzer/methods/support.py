@@ -17,6 +17,10 @@ import pandas as pd
 from hilsim.core.bundle import Bundle
 from hilsim.core.errors import HilsimError
 
+#: each launch's executed warp instructions (Nsight Compute): what Sieve stratifies
+#: on, Photon's IPC projection, MEGsim's vector entries and first-n's prefix count
+INSTRUCTIONS = "smsp__inst_executed.sum"
+
 
 def ordered_launches(bundle: Bundle, method: str) -> pd.DataFrame:
     """The launch table in ``launch_id`` order; one-line error when it is empty."""
