@@ -262,11 +262,6 @@ class Names(Constraint):
             return f"a {self.item} or a list of them"
         return f"a {'' if self.empty else 'non-empty '}list of {self.item}s"
 
-    def reason(self, value: Any) -> str | None:
-        if isinstance(value, list | tuple) and not value and not self.empty:
-            return "is empty"
-        return None
-
 
 class StrMapping(Constraint):
     """A mapping from texts to numbers (``what`` names it in messages); stored as a dict."""
@@ -286,7 +281,8 @@ class StrMapping(Constraint):
 
 #: ``True`` or ``False``
 BOOLEAN = Boolean()
-#: the random state of a stochastic method: numpy's and scikit-learn's seeds are 32-bit
+#: the random state of a method: one rule for every method, the range scikit-learn's
+#: ``random_state`` accepts (numpy's generators are seeded with the same integer)
 SEED = Interval(int, 0, 2**32, closed="left", text="an integer in [0, 2**32)")
 
 
@@ -309,7 +305,7 @@ def check_value(
         why = rule.reason(value) if rule is not None else None
         if why is not None:
             raise InvalidParameter(method, name, f"{name} {why}")
-    allowed = " or ".join(rule.describe() if rule is not None else "None" for rule in rules)
+    allowed = describe_constraints(rules)
     raise InvalidParameter(method, name, f"{name} must be {allowed}, got {value!r}")
 
 
