@@ -18,6 +18,7 @@ grouping by kernel name.
 from __future__ import annotations
 
 import numpy as np
+from hilsim.analyzer import methods
 
 from hilsim.core.bundle import Bundle
 from hilsim.core.errors import HilsimError
@@ -48,8 +49,6 @@ def cluster_members(plan: Plan, bundle: Bundle) -> tuple[np.ndarray | None, str]
     members = plan.cluster_of_launches()
     if members is not None and len(members) == n:
         return members, "cluster members as the method assigned them"
-    from hilsim.analyzer import methods
-
     try:
         rerun = methods.create(plan.method, **plan.params).plan(bundle)
     except HilsimError as exc:

@@ -17,15 +17,13 @@ import pytest
 from hilsim.analyzer import methods
 from hilsim.analyzer.evaluate import score_plan
 from hilsim.analyzer.importers.nsys_sqlite import bundle_from_nsys_sqlite
-from hilsim.analyzer.methods.megsim import (
+from hilsim.analyzer.methods.megsim import MEGsim
+from hilsim.analyzer.methods.megsim_frames import column_groups, megsim_frames, read_frame_table
+from hilsim.analyzer.methods.megsim_math import (
     MEGSIM_GROUP_WEIGHTS,
-    MEGsim,
     bic_score,
-    column_groups,
     group_normalise,
     megsim_cluster,
-    megsim_frames,
-    read_frame_table,
 )
 
 from hilsim.core.bundle import Bundle

@@ -6,12 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from hilsim.analyzer.evaluate import evaluate_method
-from hilsim.analyzer.methods.stem import (
-    STEM,
-    _cost_and_variance,
-    kkt_sample_sizes,
-    z_score,
-)
+from hilsim.analyzer.methods.stem import STEM
+from hilsim.analyzer.methods.stem_math import cost_and_variance, kkt_sample_sizes, z_score
 from hilsim.analyzer.tablecache import TableCache
 
 from hilsim.core.errors import HilsimError
@@ -183,12 +179,12 @@ def test_reference_stop_rule_gives_its_twelve_clusters_on_casio(casio_bundle) ->
     assert len(STEM(stop="eq7", refine="none").plan(casio_bundle).clusters) == 13
 
 
-def test_balanced_refine_beats_root_in_cost_and_variance(casio_bundle) -> None:
+def test_balanced_refine_beats_root_incost_and_variance(casio_bundle) -> None:
     """The default plan is no worse than ROOT's in expected sampled time and variance
     (eq. 4), here better in both by the same factor (0.78 on CASIO)."""
     def cost_var(plan):
         c = pd.DataFrame(plan.clusters)
-        return _cost_and_variance(c["size"].to_numpy(), c["mean_ns"].to_numpy(),
+        return cost_and_variance(c["size"].to_numpy(), c["mean_ns"].to_numpy(),
                                   c["std_ns"].to_numpy(), c["draws"].to_numpy(),
                                   c["census"].to_numpy())
 

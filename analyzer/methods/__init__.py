@@ -3,6 +3,8 @@
 Each method lives in its own module and registers itself with :func:`register`.
 The built-in modules are imported only when their method is named (``hilsim plan -m
 stem`` does not pay for scikit-learn), or all at once when every name is asked for.
+:func:`create` checks the parameter names here and their values through the method's
+declared constraints (:mod:`hilsim.analyzer.methods.params`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from importlib import import_module
 from typing import Any
 
 from hilsim.analyzer.methods.base import Method
+from hilsim.analyzer.methods.params import InvalidParameter
 
 from hilsim.core.errors import HilsimError
 
@@ -53,7 +56,8 @@ def get(name: str) -> type[Method]:
 
 
 def create(name: str, **params: Any) -> Method:
-    """Instantiate method ``name`` with ``params`` (validated by the method)."""
+    """Instantiate method ``name`` with ``params``; one-line error for an unknown
+    parameter or a value its constraints refuse."""
     cls = get(name)
     accepted = parameters(cls)
     unknown = [key for key in params if key not in accepted]
@@ -64,6 +68,10 @@ def create(name: str, **params: Any) -> Method:
         )
     try:
         return cls(**params)
+    except InvalidParameter as exc:
+        raise HilsimError(
+            f"method {name!r}: bad parameter value: {exc.detail} (see `hilsim methods {name}`)"
+        ) from exc
     except (TypeError, ValueError) as exc:
         given = ", ".join(f"{k}={v!r}" for k, v in params.items())
         raise HilsimError(f"method {name!r}: bad parameter value ({given}): {exc}") from exc
@@ -72,11 +80,4 @@ def create(name: str, **params: Any) -> Method:
 def parameters(cls: type[Method]) -> dict[str, Any]:
     """The keyword parameters of a method class and their defaults (``inspect.Parameter.empty``
     when there is none), in signature order."""
-    import inspect
-
-    signature = inspect.signature(cls.__init__)
-    return {
-        p.name: p.default
-        for p in signature.parameters.values()
-        if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-    }
+    return cls.parameters()

@@ -18,17 +18,17 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 from hilsim.analyzer.methods import register
 from hilsim.analyzer.methods.base import Method, source_facts
+from hilsim.analyzer.methods.params import SEED, Constraints, Interval, InvalidParameter
+from hilsim.analyzer.methods.support import INSTRUCTIONS
 
 from hilsim.core.bundle import Bundle
 from hilsim.core.errors import HilsimError
 from hilsim.core.plan import Plan, samples_frame
-
-INSTRUCTIONS = "smsp__inst_executed.sum"
 
 
 @register
@@ -49,6 +49,13 @@ class RandomUniform(Method):
     name: ClassVar[str] = "random"
     stochastic: ClassVar[bool] = True
     launch_columns: ClassVar[tuple[str, ...] | None] = ()
+    parameter_constraints: ClassVar[dict[str, Constraints]] = {
+        "fraction": [Interval(float, 0, 1, closed="right")],
+        "seed": [SEED],
+        "min_samples": [Interval(int, 1, None)],
+        "n_samples": [Interval(int, 1, None), None],
+        "budget_ns": [Interval(float, 0, None, closed="neither"), None],
+    }
 
     def __init__(
         self,
@@ -58,28 +65,14 @@ class RandomUniform(Method):
         n_samples: int | None = None,
         budget_ns: float | None = None,
     ) -> None:
-        if not 0 < float(fraction) <= 1:
-            raise HilsimError(f"random: fraction must be in (0, 1], got {fraction}")
+        self.init_params(locals())
         if n_samples is not None and budget_ns is not None:
-            raise HilsimError("random: give n_samples or budget_ns, not both")
-        if n_samples is not None and int(n_samples) < 1:
-            raise HilsimError(f"random: n_samples must be >= 1, got {n_samples}")
-        if budget_ns is not None and not float(budget_ns) > 0:
-            raise HilsimError(f"random: budget_ns must be > 0, got {budget_ns}")
-        self.fraction = float(fraction)
-        self.seed = int(seed)
-        self.min_samples = max(1, int(min_samples))
-        self.n_samples = None if n_samples is None else int(n_samples)
-        self.budget_ns = None if budget_ns is None else float(budget_ns)
-
-    def params(self) -> dict[str, Any]:
-        return {
-            "fraction": self.fraction,
-            "seed": self.seed,
-            "min_samples": self.min_samples,
-            "n_samples": self.n_samples,
-            "budget_ns": self.budget_ns,
-        }
+            raise InvalidParameter(
+                self.name,
+                "budget_ns",
+                f"budget_ns must be None when n_samples is given (give one of them, not "
+                f"both), got {budget_ns!r}",
+            )
 
     def plan(self, bundle: Bundle) -> Plan:
         n = bundle.n_launches
@@ -129,6 +122,11 @@ class FirstN(Method):
 
     name: ClassVar[str] = "first-n"
     launch_columns: ClassVar[tuple[str, ...] | None] = ()
+    parameter_constraints: ClassVar[dict[str, Constraints]] = {
+        "n_launches": [Interval(int, 1, None)],
+        "n_instructions": [Interval(float, 0, None, closed="neither"), None],
+        "budget_ns": [Interval(float, 0, None, closed="neither"), None],
+    }
 
     def __init__(
         self,
@@ -136,20 +134,7 @@ class FirstN(Method):
         n_instructions: float | None = None,
         budget_ns: float | None = None,
     ) -> None:
-        if int(n_launches) < 1:
-            raise HilsimError(f"first-n: n_launches must be >= 1, got {n_launches}")
-        if budget_ns is not None and not float(budget_ns) > 0:
-            raise HilsimError(f"first-n: budget_ns must be > 0, got {budget_ns}")
-        self.n_launches = int(n_launches)
-        self.n_instructions = None if n_instructions is None else float(n_instructions)
-        self.budget_ns = None if budget_ns is None else float(budget_ns)
-
-    def params(self) -> dict[str, Any]:
-        return {
-            "n_launches": self.n_launches,
-            "n_instructions": self.n_instructions,
-            "budget_ns": self.budget_ns,
-        }
+        self.init_params(locals())
 
     def plan(self, bundle: Bundle) -> Plan:
         n = bundle.n_launches

@@ -2,8 +2,9 @@
 
 Everything comes from the code itself (no second copy to keep in step): the paper
 and section from the first paragraph of the method module's docstring, each
-parameter's default from ``__init__``'s signature, its meaning from the
-``Args:`` section of the class docstring (Google style).
+parameter's default from ``__init__``'s signature, the values it accepts from the
+method's ``parameter_constraints``, its meaning from the ``Args:`` section of the
+class docstring (Google style).
 """
 
 from __future__ import annotations
@@ -14,15 +15,17 @@ import sys
 from dataclasses import dataclass
 
 from hilsim.analyzer import methods
+from hilsim.analyzer.methods.params import describe_constraints
 
 
 @dataclass(frozen=True)
 class ParamInfo:
-    """One parameter: name, default (as text), meaning."""
+    """One parameter: name, default (as text), meaning, and the values it accepts."""
 
     name: str
     default: str
     meaning: str
+    accepts: str = ""
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,7 @@ def describe(name: str) -> MethodInfo:
             key,
             "(required)" if default is inspect.Parameter.empty else repr(default),
             meanings.get(key, "").replace("``", "`"),
+            describe_constraints(cls.parameter_constraints.get(key, ())),
         )
         for key, default in methods.parameters(cls).items()
     ]

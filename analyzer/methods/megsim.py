@@ -1,10 +1,10 @@
 """MEGsim: representative regions (frames, iterations) by k-means + BIC.
 
 After Ortiz, Corbalán-Navarro, Aragón and González, "MEGsim: A Novel
-Methodology for Efficient Simulation of Graphics Workloads in GPUs"
-(``shared/papers/002``). MEGsim picks a few representative *frames* of a video
-sequence; hilsim applies the same procedure to any repeated unit a profile
-marks with NVTX ranges (a training iteration, an inference request, a frame).
+Methodology for Efficient Simulation of Graphics Workloads in GPUs". MEGsim
+picks a few representative *frames* of a video sequence; hilsim applies the
+same procedure to any repeated unit a profile marks with NVTX ranges (a training
+iteration, an inference request, a frame).
 
 The procedure (paper section III):
 
@@ -22,31 +22,12 @@ The procedure (paper section III):
 
    plus optional ``scalars`` (launch or metric columns summed per region, one
    group each: hilsim's analogue of PRIM).
-2. **Group normalisation** (III-C). "A per-column normalization is performed by
-   adding all the values within each group of characteristics which are then
-   weighted accordingly": we divide each group's block by the sum of all its
-   values (every region, every column of the group) and multiply it by the
-   group's weight, so each group carries its weight's share of the total mass.
-   MEGsim's weights are 0.108 / 0.745 / 0.147 for VSCV / FSCV / PRIM
-   (:data:`MEGSIM_GROUP_WEIGHTS`; used for frame tables with those groups). For
+2. **Group normalisation** (III-C), 3. **similarity** (III-D, Euclidean),
+4. **clustering** (III-E, k-means, the member closest to the centroid represents
+   its cluster) and 5. **scoring** (III-F, BIC): :mod:`hilsim.analyzer.methods.megsim_math`.
+   MEGsim's group weights are 0.108 / 0.745 / 0.147 for VSCV / FSCV / PRIM; for
    bundles the default is equal weights over the groups (the kernel vector, then
    each scalar), overridable with ``group_weights``.
-3. **Similarity** (III-D): Euclidean distance between vectors.
-4. **Clustering** (III-E): k-means (eq. 4) for K = 1, 2, ...; the representative
-   of a cluster is the member closest to the centroid (ties: the earliest);
-   its statistics are scaled by the cluster size.
-5. **Scoring** (III-F): BIC (eq. 5) ``l - p/2 log R`` with ``p = K (d + 1)`` and
-   the likelihood of eq. (6)
-   ``sum_n R_n log R_n - R log R - R d/2 log(2 pi sigma^2) - d/2 (R - K)``,
-   ``sigma^2 = WCSS / (d (R - K))`` (the per-dimension variance estimate that
-   makes eq. 6's last term exact; Pelleg & Moore's x-means as corrected in the
-   paper's ref. [29]). K grows until the BIC falls below the previous one
-   (``patience`` consecutive falls; the paper uses 1) or ``k_max``; the chosen
-   clustering is the smallest K whose BIC reaches ``T`` = 0.85 of the spread
-   between the smallest and largest BIC seen. Two guards the paper does not
-   need: K never exceeds the number of distinct vectors or ``R - 1`` (eq. 6
-   needs ``R > K``), and ``sigma^2`` is floored at 1e-12 of its K = 1 value so a
-   perfect clustering (identical members) scores a finite BIC.
 
 Regions in a bundle (which regions are "frames")
 -------------------------------------------------
@@ -88,402 +69,47 @@ Launches outside every selected region (``outside``):
 The evaluation harness may repeat MEGsim over seeds (``stochastic``): the paper
 evaluates it over 100 k-means initialisations (section V-C).
 
-Frame tables (graphics simulators)
-----------------------------------
-:func:`read_frame_table` reads a per-frame CSV (one row per frame: a frame id
-column named ``frame``/``frame_id`` or else the first column, then numeric
-feature columns) and :func:`megsim_frames` chooses frames and weights. Column
-naming convention for the groups: ``vs_<shader>`` (VSCV), ``fs_<shader>``
-(FSCV), ``prim`` or ``prim_<x>`` (PRIM), case-insensitive, ``:`` or ``.``
-accepted instead of ``_``; any ``<group>:<name>`` column is in ``<group>``
-(e.g. ``ms:meshA`` for mesh shaders); any other column is a group of its own.
-A table whose groups are all among vs/fs/prim gets MEGsim's weights; others get
-equal weights unless ``group_weights`` names every group.
+Frame tables (one row per frame, from a graphics simulator) are
+:mod:`hilsim.analyzer.methods.megsim_frames`.
 """
 
 from __future__ import annotations
 
-import math
-import re
-import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 from hilsim.analyzer.methods import register
 from hilsim.analyzer.methods.base import Method, source_facts
+from hilsim.analyzer.methods.megsim_math import (
+    BIC_THRESHOLD,
+    SEARCH_CONSTRAINTS,
+    Clustering,
+    group_normalise,
+    megsim_cluster,
+    resolve_group_weights,
+)
+from hilsim.analyzer.methods.params import (
+    Constraints,
+    Interval,
+    InvalidParameter,
+    Names,
+    Options,
+    Regex,
+    StrMapping,
+)
+from hilsim.analyzer.methods.support import INSTRUCTIONS
 
 from hilsim.core.bundle import Bundle
 from hilsim.core.errors import HilsimError
 from hilsim.core.plan import Plan, members_by_launch, samples_frame
 
-#: MEGsim section III-C: power shares of the Geometry (vertex shaders), Raster
-#: (fragment shaders) and Tiling (primitives) stages, used as group weights.
-MEGSIM_GROUP_WEIGHTS: dict[str, float] = {"vs": 0.108, "fs": 0.745, "prim": 0.147}
-#: MEGsim section III-F: the chosen clustering reaches this share of the BIC spread.
-BIC_THRESHOLD = 0.85
-INSTRUCTIONS = "smsp__inst_executed.sum"
 WEIGHTS: tuple[str, ...] = ("auto", "instructions", "duration", "count")
 OUTSIDE: tuple[str, ...] = ("simulate", "drop", "error")
 KERNELS_GROUP = "kernels"
-#: ``sigma^2`` floor, relative to its K = 1 value (keeps a perfect fit's BIC finite).
-SIGMA2_FLOOR = 1e-12
-_FRAME_ID_COLUMNS = ("frame", "frame_id", "frame_idx", "frame_index")
-_GROUP_PREFIX = re.compile(r"^(vs|fs|prim)(?:[_:.]|$)", re.IGNORECASE)
-
-
-# ---------------------------------------------------------------- clustering
-@dataclass
-class Clustering:
-    """Outcome of MEGsim's k-means + BIC search (section III-E/F).
-
-    Attributes:
-        labels: cluster of every row, 0..k-1, numbered by first member (row order).
-        sizes: rows per cluster.
-        representatives: row of each cluster's member closest to its centroid.
-        distances: Euclidean distance of each representative to its centroid.
-        k: the chosen number of clusters.
-        bic: BIC score (eq. 5) of every K tried.
-        bic_cut: the score the chosen K had to reach (``min + T * spread``).
-    """
-
-    labels: np.ndarray
-    sizes: np.ndarray
-    representatives: np.ndarray
-    distances: np.ndarray
-    k: int
-    bic: dict[int, float]
-    bic_cut: float
-
-
-def group_normalise(
-    features: np.ndarray, column_group: np.ndarray, weights: np.ndarray
-) -> np.ndarray:
-    """MEGsim section III-C: each group's block divided by its total, times its weight.
-
-    ``column_group[j]`` is the group index of column ``j``; ``weights[g]`` the
-    weight of group ``g``. A group whose values are all zero stays zero.
-    """
-    features = np.asarray(features, dtype=np.float64)
-    column_group = np.asarray(column_group, dtype=np.int64)
-    totals = np.bincount(column_group, weights=features.sum(axis=0), minlength=len(weights))
-    scale = np.divide(
-        np.asarray(weights, dtype=np.float64),
-        totals,
-        out=np.zeros(len(weights)),
-        where=totals > 0,
-    )
-    return features * scale[column_group]
-
-
-def _centroids(x: np.ndarray, labels: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    sizes = np.bincount(labels, minlength=k)
-    sums = np.zeros((k, x.shape[1]))
-    np.add.at(sums, labels, x)
-    return sums / np.maximum(sizes, 1)[:, None], sizes
-
-
-def bic_score(x: np.ndarray, labels: np.ndarray, k: int, sigma2_floor: float = 0.0) -> float:
-    """MEGsim eq. (5)-(6): ``l(D) - K (d + 1) / 2 * log R`` of a clustering of ``x``.
-
-    ``sigma^2 = WCSS / (d (R - K))`` (floored at ``sigma2_floor``); requires
-    ``R > K``. Returns ``+inf`` for a perfect fit without a floor.
-    """
-    r, d = x.shape
-    centroids, sizes = _centroids(x, labels, k)
-    wcss = float(np.sum((x - centroids[labels]) ** 2))
-    sigma2 = max(wcss / (d * (r - k)), sigma2_floor)
-    if sigma2 <= 0.0:
-        return math.inf
-    rn = sizes[sizes > 0].astype(np.float64)
-    likelihood = (
-        float(np.sum(rn * np.log(rn)))
-        - r * math.log(r)
-        - r * d / 2.0 * math.log(2.0 * math.pi * sigma2)
-        - d / 2.0 * (r - k)
-    )
-    return likelihood - k * (d + 1) / 2.0 * math.log(r)
-
-
-def _kmeans(x: np.ndarray, k: int, n_init: int, seed: int) -> np.ndarray:
-    if k == 1:
-        return np.zeros(x.shape[0], dtype=np.int64)
-    from sklearn.cluster import KMeans
-    from sklearn.exceptions import ConvergenceWarning
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        model = KMeans(n_clusters=k, n_init=n_init, random_state=seed).fit(x)
-    return np.asarray(model.labels_, dtype=np.int64)
-
-
-def megsim_cluster(
-    features: np.ndarray,
-    *,
-    threshold: float = BIC_THRESHOLD,
-    k_max: int = 50,
-    n_init: int = 3,
-    seed: int = 0,
-    patience: int = 1,
-) -> Clustering:
-    """MEGsim sections III-E/F on the (already normalised) row vectors ``features``.
-
-    K = 1, 2, ... until the BIC falls ``patience`` times in a row below its
-    predecessor (or K reaches ``k_max``, the number of distinct rows or R - 1);
-    the smallest K whose BIC is at least ``min + threshold * (max - min)`` wins.
-    """
-    x = np.asarray(features, dtype=np.float64)
-    r = x.shape[0]
-    if r == 0:
-        raise HilsimError("megsim: nothing to cluster (no regions or frames)")
-    if x.ndim != 2 or x.shape[1] == 0:
-        x = np.zeros((r, 1))
-    d = x.shape[1]
-    total = float(np.sum((x - x.mean(axis=0)) ** 2))
-    distinct = int(np.unique(x, axis=0).shape[0])
-    k_limit = max(1, min(int(k_max), distinct, r - 1))
-    floor = SIGMA2_FLOOR * total / (d * (r - 1)) if r > 1 else 0.0
-    fits: dict[int, np.ndarray] = {}
-    bic: dict[int, float] = {}
-    falls = 0
-    for k in range(1, k_limit + 1 if total > 0 else 2):
-        labels = _kmeans(x, k, n_init, seed)
-        fits[k] = labels
-        bic[k] = bic_score(x, labels, k, floor) if r > k else 0.0
-        if k > 1 and bic[k] < bic[k - 1]:
-            falls += 1
-            if falls >= patience:
-                break
-        else:
-            falls = 0
-    scores = np.array(list(bic.values()))
-    lo, hi = float(scores.min()), float(scores.max())
-    cut = lo + threshold * (hi - lo)
-    chosen = min(k for k, score in bic.items() if score >= cut) if hi > lo else 1
-    labels = _chronological(fits[chosen])
-    centroids, sizes = _centroids(x, labels, chosen)
-    dist2 = np.sum((x - centroids[labels]) ** 2, axis=1)
-    order = np.lexsort((np.arange(r), dist2, labels))
-    firsts = order[np.r_[True, np.diff(labels[order]) != 0]]
-    return Clustering(
-        labels=labels,
-        sizes=sizes,
-        representatives=firsts.astype(np.int64),
-        distances=np.sqrt(dist2[firsts]),
-        k=chosen,
-        bic=bic,
-        bic_cut=cut,
-    )
-
-
-def _chronological(labels: np.ndarray) -> np.ndarray:
-    """Renumber clusters by their first row (cluster 0 holds row 0)."""
-    uniq, first = np.unique(labels, return_index=True)
-    rank = np.empty(int(uniq.max()) + 1, dtype=np.int64)
-    rank[uniq[np.argsort(first)]] = np.arange(uniq.size)
-    return rank[labels]
-
-
-# --------------------------------------------------------------- frame tables
-def column_groups(columns: list[str]) -> list[str]:
-    """Group of each frame-table column (module doc, "Frame tables")."""
-    groups: list[str] = []
-    for column in columns:
-        text = str(column).strip()
-        match = _GROUP_PREFIX.match(text)
-        if match:
-            groups.append(match.group(1).lower())
-        elif ":" in text:
-            groups.append(text.split(":", 1)[0].strip().lower())
-        else:
-            groups.append(text)
-    return groups
-
-
-def read_frame_table(path: str | Path) -> pd.DataFrame:
-    """Read a per-frame feature CSV: a ``frame`` column first, then numeric features.
-
-    The frame id column is the one named ``frame``/``frame_id``/``frame_idx``/
-    ``frame_index`` (case-insensitive), else the first column. Feature values
-    must be finite and non-negative; one-line errors name the column and row.
-    """
-    source = Path(path)
-    try:
-        table = pd.read_csv(source)
-    except FileNotFoundError as exc:
-        raise HilsimError(f"{source}: no such frame table") from exc
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise HilsimError(f"{source}: not a readable CSV ({exc})") from exc
-    table.columns = [str(c).strip() for c in table.columns]
-    lower = [c.lower() for c in table.columns]
-    id_column = next(
-        (table.columns[lower.index(name)] for name in _FRAME_ID_COLUMNS if name in lower),
-        table.columns[0],
-    )
-    features = [c for c in table.columns if c != id_column]
-    if not features:
-        raise HilsimError(f"{source}: no feature columns besides the frame id {id_column!r}")
-    if len(table) == 0:
-        raise HilsimError(f"{source}: no frames")
-    if table[id_column].isna().any() or table[id_column].duplicated().any():
-        bad = table[id_column].isna() | table[id_column].duplicated()
-        row = int(np.flatnonzero(bad.to_numpy())[0])
-        raise HilsimError(
-            f"{source}: row {row}: frame id {table[id_column].iloc[row]!r} missing or duplicated"
-        )
-    out = pd.DataFrame({"frame": table[id_column].to_numpy()})
-    for column in features:
-        values = pd.to_numeric(table[column], errors="coerce").to_numpy(dtype=np.float64)
-        bad = ~np.isfinite(values) | (values < 0)
-        if bad.any():
-            row = int(np.flatnonzero(bad)[0])
-            raise HilsimError(
-                f"{source}: row {row}, column {column!r}: {table[column].iloc[row]!r} is not "
-                "a finite non-negative number"
-            )
-        out[column] = values
-    return out
-
-
-@dataclass
-class FrameSelection:
-    """MEGsim's choice over a frame table: representative frames and their weights.
-
-    Attributes:
-        frames: one row per cluster: ``frame`` (id of the representative),
-            ``weight`` (frames it stands for), ``cluster``, ``row`` (table row).
-        labels: cluster of every frame, in table row order.
-        clusters: per-cluster records (size, representative, distance).
-        k: number of clusters chosen.
-        bic: BIC score of every K tried.
-        groups: group name -> its columns.
-        group_weights: the weight each group was given.
-        notes: remarks (e.g. default equal weights).
-    """
-
-    frames: pd.DataFrame
-    labels: np.ndarray
-    clusters: list[dict[str, Any]]
-    k: int
-    bic: dict[int, float]
-    groups: dict[str, list[str]]
-    group_weights: dict[str, float]
-    notes: list[str] = field(default_factory=list)
-
-    def estimate(self, values: Any) -> float:
-        """MEGsim's projection ``sum(weight * value of representative)``.
-
-        ``values``: one value per frame in table row order (array-like), or a
-        ``pd.Series`` indexed by frame id.
-        """
-        if isinstance(values, pd.Series):
-            picked = values.loc[self.frames["frame"].to_numpy()].to_numpy(dtype=np.float64)
-        else:
-            array = np.asarray(values, dtype=np.float64)
-            if array.shape != self.labels.shape:
-                raise HilsimError(
-                    f"megsim: {array.size} values given for {self.labels.size} frames"
-                )
-            picked = array[self.frames["row"].to_numpy()]
-        return float(np.dot(self.frames["weight"].to_numpy(dtype=np.float64), picked))
-
-
-def _resolve_weights(
-    names: list[str], given: dict[str, float] | None, megsim_default: bool, who: str
-) -> tuple[np.ndarray, list[str]]:
-    """Group weights in ``names`` order; notes when defaults were used."""
-    notes: list[str] = []
-    if given is not None:
-        unknown = sorted(set(given) - set(names))
-        missing = [g for g in names if g not in given]
-        if unknown or missing:
-            raise HilsimError(
-                f"{who}: group_weights must name exactly the groups {', '.join(names)}"
-                + (f"; unknown: {', '.join(unknown)}" if unknown else "")
-                + (f"; missing: {', '.join(missing)}" if missing else "")
-            )
-        weights = np.array([float(given[g]) for g in names])
-        if not np.all(np.isfinite(weights)) or (weights < 0).any() or weights.sum() <= 0:
-            raise HilsimError(f"{who}: group_weights must be non-negative with a positive sum")
-        return weights, notes
-    if megsim_default and set(names) <= set(MEGSIM_GROUP_WEIGHTS):
-        return np.array([MEGSIM_GROUP_WEIGHTS[g] for g in names]), notes
-    if len(names) > 1:
-        notes.append(f"equal group weights ({1.0 / len(names):.3g} each) over: {', '.join(names)}")
-    return np.full(len(names), 1.0 / len(names)), notes
-
-
-def megsim_frames(
-    table: pd.DataFrame,
-    *,
-    columns: list[str] | None = None,
-    group_weights: dict[str, float] | None = None,
-    threshold: float = BIC_THRESHOLD,
-    k_max: int = 50,
-    n_init: int = 3,
-    seed: int = 0,
-    patience: int = 1,
-) -> FrameSelection:
-    """MEGsim (section III) on a frame table from :func:`read_frame_table`.
-
-    ``columns`` restricts the features (default: every column but ``frame``);
-    groups follow the naming convention of the module doc; VS/FS/PRIM groups get
-    MEGsim's 0.108/0.745/0.147 unless ``group_weights`` says otherwise.
-    """
-    _check_search(threshold, k_max, n_init, seed, patience)
-    if "frame" not in table.columns:
-        raise HilsimError("megsim: the frame table has no 'frame' column (use read_frame_table)")
-    names = [c for c in table.columns if c != "frame"] if columns is None else list(columns)
-    missing = [c for c in names if c not in table.columns]
-    if missing or not names:
-        raise HilsimError(
-            "megsim: frame table lacks column(s) " + ", ".join(missing)
-            if missing
-            else "megsim: no feature columns"
-        )
-    groups = column_groups(names)
-    order = list(dict.fromkeys(groups))
-    weights, notes = _resolve_weights(order, group_weights, True, "megsim")
-    column_group = np.array([order.index(g) for g in groups], dtype=np.int64)
-    x = group_normalise(table[names].to_numpy(dtype=np.float64), column_group, weights)
-    result = megsim_cluster(
-        x, threshold=threshold, k_max=k_max, n_init=n_init, seed=seed, patience=patience
-    )
-    ids = table["frame"].to_numpy()
-    reps = result.representatives
-    frames = pd.DataFrame(
-        {
-            "frame": ids[reps],
-            "weight": result.sizes.astype(np.float64),
-            "cluster": np.arange(result.k, dtype=np.int64),
-            "row": reps,
-        }
-    )
-    clusters = [
-        {
-            "cluster": c,
-            "size": int(result.sizes[c]),
-            "representative": _scalar(ids[reps[c]]),
-            "distance": float(result.distances[c]),
-        }
-        for c in range(result.k)
-    ]
-    return FrameSelection(
-        frames=frames,
-        labels=result.labels,
-        clusters=clusters,
-        k=result.k,
-        bic=result.bic,
-        groups={g: [n for n, gg in zip(names, groups, strict=True) if gg == g] for g in order},
-        group_weights={g: float(w) for g, w in zip(order, weights, strict=True)},
-        notes=notes,
-    )
-
-
-def _scalar(value: Any) -> Any:
-    return value.item() if isinstance(value, np.generic) else value
+#: the launch columns that place a launch in a region instance (module doc)
+REGION_LAUNCH_COLUMNS: tuple[str, ...] = ("region", "region_id", "start_ns")
 
 
 # ------------------------------------------------------------- bundle regions
@@ -699,27 +325,6 @@ def _instructions(bundle: Bundle, rows: np.ndarray) -> tuple[np.ndarray | None, 
     return values, ""
 
 
-def _int_param(name: str, value: Any, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise HilsimError(f"megsim: {name} must be an integer >= {low}, got {value!r}")
-    return int(value)
-
-
-def _check_search(threshold: Any, k_max: Any, n_init: Any, seed: Any, patience: Any) -> None:
-    try:
-        ok = 0.0 <= float(threshold) <= 1.0
-    except (TypeError, ValueError):
-        ok = False
-    if isinstance(threshold, bool) or not ok:
-        raise HilsimError(f"megsim: threshold must be in [0, 1], got {threshold!r}")
-    _int_param("k_max", k_max, 1)
-    _int_param("n_init", n_init, 1)
-    _int_param("seed", seed, 0)
-    _int_param("patience", patience, 1)
-    if int(seed) >= 2**32:
-        raise HilsimError(f"megsim: seed must be below 2**32, got {seed!r}")
-
-
 @register
 class MEGsim(Method):
     """MEGsim (section III) over NVTX regions: k-means + BIC, closest-to-centroid regions.
@@ -744,6 +349,17 @@ class MEGsim(Method):
     name: ClassVar[str] = "megsim"
     needs: ClassVar[tuple[str, ...]] = ("durations", "regions")
     stochastic: ClassVar[bool] = True
+    launch_columns: ClassVar[tuple[str, ...] | None] = REGION_LAUNCH_COLUMNS
+    parameter_constraints: ClassVar[dict[str, Constraints]] = {
+        "region_depth": [Interval(int, 0, None), None],
+        "region_pattern": [Regex(), None],
+        "min_regions": [Interval(int, 1, None)],
+        "weight": [Options(*WEIGHTS)],
+        "scalars": [Names("launch or metric column name", single=True, empty=True)],
+        "group_weights": [StrMapping("a mapping group -> weight"), None],
+        **SEARCH_CONSTRAINTS,
+        "outside": [Options(*OUTSIDE)],
+    }
 
     def __init__(
         self,
@@ -760,55 +376,16 @@ class MEGsim(Method):
         seed: int = 0,
         outside: str = "simulate",
     ) -> None:
-        _check_search(threshold, k_max, n_init, seed, patience)
-        self.region_depth = (
-            None if region_depth is None else _int_param("region_depth", region_depth, 0)
-        )
-        if region_pattern is not None:
-            try:
-                re.compile(str(region_pattern))
-            except re.error as exc:
-                raise HilsimError(f"megsim: region_pattern is not a regex ({exc})") from exc
-            region_pattern = str(region_pattern)
-        self.region_pattern = region_pattern
-        self.min_regions = _int_param("min_regions", min_regions, 1)
-        if weight not in WEIGHTS:
-            raise HilsimError(f"megsim: weight must be one of {', '.join(WEIGHTS)}, got {weight!r}")
-        self.weight = str(weight)
-        if isinstance(scalars, str):
-            scalars = [scalars]
-        self.scalars = [str(s) for s in scalars] if scalars else []
+        self.init_params(locals())
         if KERNELS_GROUP in self.scalars:
-            raise HilsimError(f"megsim: {KERNELS_GROUP!r} is reserved for the kernel vector")
-        if group_weights is not None and not isinstance(group_weights, dict):
-            raise HilsimError("megsim: group_weights must be a mapping group -> weight")
-        self.group_weights = None if group_weights is None else dict(group_weights)
-        self.threshold = float(threshold)
-        self.k_max = int(k_max)
-        self.n_init = int(n_init)
-        self.patience = int(patience)
-        self.seed = int(seed)
-        if outside not in OUTSIDE:
-            raise HilsimError(
-                f"megsim: outside must be one of {', '.join(OUTSIDE)}, got {outside!r}"
+            raise InvalidParameter(
+                self.name,
+                "scalars",
+                f"scalars must not name {KERNELS_GROUP!r} (the kernel vector's group), "
+                f"got {scalars!r}",
             )
-        self.outside = str(outside)
-
-    def params(self) -> dict[str, Any]:
-        return {
-            "region_depth": self.region_depth,
-            "region_pattern": self.region_pattern,
-            "min_regions": self.min_regions,
-            "weight": self.weight,
-            "scalars": list(self.scalars),
-            "group_weights": None if self.group_weights is None else dict(self.group_weights),
-            "threshold": self.threshold,
-            "k_max": self.k_max,
-            "n_init": self.n_init,
-            "patience": self.patience,
-            "seed": self.seed,
-            "outside": self.outside,
-        }
+        # the region columns and any scalar that is a launch column
+        self.launch_columns = (*REGION_LAUNCH_COLUMNS, *self.scalars)  # type: ignore[misc]
 
     def plan(self, bundle: Bundle) -> Plan:
         """Select regions, build and normalise their vectors, cluster, expand to launches."""
@@ -928,7 +505,7 @@ class MEGsim(Method):
             )
             groups.append(name)
             column_group.append(np.array([g], dtype=np.int64))
-        weights, weight_notes = _resolve_weights(groups, self.group_weights, False, "megsim")
+        weights, weight_notes = resolve_group_weights(groups, self.group_weights, False, "megsim")
         notes.extend(weight_notes)
         x = group_normalise(np.hstack(blocks), np.concatenate(column_group), weights)
         return x, {

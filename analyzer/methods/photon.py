@@ -1,5 +1,5 @@
-"""Photon's kernel-level sampling (Liu, Sun and Carlson; slides ``shared/papers/004``,
-"Kernel-Sampling"; STEM+ROOT ``shared/papers/001`` Table 1 and section 4.7).
+"""Photon's kernel-level sampling (Liu, Sun and Carlson, Photon, MICRO'23; slides
+"Kernel-Sampling"; STEM+ROOT, Chung et al., MICRO'25, Table 1 and section 4.7).
 
 Photon analyses a workload online: "Prior kernels have similar GPU BBV -> skip the
 simulation of the kernel, predict the simulation time with prior similar kernels'
@@ -68,26 +68,30 @@ from typing import Any, ClassVar
 
 import numpy as np
 from hilsim.analyzer.methods import register
-from hilsim.analyzer.methods._support import (
+from hilsim.analyzer.methods.base import Method, source_facts
+from hilsim.analyzer.methods.params import (
+    BOOLEAN,
+    SEED,
+    Constraints,
+    Interval,
+    Names,
+    Text,
+)
+from hilsim.analyzer.methods.support import (
+    INSTRUCTIONS,
     aligned_metric,
     aligned_metrics,
-    check_bool,
-    check_float,
-    check_int,
-    check_seed,
     cluster_moments,
     metric_rows,
     ordered_launches,
     relative_error,
 )
-from hilsim.analyzer.methods.base import Method, source_facts
 from scipy.spatial import cKDTree
 
 from hilsim.core.bundle import Bundle
 from hilsim.core.errors import HilsimError
 from hilsim.core.plan import Plan, members_by_launch, samples_frame
 
-INSTRUCTIONS = "smsp__inst_executed.sum"
 #: metric names containing this and ending in ``.sum`` are instruction-mix counts.
 SIGNATURE_MARK = "inst_executed_op_"
 #: PCA is fitted on at most this many (seeded) rows, then applied to all.
@@ -262,6 +266,16 @@ class Photon(Method):
 
     name: ClassVar[str] = "photon"
     needs: ClassVar[tuple[str, ...]] = ("durations", "metrics")
+    launch_columns: ClassVar[tuple[str, ...] | None] = ()
+    parameter_constraints: ClassVar[dict[str, Constraints]] = {
+        "threshold": [Interval(float, -1, 1)],
+        "same_kernel": [BOOLEAN],
+        "max_dims": [Interval(int, 1, None)],
+        "batch_size": [Interval(int, 1, None)],
+        "signature_metrics": [Names("metric name"), None],
+        "instruction_metric": [Text("a metric name")],
+        "seed": [SEED],
+    }
 
     def __init__(
         self,
@@ -273,41 +287,7 @@ class Photon(Method):
         instruction_metric: str = INSTRUCTIONS,
         seed: int = 0,
     ) -> None:
-        self.threshold = check_float(
-            "photon", "threshold", threshold, -1.0, 1.0, low_ok=True, high_ok=True
-        )
-        self.same_kernel = check_bool("photon", "same_kernel", same_kernel)
-        self.max_dims = check_int("photon", "max_dims", max_dims, 1)
-        self.batch_size = check_int("photon", "batch_size", batch_size, 1)
-        if signature_metrics is not None:
-            if isinstance(signature_metrics, str) or not all(
-                isinstance(c, str) for c in signature_metrics
-            ):
-                raise HilsimError(
-                    f"photon: signature_metrics must be a list of metric names, "
-                    f"got {signature_metrics!r}"
-                )
-            if not signature_metrics:
-                raise HilsimError("photon: signature_metrics is empty")
-            signature_metrics = list(signature_metrics)
-        self.signature_metrics = signature_metrics
-        if not isinstance(instruction_metric, str) or not instruction_metric:
-            raise HilsimError(
-                f"photon: instruction_metric must be a metric name, got {instruction_metric!r}"
-            )
-        self.instruction_metric = instruction_metric
-        self.seed = check_seed("photon", seed)
-
-    def params(self) -> dict[str, Any]:
-        return {
-            "threshold": self.threshold,
-            "same_kernel": self.same_kernel,
-            "max_dims": self.max_dims,
-            "batch_size": self.batch_size,
-            "signature_metrics": self.signature_metrics,
-            "instruction_metric": self.instruction_metric,
-            "seed": self.seed,
-        }
+        self.init_params(locals())
 
     def plan(self, bundle: Bundle) -> Plan:
         """Run the online leader clustering over ``bundle``'s launches in time order."""

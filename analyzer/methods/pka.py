@@ -59,6 +59,8 @@ import numpy as np
 import pandas as pd
 from hilsim.analyzer.methods import register
 from hilsim.analyzer.methods.base import Method, source_facts
+from hilsim.analyzer.methods.params import BOOLEAN, SEED, Constraints, Interval, Options
+from hilsim.analyzer.methods.support import ordered_launches, relative_error
 
 from hilsim.core.bundle import Bundle
 from hilsim.core.errors import HilsimError
@@ -113,24 +115,6 @@ class Selection:
     notes: list[str] = field(default_factory=list)
 
 
-def _int_param(name: str, value: Any, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise HilsimError(f"pka: {name} must be an integer >= {low}, got {value!r}")
-    return int(value)
-
-
-def _float_param(name: str, value: Any, low: float, high: float, high_ok: bool) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        number = math.nan
-    inside = low < number <= high if high_ok else low < number < high
-    if isinstance(value, bool) or not inside:
-        bracket = "]" if high_ok else ")"
-        raise HilsimError(f"pka: {name} must be in ({low}, {high}{bracket}, got {value!r}")
-    return number
-
-
 @register
 class PKA(Method):
     """Principal Kernel Selection (PKA section 3.1), one- or two-level.
@@ -157,6 +141,18 @@ class PKA(Method):
 
     name: ClassVar[str] = "pka"
     needs: ClassVar[tuple[str, ...]] = ("metrics",)
+    launch_columns: ClassVar[tuple[str, ...] | None] = LAUNCH_RESOURCE_COLUMNS
+    parameter_constraints: ClassVar[dict[str, Constraints]] = {
+        "target_error": [Interval(float, 0, 1, closed="neither")],
+        "k_max": [Interval(int, 1, None)],
+        "pca_variance": [Interval(float, 0, 1, closed="right")],
+        "minibatch_threshold": [Interval(int, 1, None)],
+        "seed": [SEED],
+        "detailed_first": [Interval(int, 1, None), None],
+        "classifier": [Options(*CLASSIFIERS)],
+        "time_metric": [Options(*TIME_METRICS)],
+        "strict": [BOOLEAN],
+    }
 
     def __init__(
         self,
@@ -170,52 +166,13 @@ class PKA(Method):
         time_metric: str = "duration_ns",
         strict: bool = False,
     ) -> None:
-        self.target_error = _float_param("target_error", target_error, 0.0, 1.0, False)
-        self.k_max = _int_param("k_max", k_max, 1)
-        self.pca_variance = _float_param("pca_variance", pca_variance, 0.0, 1.0, True)
-        self.minibatch_threshold = _int_param("minibatch_threshold", minibatch_threshold, 1)
-        self.seed = _int_param("seed", seed, 0)
-        if self.seed >= 2**32:
-            raise HilsimError(f"pka: seed must be below 2**32, got {seed!r}")
-        self.detailed_first = (
-            None if detailed_first is None else _int_param("detailed_first", detailed_first, 1)
-        )
-        if classifier not in CLASSIFIERS:
-            raise HilsimError(
-                f"pka: classifier must be one of {', '.join(CLASSIFIERS)}, got {classifier!r}"
-            )
-        self.classifier = str(classifier)
-        if time_metric not in TIME_METRICS:
-            raise HilsimError(
-                f"pka: time_metric must be one of {', '.join(TIME_METRICS)}, got {time_metric!r}"
-            )
-        self.time_metric = str(time_metric)
-        if not isinstance(strict, (bool, np.bool_)):
-            raise HilsimError(f"pka: strict must be true or false, got {strict!r}")
-        self.strict = bool(strict)
-
-    def params(self) -> dict[str, Any]:
-        return {
-            "target_error": self.target_error,
-            "k_max": self.k_max,
-            "pca_variance": self.pca_variance,
-            "minibatch_threshold": self.minibatch_threshold,
-            "seed": self.seed,
-            "detailed_first": self.detailed_first,
-            "classifier": self.classifier,
-            "time_metric": self.time_metric,
-            "strict": self.strict,
-        }
+        self.init_params(locals())
 
     # ------------------------------------------------------------------ plan
     def plan(self, bundle: Bundle) -> Plan:
         """Run PKS (and, with ``detailed_first``, two-level labelling) on ``bundle``."""
-        launches = bundle.launches
-        if not launches["launch_id"].is_monotonic_increasing:
-            launches = launches.sort_values("launch_id", kind="stable").reset_index(drop=True)
+        launches = ordered_launches(bundle, "pka")
         n = len(launches)
-        if n == 0:
-            raise HilsimError("pka: the bundle has no launches")
         launch_ids = launches["launch_id"].to_numpy(dtype=np.int64)
         detailed_rows, metrics = self._detailed_rows(bundle, launches, launch_ids)
         notes: list[str] = []
@@ -261,7 +218,7 @@ class PKA(Method):
             rep_dur = durations[rep_rows].astype(np.float64)
             projected = float(np.dot(sizes, rep_dur))
             total = float(durations.sum())
-            diagnostics["all_launches_error"] = _relative_error(projected, total)
+            diagnostics["all_launches_error"] = relative_error(projected, total)
             diagnostics["all_launches_projected_ns"] = projected
             diagnostics["all_launches_total_ns"] = total
         diagnostics["group_sizes"] = sizes.tolist()
@@ -501,7 +458,7 @@ def select_principal_kernels(
         raw = _kmeans_labels(z, k, fit_rows, minibatch_threshold, seed)
         labels, sizes, first = chronological_groups(raw, k)
         projected = float(np.dot(sizes, times[first]))
-        error = _relative_error(projected, total)
+        error = relative_error(projected, total)
         tried.append({"k": k, "groups": int(sizes.size), "error": error})
         if best is None or error < best[0]:
             best = (error, k, labels, sizes, first)
@@ -546,12 +503,6 @@ def chronological_groups(raw: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarra
     labels = remap[raw]
     sizes = np.bincount(labels, minlength=order.size).astype(np.int64)
     return labels, sizes, first[order]
-
-
-def _relative_error(projected: float, total: float) -> float:
-    if total == 0:
-        return 0.0 if projected == 0 else math.inf
-    return abs(projected - total) / abs(total)
 
 
 def _pca(x: np.ndarray, variance: float, seed: int) -> tuple[np.ndarray, np.ndarray]:

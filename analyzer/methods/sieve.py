@@ -1,6 +1,6 @@
 """Sieve: stratified GPU-compute workload sampling (Naderan-Tahan, SeyyedAghaei and
 Eeckhout, ISPASS 2023), as described and re-implemented by the STEM+ROOT paper
-(``shared/papers/001``: Table 1, sections 4.1-4.3 and 6).
+(Chung et al., MICRO'25: Table 1, sections 4.1-4.3 and 6).
 
 Kernel signature (STEM Table 1): the kernel name and the instruction count of
 each invocation (``smsp__inst_executed.sum`` from Nsight Compute; the STEM
@@ -56,28 +56,32 @@ Scale: grouping, moments, strata and representatives are ``np.bincount`` /
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 from hilsim.analyzer.methods import register
-from hilsim.analyzer.methods._support import (
+from hilsim.analyzer.methods.base import Method, source_facts
+from hilsim.analyzer.methods.params import (
+    BOOLEAN,
+    SEED,
+    Constraints,
+    Interval,
+    Options,
+    Text,
+)
+from hilsim.analyzer.methods.support import (
+    INSTRUCTIONS,
     aligned_metric,
-    check_bool,
-    check_choice,
-    check_float,
-    check_seed,
     cluster_moments,
     launch_threads,
     ordered_launches,
     relative_error,
 )
-from hilsim.analyzer.methods.base import Method, source_facts
 
 from hilsim.core.bundle import Bundle
-from hilsim.core.errors import HilsimError
 from hilsim.core.plan import Plan, members_by_launch, samples_frame
+from hilsim.core.schema import LAUNCH_CONFIG_COLUMNS
 
-INSTRUCTIONS = "smsp__inst_executed.sum"
 #: a KDE sub-stratum whose CoV stays above this is split once more (STEM-AE Sieve).
 RESPLIT_COV = 0.5
 #: grid points of the density estimate.
@@ -172,6 +176,16 @@ class Sieve(Method):
 
     name: ClassVar[str] = "sieve"
     needs: ClassVar[tuple[str, ...]] = ("durations", "metrics")
+    launch_columns: ClassVar[tuple[str, ...] | None] = LAUNCH_CONFIG_COLUMNS
+    parameter_constraints: ClassVar[dict[str, Constraints]] = {
+        "cov_threshold": [Interval(float, 0, None, closed="neither")],
+        "kde": [BOOLEAN],
+        "kde_bandwidth": [Options(*BANDWIDTHS)],
+        "representative": [Options(*REPRESENTATIVES)],
+        "weighting": [Options(*WEIGHTINGS)],
+        "instruction_metric": [Text("a metric name")],
+        "seed": [SEED],
+    }
 
     def __init__(
         self,
@@ -183,34 +197,9 @@ class Sieve(Method):
         instruction_metric: str = INSTRUCTIONS,
         seed: int = 0,
     ) -> None:
-        self.cov_threshold = check_float(
-            "sieve", "cov_threshold", cov_threshold, 0.0, np.inf, low_ok=False, high_ok=False
-        )
-        self.kde = check_bool("sieve", "kde", kde)
-        self.kde_bandwidth = check_choice("sieve", "kde_bandwidth", kde_bandwidth, BANDWIDTHS)
-        self.representative = check_choice(
-            "sieve", "representative", representative, REPRESENTATIVES
-        )
-        self.weighting = check_choice("sieve", "weighting", weighting, WEIGHTINGS)
-        if not isinstance(instruction_metric, str) or not instruction_metric:
-            raise HilsimError(
-                f"sieve: instruction_metric must be a metric name, got {instruction_metric!r}"
-            )
-        self.instruction_metric = instruction_metric
-        self.seed = check_seed("sieve", seed)
+        self.init_params(locals())
         # random representatives make the plan a random draw: evaluate over seeds
         self.stochastic = self.representative == "random"  # type: ignore[misc]
-
-    def params(self) -> dict[str, Any]:
-        return {
-            "cov_threshold": self.cov_threshold,
-            "kde": self.kde,
-            "kde_bandwidth": self.kde_bandwidth,
-            "representative": self.representative,
-            "weighting": self.weighting,
-            "instruction_metric": self.instruction_metric,
-            "seed": self.seed,
-        }
 
     def plan(self, bundle: Bundle) -> Plan:
         """Stratify ``bundle``'s launches and pick one representative per stratum."""

@@ -1,5 +1,5 @@
 """TBPoint's inter-launch sampling (Huang et al., IPDPS 2014), as PKA describes and
-re-implements it (``shared/papers/000``, sections 2, 3.1 and 5.1).
+re-implements it (Avalos Baddouh et al., MICRO'21, sections 2, 3.1 and 5.1).
 
 PKA section 2: TBPoint "performs hierarchical clustering on a feature vector"
 of each kernel launch and simulates "the kernel closest to the center of each
@@ -48,16 +48,10 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 from hilsim.analyzer.methods import register
-from hilsim.analyzer.methods._support import (
-    check_bool,
-    check_choice,
-    check_float,
-    cluster_moments,
-    ordered_launches,
-    relative_error,
-)
 from hilsim.analyzer.methods.base import Method, source_facts
+from hilsim.analyzer.methods.params import BOOLEAN, Constraints, Interval, Options
 from hilsim.analyzer.methods.pka import GRID_SIZE, LIGHT_INT_COLUMNS, TABLE2_METRICS
+from hilsim.analyzer.methods.support import cluster_moments, ordered_launches, relative_error
 
 from hilsim.core.bundle import Bundle
 from hilsim.core.errors import HilsimError
@@ -111,6 +105,15 @@ class TBPoint(Method):
 
     name: ClassVar[str] = "tbpoint"
     needs: ClassVar[tuple[str, ...]] = ("durations",)
+    launch_columns: ClassVar[tuple[str, ...] | None] = LIGHT_INT_COLUMNS
+    parameter_constraints: ClassVar[dict[str, Constraints]] = {
+        "threshold": [Interval(float, 0, 1)],
+        "threshold_sweep": [BOOLEAN],
+        "target_error": [Interval(float, 0, 1, closed="neither")],
+        "linkage": [Options(*LINKAGES)],
+        "features": [Options(*FEATURE_SETS)],
+        "memory_limit_gb": [Interval(float, 0, None, closed="neither")],
+    }
 
     def __init__(
         self,
@@ -121,34 +124,7 @@ class TBPoint(Method):
         features: str = "auto",
         memory_limit_gb: float = 4.0,
     ) -> None:
-        self.threshold = check_float(
-            "tbpoint", "threshold", threshold, 0.0, 1.0, low_ok=True, high_ok=True
-        )
-        self.threshold_sweep = check_bool("tbpoint", "threshold_sweep", threshold_sweep)
-        self.target_error = check_float(
-            "tbpoint", "target_error", target_error, 0.0, 1.0, low_ok=False, high_ok=False
-        )
-        self.linkage = check_choice("tbpoint", "linkage", linkage, LINKAGES)
-        self.features = check_choice("tbpoint", "features", features, FEATURE_SETS)
-        self.memory_limit_gb = check_float(
-            "tbpoint",
-            "memory_limit_gb",
-            memory_limit_gb,
-            0.0,
-            math.inf,
-            low_ok=False,
-            high_ok=False,
-        )
-
-    def params(self) -> dict[str, Any]:
-        return {
-            "threshold": self.threshold,
-            "threshold_sweep": self.threshold_sweep,
-            "target_error": self.target_error,
-            "linkage": self.linkage,
-            "features": self.features,
-            "memory_limit_gb": self.memory_limit_gb,
-        }
+        self.init_params(locals())
 
     def plan(self, bundle: Bundle) -> Plan:
         """Cluster ``bundle``'s launches hierarchically and take each cluster's centre launch."""

@@ -1,15 +1,15 @@
-"""Helpers shared by the Sieve, Photon and TBPoint methods.
+"""Bundle and cluster helpers shared by the sampling methods.
 
-Parameter checks that raise one-line :class:`~hilsim.core.errors.HilsimError`s,
-metric columns aligned to the launch table (with a clear error when a metric
-does not cover every launch), and per-cluster duration moments computed with
-``np.bincount`` (no per-launch Python loop).
+The launch table in ``launch_id`` order, metric columns aligned to it (with a
+one-line :class:`~hilsim.core.errors.HilsimError` when a metric does not cover
+every launch), threads per launch, per-cluster duration moments computed with
+``np.bincount`` (no per-launch Python loop) and the relative error of a
+projected total. Parameter checks live in :mod:`hilsim.analyzer.methods.params`.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -17,50 +17,9 @@ import pandas as pd
 from hilsim.core.bundle import Bundle
 from hilsim.core.errors import HilsimError
 
-
-def check_float(
-    method: str, name: str, value: Any, low: float, high: float, *, low_ok: bool, high_ok: bool
-) -> float:
-    """``value`` as a float inside the interval, else a one-line error naming it."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        number = math.nan
-    above = number >= low if low_ok else number > low
-    below = number <= high if high_ok else number < high
-    if isinstance(value, bool) or not (above and below):
-        left = "[" if low_ok else "("
-        right = "]" if high_ok else ")"
-        raise HilsimError(
-            f"{method}: {name} must be in {left}{low:g}, {high:g}{right}, got {value!r}"
-        )
-    return number
-
-
-def check_int(method: str, name: str, value: Any, low: int) -> int:
-    """``value`` as an int ``>= low``, else a one-line error naming it."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise HilsimError(f"{method}: {name} must be an integer >= {low}, got {value!r}")
-    return int(value)
-
-
-def check_bool(method: str, name: str, value: Any) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise HilsimError(f"{method}: {name} must be true or false, got {value!r}")
-    return bool(value)
-
-
-def check_choice(method: str, name: str, value: Any, choices: tuple[str, ...]) -> str:
-    if value not in choices:
-        raise HilsimError(f"{method}: {name} must be one of {', '.join(choices)}, got {value!r}")
-    return str(value)
-
-
-def check_seed(method: str, value: Any) -> int:
-    seed = check_int(method, "seed", value, 0)
-    if seed >= 2**32:
-        raise HilsimError(f"{method}: seed must be below 2**32, got {value!r}")
-    return seed
+#: each launch's executed warp instructions (Nsight Compute): what Sieve stratifies
+#: on, Photon's IPC projection, MEGsim's vector entries and first-n's prefix count
+INSTRUCTIONS = "smsp__inst_executed.sum"
 
 
 def ordered_launches(bundle: Bundle, method: str) -> pd.DataFrame:
@@ -159,6 +118,7 @@ def cluster_moments(
 
 
 def relative_error(projected: float, total: float) -> float:
+    """``|projected - total| / |total|`` (0 when both are 0, inf when only the total is)."""
     if total == 0:
         return 0.0 if projected == 0 else math.inf
     return abs(projected - total) / abs(total)
