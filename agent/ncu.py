@@ -20,6 +20,7 @@ grid/block where both sides know them). Mismatches are never joined silently
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,7 @@ import pandas as pd
 from hilsim.analyzer.methods.pka import TABLE2_METRICS
 
 from hilsim.core.errors import HilsimError
+from hilsim.core.schema import names_agree
 
 #: Beyond PKA Table 2: time/cycles, DRAM and L2 traffic, L1/L2 hit rates, instruction
 #: mix by precision (STEM section 4.6 lists these categories), branch efficiency.
@@ -91,8 +93,6 @@ class Selection:
 
 def read_plan_ids(path: str | Path) -> list[int]:
     """Launch ids of a plan JSON (``samples[].launch_id``) or a text list ``3,17,42``."""
-    import json
-
     source = Path(path)
     if source.is_file():
         try:
@@ -179,8 +179,6 @@ class Match:
 
 
 def _agree(ncu_names: np.ndarray, light_names: np.ndarray) -> np.ndarray:
-    from hilsim.core.schema import names_agree
-
     if len(ncu_names) == 0:
         return np.zeros(0, dtype=bool)
     return names_agree(ncu_names, light_names)

@@ -25,7 +25,24 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from hilsim.analyzer import validate as v
+from hilsim.analyzer.decompose import attach_decomposition, decompose
+from hilsim.analyzer.evaluate import score_plan
+from hilsim.analyzer.importers.profile import load_profile
+from hilsim.analyzer.portability import evaluate_portability
+from hilsim.analyzer.report import write_result
+from hilsim.analyzer.validate.text import decomposition_markdown
+from hilsim.simmodel.dse import counters_from_bundle, dse
+from hilsim.simmodel.gpgpusim.visualizer import read_timelines
+from hilsim.simmodel.pkp import project_plan
+from hilsim.simmodel.presets import load_timing_config
+from hilsim.simmodel.simlog import read_simlogs
+from rich.table import Table
+
+from hilsim.core.console import out
+from hilsim.core.files import write_text_atomic
 from hilsim.core.formatting import percent
+from hilsim.core.plan import load_plan
 
 NAME = "simulated-v100"
 METHODS: tuple[str, ...] = ("stem", "pka")
@@ -83,28 +100,16 @@ def _once(cache: dict[str, Any], key: str, load: Any) -> Any:
 
 
 def _reference(ex: SimulatedExample, cache: dict[str, Any]) -> Any:
-    from hilsim.analyzer.importers.profile import load_profile
-
     return _once(cache, "bundle", lambda: load_profile(ex.reference))
 
 
 def _plan(ex: SimulatedExample, method: str, cache: dict[str, Any]) -> Any:
-    from hilsim.core.plan import load_plan
-
     return _once(cache, f"plan:{method}", lambda: load_plan(ex.plan(method)))
 
 
-def _validate(ex: SimulatedExample, method: str, card: str, out: Path,
+def _validate(ex: SimulatedExample, method: str, card: str, folder: Path,
               cache: dict[str, Any], html: bool) -> dict[str, Any]:
     """Decompose one plan's error on one card; the HTML report (with plots) when ``html``."""
-    from hilsim.analyzer import validate as v
-    from hilsim.analyzer.decompose import attach_decomposition, decompose
-    from hilsim.analyzer.evaluate import score_plan
-    from hilsim.analyzer.validate.text import decomposition_markdown
-    from hilsim.simmodel.simlog import read_simlogs
-
-    from hilsim.core.files import write_text_atomic
-
     bundle = _reference(ex, cache)
     plan = _plan(ex, method, cache)
     full_log = _once(cache, f"full:{card}", lambda: read_simlogs([ex.full_log(card)]))
@@ -120,14 +125,14 @@ def _validate(ex: SimulatedExample, method: str, card: str, out: Path,
         report, images = v.validate(bundle, [(label, plan)], sim_for, clock)
         markdown = attach_decomposition(report, bundle, [(label, plan)], sim_for, full_log,
                                         clock)
-        v.write_report(report, images, out / f"validate-{label}")
+        v.write_report(report, images, folder / f"validate-{label}")
         d = report["plans"][0]["decomposition"]
     else:
         silicon, _ = v.silicon_cycles(bundle, clock)
         d = decompose(plan, bundle, silicon, sim_for(plan),
                       v.results_from_simlog(plan, bundle, full_log))
         markdown = decomposition_markdown(label, d)
-    write_text_atomic(out / f"validate-{label}.md", markdown)
+    write_text_atomic(folder / f"validate-{label}.md", markdown)
     score = score_plan(plan, bundle)
     return {"speedup": score.speedup, "n_samples": score.n_samples,
             **{k: d["totals"][k] for k in ("configuration_error", "sampling_error",
@@ -140,9 +145,6 @@ def _validate(ex: SimulatedExample, method: str, card: str, out: Path,
 
 
 def _pkp(ex: SimulatedExample, cache: dict[str, Any]) -> dict[str, Any]:
-    from hilsim.simmodel.gpgpusim.visualizer import read_timelines
-    from hilsim.simmodel.pkp import project_plan
-
     result = project_plan(_plan(ex, "stem", cache), read_timelines(ex.pkp_run),
                           relative=True)
     return {k: result[k] for k in ("projected_total_cycles", "full_total_cycles",
@@ -151,9 +153,6 @@ def _pkp(ex: SimulatedExample, cache: dict[str, Any]) -> dict[str, Any]:
 
 
 def _portability(ex: SimulatedExample, method: str, cache: dict[str, Any]) -> dict[str, Any]:
-    from hilsim.analyzer.importers.profile import load_profile
-    from hilsim.analyzer.portability import evaluate_portability
-
     rtx = _once(cache, "rtx3070", lambda: load_profile(ex.rtx3070))
     result = evaluate_portability(_plan(ex, method, cache), _reference(ex, cache), rtx)
     return {"error_on_b": result["error"], "error_on_a": result["error_on_a"],
@@ -161,9 +160,6 @@ def _portability(ex: SimulatedExample, method: str, cache: dict[str, Any]) -> di
 
 
 def _dse(ex: SimulatedExample, cache: dict[str, Any]) -> list[dict[str, Any]]:
-    from hilsim.simmodel.dse import counters_from_bundle, dse
-    from hilsim.simmodel.presets import load_timing_config
-
     result = dse(load_timing_config(str(ex.timing)), counters_from_bundle(
         _reference(ex, cache)), _plan(ex, "stem", cache), list(DSE_VARIATIONS))
     return [{"variation": r.variation, "true_speedup": r.true_speedup,
@@ -174,11 +170,6 @@ def _dse(ex: SimulatedExample, cache: dict[str, Any]) -> list[dict[str, Any]]:
 def run_simulated_example(output: str | Path,
                           example: SimulatedExample | None = None) -> dict[str, Any]:
     """Run every step on the shipped (or given) example; print tables; write result.json."""
-    from hilsim.analyzer.report import write_result
-    from rich.table import Table
-
-    from hilsim.core.console import out
-
     ex = example or shipped_example()
     folder = Path(output) / NAME
     folder.mkdir(parents=True, exist_ok=True)

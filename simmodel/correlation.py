@@ -57,6 +57,8 @@ def card_latencies(card: str, options: Mapping[str, str] | None = None) -> dict[
     shared latency, as ``hilsim tune`` on the card's microbenchmarks would. Returns the
     config fields and values; empty when no map was measured for the card.
     """
+    # lazy (as table_from_log's parser): `hilsim plan` and `hilsim evaluate` import this
+    # module through the validation report and never read a card's calibration
     from hilsim.simmodel.gpgpusim.calibration import LATENCY_OPTIONS, calibration_for_card
 
     cal = calibration_for_card(card)
@@ -148,6 +150,7 @@ def table_from_log(text: str, where: str) -> tuple[pd.DataFrame, dict]:
     Returns the table (``launch_id`` from the program's ``hilsim-launch K`` marks) and
     the log's facts (core clock, SM count, simulator version).
     """
+    # lazy: the GPGPU-Sim log parser loads only when a log is read (see card_latencies)
     from hilsim.simmodel.gpgpusim.logprofile import parse_gpgpusim_log
 
     parsed = parse_gpgpusim_log(text, where)

@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from hilsim.simmodel.config import TimingConfig
+from hilsim.simmodel.pkp import IpcTimeline
 
 from hilsim.core.errors import HilsimError
 from hilsim.core.schema import LAUNCH_RESOURCE_COLUMNS
@@ -734,8 +735,6 @@ def ipc_timeline(
 
     Returns one ``IpcTimeline`` for a Series (one launch), else a list in row order.
     """
-    from hilsim.simmodel.pkp import IpcTimeline
-
     if windows < 1:
         raise HilsimError(f"ipc_timeline: windows must be >= 1, got {windows}")
     single = isinstance(counters, pd.Series)

@@ -305,6 +305,6 @@ def test_detailed_cost_by_hand():
 
 def test_nsys_traces_cuda_graph_nodes() -> None:
     """A replayed CUDA graph must give one row per kernel, as ncu/CUPTI see it (review S2-1)."""
-    from hilsim.agent.profile import NSYS_PROFILE_ARGS
+    from hilsim.agent.backends.nsys import NSYS_PROFILE_ARGS
 
     assert "--cuda-graph-trace=node" in NSYS_PROFILE_ARGS

@@ -51,8 +51,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from hilsim.analyzer.importers.profile import csv_manifest, resolve_format
+from hilsim.analyzer.tracecheck import trace_warnings
 
+from hilsim.core import limits
+from hilsim.core.bundle import LAUNCHES, REGIONS, finish_manifest, write_table
 from hilsim.core.errors import HilsimError
+from hilsim.core.files import atomic_directory
 from hilsim.core.schema import (
     DUPLICATE_KEY_COLUMNS,
     LAUNCH_COLUMNS,
@@ -212,8 +217,6 @@ class LaunchWriter:
         """Write ``launches.parquet`` (ids renumbered to sorted names); return the row count
         and the columns the trace warnings read (:data:`WARNING_COLUMNS`), kept as each row
         group is written instead of read back."""
-        from hilsim.core.bundle import LAUNCHES
-
         if self._tail is not None and len(self._tail):
             self._write_stage(self._tail)
             self._tail = None
@@ -288,10 +291,14 @@ def _shift_row(exc: HilsimError, offset: int) -> HilsimError:
 
 # ----------------------------------------------------------------------------- CSV
 
+# The CSV and SQLite readers (nsys_stats; nsys_sqlite with sqlite3) are imported inside the
+# functions that stream their format: `hilsim import` of one format, and `hilsim plan`,
+# which imports this module through the library facade, load no other format's reader.
+
 
 def _csv_chunks(source: Path, block_bytes: int) -> Iterator[tuple[pd.DataFrame, int]]:
     """(launch columns, memcpy/memset rows dropped) of each block of the CSV."""
-    from hilsim.analyzer.importers import nsys_stats
+    from hilsim.analyzer.importers import nsys_stats  # lazy: see the note above
 
     layout = nsys_stats.fast_layout(source)
     if layout is None or not nsys_stats.check_last_row(source, layout):
@@ -348,16 +355,14 @@ def _import_csv(source: Path, fmt: str, folder: Path, block_bytes: int) -> dict[
         dropped += n_dropped
         writer.add(out)
     if writer.rows_in == 0:
-        from hilsim.analyzer.importers.nsys_stats import fast_layout
+        from hilsim.analyzer.importers import nsys_stats  # lazy: see the note above
 
-        layout = fast_layout(source)
+        layout = nsys_stats.fast_layout(source)
         report = layout.report if layout else ""
         raise HilsimError(
             f"{source}: {report} CSV has a header but no kernel rows"
             + (f" ({dropped} memcpy/memset rows dropped)" if dropped else "")
         )
-    from hilsim.analyzer.importers.profile import csv_manifest
-
     n, columns = writer.finish()
     manifest = csv_manifest(source, fmt, "nsys stats", dropped)
     return {"manifest": manifest, "writer": writer, "n": n, "warning_columns": columns}
@@ -382,7 +387,7 @@ def _import_sqlite_rows(
     chunk_rows: int,
     nvtx: tuple[pd.DataFrame, np.ndarray, np.ndarray] | None,
 ) -> tuple[LaunchWriter, int]:
-    from hilsim.analyzer.importers import nsys_sqlite
+    from hilsim.analyzer.importers import nsys_sqlite  # lazy: see the note above
 
     sql, strings = nsys_sqlite.kernel_query(conn, tables, source)
     writer = LaunchWriter(folder, str(source))
@@ -414,9 +419,7 @@ def _import_sqlite_rows(
 
 
 def _import_sqlite(source: Path, folder: Path, chunk_rows: int) -> dict[str, Any]:
-    from hilsim.analyzer.importers import nsys_sqlite
-
-    from hilsim.core.bundle import REGIONS, write_table
+    from hilsim.analyzer.importers import nsys_sqlite  # lazy: see the note above
 
     nsys_sqlite._check_file(source)
     conn = nsys_sqlite._connect(source)
@@ -480,12 +483,6 @@ def stream_import(
     Raises :class:`HilsimError` (one line naming the file and line or row) on bad input;
     nothing is left at ``output`` then.
     """
-    from hilsim.analyzer.tracecheck import trace_warnings
-
-    from hilsim.core import limits
-    from hilsim.core.bundle import finish_manifest
-    from hilsim.core.files import atomic_directory
-
     source, target = Path(path), Path(output)
     limits.check_sparse(source)
     try:
@@ -517,8 +514,6 @@ def stream_profile(
     """``hilsim import``'s streaming path: the bundle written, or ``None`` when ``path`` is
     imported in memory (small, another format, --ncu, a folder or missing file, a CSV not
     in start order: the in-memory importer then reads it and words any error)."""
-    from hilsim.analyzer.importers.profile import resolve_format
-
     source = Path(path)
     if ncu is not None or not source.is_file() or source.suffix in (".nsys-rep", ".qdrep"):
         return None

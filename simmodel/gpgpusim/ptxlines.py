@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from hilsim.core.demangle import demangle as demangle_names
 from hilsim.core.errors import HilsimError
 
 #: counter names (warp-level, as ``smsp__inst_executed``) added to a correlation table
@@ -152,8 +153,6 @@ def apportion(table: pd.DataFrame, totals: pd.DataFrame, mangled: pd.Series) -> 
 def demangle(names: list[str]) -> dict[str, str]:
     """Mangled -> demangled kernel names, as the log importer names them
     (:func:`hilsim.core.demangle.demangle`; an unreadable name is kept)."""
-    from hilsim.core.demangle import demangle as demangle_names
-
     pretty, _ = demangle_names(list(names))
     return dict(zip(names, pretty, strict=True))
 
