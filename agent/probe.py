@@ -25,7 +25,7 @@ def _text(value: Any) -> str:
 
 def nvml_facts(index: int = 0, pci_bus_id: str | None = None) -> dict[str, Any]:
     """Facts NVML knows about CUDA device ``index`` (matched by ``pci_bus_id`` when CUDA
-    gave one: NVML's own index order is PCI order, review S2-7). Raises ImportError /
+    gave one: NVML's own index order is PCI order, CUDA's need not be). Raises ImportError /
     RuntimeError."""
     import pynvml  # lazy: GPU extra
 

@@ -1,4 +1,4 @@
-"""The simulated card as profiler and as sampled simulator (issue 14 §2-3).
+"""The simulated card as profiler and as sampled simulator.
 
 * :func:`profile_on_card`: run a CUDA program fully on a GPGPU-Sim card and write a normal
   profile bundle from its log (:mod:`hilsim.analyzer.importers.gpgpusim_log`): what

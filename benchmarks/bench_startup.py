@@ -1,4 +1,4 @@
-"""Start-up time of the command line (issue 18 section 3): ``hilsim --version``,
+"""Start-up time of the command line: ``hilsim --version``,
 ``hilsim --help`` and ``hilsim plan -m stem`` on a small bundle (the shipped NeRF
 profile, 1,106 launches).
 

@@ -1,4 +1,4 @@
-"""Fit the timing model's five global constants on the training kernels (issue 15).
+"""Fit the timing model's five global constants on the training kernels.
 
 Usage::
 

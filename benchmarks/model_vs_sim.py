@@ -1,4 +1,4 @@
-"""The analytical model vs the cycle-level simulator (issue 15), per card, and vs 25 Volta kernels.
+"""The analytical model vs the cycle-level simulator, per card, and vs 25 Volta kernels.
 
 Usage::
 

@@ -1,4 +1,4 @@
-"""``hilsim dse`` checked against re-simulation (issue 15): the same variation on both sides.
+"""``hilsim dse`` checked against re-simulation: the same variation on both sides.
 
 A hardware variation (``l2_size=x2``, ``sm_count=x0.5``, ...) is applied to the model's
 config with :func:`hilsim.simmodel.dse.vary` and to the GPGPU-Sim card with

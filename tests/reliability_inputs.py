@@ -1,4 +1,4 @@
-"""Small attack inputs built from the real fixtures in ``tests/data`` (issue 16).
+"""Small attack inputs built from the real fixtures in ``tests/data``.
 
 Each builder writes one file under a folder and returns its path; the tests and the fuzz
 tier share them so every importer is attacked from a real profile, not an invented one.

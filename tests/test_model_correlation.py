@@ -1,4 +1,4 @@
-"""The timing model vs the cycle-level simulator on the committed correlation set (issue 15).
+"""The timing model vs the cycle-level simulator on the committed correlation set.
 
 ``tests/data/model-correlation/<card>.csv``: real GPGPU-Sim runs (provenance in that
 folder's README). The model's constants were fitted on the SM7_QV100 ``calib_kernels``

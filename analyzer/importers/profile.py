@@ -83,7 +83,7 @@ def _read(path: Path, fmt: str) -> Bundle:
 def _read_report(report: Path) -> Bundle:
     """An Nsight Systems report, exported by ``nsys export`` into a private temporary
     folder (mode 0700, removed after reading): nothing is written beside the input and
-    no existing file or symlink is overwritten or followed (issue 16 F12)."""
+    no existing file or symlink is overwritten or followed."""
     from hilsim.analyzer.importers.nsys_rep import export_nsys_rep  # lazy: see above
 
     with tempfile.TemporaryDirectory(prefix="hilsim-nsys-export-") as private:

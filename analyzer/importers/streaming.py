@@ -1,4 +1,4 @@
-"""Import large nsys profiles chunk by chunk, in bounded memory (issue 18 §2).
+"""Import large nsys profiles chunk by chunk, in bounded memory.
 
 A GPT-scale training trace has tens of millions of launches (STEM's GPT-2 run: 50M);
 the in-memory importers hold the whole table, several copies deep, while they parse,

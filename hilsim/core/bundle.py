@@ -300,7 +300,7 @@ def _refuse_unlisted(folder: Path, files: dict[str, Any]) -> None:
 
 
 def _parquet_rows(path: Path, data: bytes | None, expected: int | None = None) -> int:
-    """Row count from the parquet footer, checked before any row is materialised (F4).
+    """Row count from the parquet footer, checked before any row is materialised.
 
     Refuses a table holding more rows per byte of file than ``max_rows_per_byte`` (a tiny
     file that would expand to gigabytes) and, with ``expected``, a count other than the
@@ -327,7 +327,7 @@ def _parquet_rows(path: Path, data: bytes | None, expected: int | None = None) -
     return rows
 
 
-#: Arrow type checks of the launches table's columns, before conversion (F11)
+#: Arrow type checks of the launches table's columns, before conversion
 _INT_COLUMNS = ("launch_id", "duration_ns")
 
 

@@ -1,6 +1,6 @@
 """Closed loop: the tuner on a simulated card's microbenchmarks recovers the card's config.
 
-(Issue 12, part 3; Accel-Sim paper, Section II-C: microbenchmarks -> tuner -> config.)
+(Accel-Sim, Khairy et al., ISCA'20, Section II-C: microbenchmarks -> tuner -> config.)
 A card is simulated from a known ``gpgpusim.config``; the suite runs on it
 (``hilsim agent microbench --backend gpgpusim``); ``hilsim tune --convention gpgpusim``
 turns the measurements and the device facts into options; :func:`compare` puts every
