@@ -72,7 +72,7 @@ PERMISSION_HINT = (
 
 
 @dataclass
-class Selection:
+class DetailedSelection:
     """Which light launches get detailed counters: ``skip``/``count`` for ncu, ``wanted`` ids."""
 
     mode: str
@@ -120,7 +120,7 @@ def read_plan_ids(path: str | Path) -> list[int]:
     return sorted(set(ids))
 
 
-def selection(first: int | None, launches: str | None, every: bool) -> Selection | None:
+def selection(first: int | None, launches: str | None, every: bool) -> DetailedSelection | None:
     """The detailed selection from the CLI options (at most one may be given)."""
     given = [x for x in (first is not None, launches is not None, every) if x]
     if len(given) > 1:
@@ -128,18 +128,18 @@ def selection(first: int | None, launches: str | None, every: bool) -> Selection
     if first is not None:
         if first <= 0:
             raise HilsimError(f"--detailed-first must be positive, got {first}")
-        return Selection("first", 0, first)
+        return DetailedSelection("first", 0, first)
     if launches is not None:
         ids = read_plan_ids(launches)
         # ncu selects a contiguous run: profile the span, keep the requested ids
-        return Selection("launches", ids[0], ids[-1] - ids[0] + 1, ids)
+        return DetailedSelection("launches", ids[0], ids[-1] - ids[0] + 1, ids)
     if every:
-        return Selection("all", 0, None)
+        return DetailedSelection("all", 0, None)
     return None
 
 
 def profile_command(
-    ncu: str, report: Path, sel: Selection, metrics: list[str], command: list[str]
+    ncu: str, report: Path, sel: DetailedSelection, metrics: list[str], command: list[str]
 ) -> list[str]:
     """The ncu collection command (argument list, no shell)."""
     argv = [ncu, "--target-processes", "all"]
@@ -195,7 +195,7 @@ def _config_agree(ncu: pd.DataFrame, light: pd.DataFrame) -> np.ndarray:
 
 
 def match_detailed(
-    launches: pd.DataFrame, table: Any, sel: Selection, max_listed: int = 20
+    launches: pd.DataFrame, table: Any, sel: DetailedSelection, max_listed: int = 20
 ) -> Match:
     """Match ncu rows to light launches ``sel.skip + k``; never join a disagreeing row.
 
@@ -300,8 +300,8 @@ def detailed_cost(
 __all__ = [
     "DEFAULT_METRICS",
     "PERMISSION_HINT",
+    "DetailedSelection",
     "Match",
-    "Selection",
     "check_permission",
     "detailed_cost",
     "import_command",

@@ -120,7 +120,7 @@ def _device_facts(opts: ProfileOptions) -> dict[str, Any]:
 
 def _detailed(
     opts: ProfileOptions,
-    sel: ncu_mod.Selection,
+    sel: ncu_mod.DetailedSelection,
     tool: Tool,
     raw: Path,
     env: dict[str, str],
@@ -211,7 +211,7 @@ def profile_workload(opts: ProfileOptions) -> ProfileResult:
 
 def _profile(
     opts: ProfileOptions,
-    sel: ncu_mod.Selection | None,
+    sel: ncu_mod.DetailedSelection | None,
     tools: dict[str, Tool],
     order: list[str],
     reason: str,

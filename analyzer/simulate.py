@@ -39,7 +39,7 @@ from hilsim.core.plan import load_plan
 LAUNCHES_PLACEHOLDER = "{launches}"
 SAMPLED_LOG = "sampled.log"
 LAUNCH_LIST = "launches.txt"
-SUMMARY = "simulate.json"
+SUMMARY_JSON = "simulate.json"
 
 
 def _children_cpu_s() -> float:
@@ -208,7 +208,7 @@ def simulate_plan(
         "log": str(log_out),
         "launch_list": str(list_path),
     }
-    write_text_atomic(out_dir / SUMMARY, json.dumps(summary, indent=2) + "\n")
+    write_text_atomic(out_dir / SUMMARY_JSON, json.dumps(summary, indent=2) + "\n")
     return summary
 
 

@@ -141,7 +141,7 @@ def pairs(baseline: pd.DataFrame, cycles: pd.DataFrame, card: str) -> pd.DataFra
     key = ["program", "launch_id"]
     base = baseline.reset_index(drop=True)
     cfg = corr.card_timing(card, int(base["sm_count"].iat[0]), 0.0)
-    x = corr.model_input(base)
+    x = corr.model_input_from_sim(base)
     t0_model = predict_cycles(cfg, x)[0] / cfg.get("core.core_clock_mhz").value
     sim0 = cycles[cycles["variation"] == "baseline"].set_index(key)
     out = []

@@ -44,7 +44,7 @@ def profile_on_simulated_card(opts: ProfileOptions) -> tuple[Path, dict[str, Any
     )
 
 
-def summary(path: Path, manifest: dict[str, Any]) -> str:
+def profile_summary(path: Path, manifest: dict[str, Any]) -> str:
     """The line ``hilsim agent profile`` prints: launches, simulated cycles, CPU time."""
     prof = manifest["profilers"][0]
     n_regions = prof.get("regions")
@@ -60,7 +60,7 @@ BACKEND = Backend(
     name="gpgpusim",
     profile=profile_on_simulated_card,
     claims=claims,
-    summary=summary,
+    summary=profile_summary,
 )
 
-__all__ = ["BACKEND", "DEFAULT_TIMEOUT_S", "claims", "profile_on_simulated_card", "summary"]
+__all__ = ["BACKEND", "DEFAULT_TIMEOUT_S", "claims", "profile_on_simulated_card", "profile_summary"]

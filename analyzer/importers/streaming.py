@@ -338,7 +338,7 @@ def _csv_chunks(source: Path, block_bytes: int) -> Iterator[tuple[pd.DataFrame, 
                         f"{source}: not a text CSV (byte {offset + exc.start} is not UTF-8): "
                         "not an nsys stats CSV"
                     ) from exc
-                out, _, dropped = nsys_stats._read_exact(
+                out, _, dropped = nsys_stats.read_exact(
                     source, text=layout.header_line + text, line_offset=line - 2, block=True
                 )
             else:
@@ -421,17 +421,17 @@ def _import_sqlite_rows(
 def _import_sqlite(source: Path, folder: Path, chunk_rows: int) -> dict[str, Any]:
     from hilsim.analyzer.importers import nsys_sqlite  # lazy: see the note above
 
-    nsys_sqlite._check_file(source)
-    conn = nsys_sqlite._connect(source)
+    nsys_sqlite.check_sqlite_file(source)
+    conn = nsys_sqlite.connect_read_only(source)
     try:
-        tables = nsys_sqlite._tables(conn)
+        tables = nsys_sqlite.table_names(conn)
         nsys_sqlite.kernel_query(conn, tables, source)  # the missing-table errors first
-        nvtx_frame = nsys_sqlite._read_nvtx(conn, tables)
+        nvtx_frame = nsys_sqlite.read_nvtx(conn, tables)
         regions, nvtx = None, None
         if nvtx_frame is not None:
             regions, kind, tid = nsys_sqlite.nvtx_regions(nvtx_frame)
             nvtx = (regions, kind, tid)
-        meta = nsys_sqlite._meta(conn, tables)
+        meta = nsys_sqlite.export_meta(conn, tables)
         try:  # rowid order is start order in nsys's exports: no sort
             writer, with_region = _import_sqlite_rows(
                 conn, tables, source, folder, "k.rowid", chunk_rows, nvtx
@@ -442,14 +442,14 @@ def _import_sqlite(source: Path, folder: Path, chunk_rows: int) -> dict[str, Any
             )
         device = nsys_sqlite.device_info(conn, tables, writer.device_counts)
     except (sqlite3.Error, pd.errors.DatabaseError) as exc:
-        raise nsys_sqlite._db_error(source, exc) from exc
+        raise nsys_sqlite.database_error(source, exc) from exc
     finally:
         conn.close()
     n, columns = writer.finish()
     if regions is not None:
         write_table(regions[list(REGION_COLUMNS)], folder / REGIONS)
     manifest = nsys_sqlite.sqlite_manifest(
-        source, nsys_sqlite._tool(meta), meta.get("EXPORT_SCHEMA_VERSION"), device,
+        source, nsys_sqlite.nsys_tool_entry(meta), meta.get("EXPORT_SCHEMA_VERSION"), device,
         0 if regions is None else len(regions), with_region,
     )
     return {"manifest": manifest, "writer": writer, "n": n, "warning_columns": columns}
