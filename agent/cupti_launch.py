@@ -7,7 +7,7 @@ plus ``RUNTIME`` and ``DRIVER`` for the launching call of each kernel: CuPy laun
 through the driver API, PyTorch through the runtime API) through cupti-python, then runs
 the workload unmodified (:func:`hilsim.agent.launch.run_target`). Records are copied out of the
 CUPTI buffers in the completion callback and written with
-:func:`hilsim.analyzer.importers.cupti_records.write_cupti_records` (atomic JSON Lines):
+:func:`hilsim.analyzer.importers.cupti_format.write_cupti_records` (atomic JSON Lines):
 
 * at normal exit and at ``SystemExit`` (``atexit`` as a last resort);
 * from SIGINT / SIGTERM handlers, flushing CUPTI first, so Ctrl-C or a timeout still
@@ -40,6 +40,7 @@ cuda-bindings, a cupti-python dependency), so trailing kernels are complete.
 from __future__ import annotations
 
 import atexit
+import importlib.metadata
 import os
 import sys
 import threading
@@ -47,6 +48,8 @@ from typing import Any
 
 from hilsim.agent.cupti_api import api_enumerations, launch_cbids, restrict_to_launches
 from hilsim.agent.launch import install_stop_handlers, run_recorded, split_argv
+from hilsim.agent.nvtx import add_range_hook
+from hilsim.analyzer.importers.cupti_format import write_cupti_records
 
 BUFFER_BYTES = 8 * 1024 * 1024
 _KERNEL_FIELDS = (
@@ -197,9 +200,7 @@ class CuptiRecorder:
 
         self._cupti = cupti
         try:
-            from importlib.metadata import version
-
-            self.version = version("cupti-python")
+            self.version = importlib.metadata.version("cupti-python")
         except Exception:  # noqa: BLE001 - version is informative only
             self.version = None
         kernel_kind = cupti.ActivityKind.CONCURRENT_KERNEL
@@ -338,8 +339,6 @@ class CuptiRecorder:
     # -- output ---------------------------------------------------------------------
     def finish(self, complete: bool, reason: str | None = None) -> None:
         """Flush CUPTI and (re)write the records file; later calls only downgrade."""
-        from hilsim.analyzer.importers.cupti_records import write_cupti_records
-
         if complete and self._cupti is not None:
             _synchronize_context()  # never from a signal handler: a hung kernel would block
         self.flush()
@@ -395,8 +394,6 @@ def main(argv: list[str] | None = None) -> None:
             file=sys.stderr,
         )
         raise SystemExit(2) from exc
-    from hilsim.agent.nvtx import add_range_hook
-
     add_range_hook(recorder)
     atexit.register(
         lambda: (

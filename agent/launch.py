@@ -19,6 +19,8 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from hilsim.agent.nvtx import install
+
 
 def split_argv(
     argv: list[str], prog: str, out_required: bool = False
@@ -138,8 +140,7 @@ def prepare_sys_path(target: list[str]) -> None:
 
 
 def install_wrappers(specs: list[str], prog: str) -> None:
-    from hilsim.agent.nvtx import install
-
+    """Wrap each ``MODULE:FUNCTION`` of ``specs`` in an NVTX range; a bad spec exits 2."""
     try:
         install(specs)
     except ValueError as exc:

@@ -20,6 +20,7 @@ grid/block where both sides know them). Mismatches are never joined silently
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,7 @@ import pandas as pd
 from hilsim.analyzer.methods.pka import TABLE2_METRICS
 
 from hilsim.core.errors import HilsimError
+from hilsim.core.schema import names_agree
 
 #: Beyond PKA Table 2: time/cycles, DRAM and L2 traffic, L1/L2 hit rates, instruction
 #: mix by precision (STEM section 4.6 lists these categories), branch efficiency.
@@ -70,7 +72,7 @@ PERMISSION_HINT = (
 
 
 @dataclass
-class Selection:
+class DetailedSelection:
     """Which light launches get detailed counters: ``skip``/``count`` for ncu, ``wanted`` ids."""
 
     mode: str
@@ -91,8 +93,6 @@ class Selection:
 
 def read_plan_ids(path: str | Path) -> list[int]:
     """Launch ids of a plan JSON (``samples[].launch_id``) or a text list ``3,17,42``."""
-    import json
-
     source = Path(path)
     if source.is_file():
         try:
@@ -120,7 +120,7 @@ def read_plan_ids(path: str | Path) -> list[int]:
     return sorted(set(ids))
 
 
-def selection(first: int | None, launches: str | None, every: bool) -> Selection | None:
+def selection(first: int | None, launches: str | None, every: bool) -> DetailedSelection | None:
     """The detailed selection from the CLI options (at most one may be given)."""
     given = [x for x in (first is not None, launches is not None, every) if x]
     if len(given) > 1:
@@ -128,18 +128,18 @@ def selection(first: int | None, launches: str | None, every: bool) -> Selection
     if first is not None:
         if first <= 0:
             raise HilsimError(f"--detailed-first must be positive, got {first}")
-        return Selection("first", 0, first)
+        return DetailedSelection("first", 0, first)
     if launches is not None:
         ids = read_plan_ids(launches)
         # ncu selects a contiguous run: profile the span, keep the requested ids
-        return Selection("launches", ids[0], ids[-1] - ids[0] + 1, ids)
+        return DetailedSelection("launches", ids[0], ids[-1] - ids[0] + 1, ids)
     if every:
-        return Selection("all", 0, None)
+        return DetailedSelection("all", 0, None)
     return None
 
 
 def profile_command(
-    ncu: str, report: Path, sel: Selection, metrics: list[str], command: list[str]
+    ncu: str, report: Path, sel: DetailedSelection, metrics: list[str], command: list[str]
 ) -> list[str]:
     """The ncu collection command (argument list, no shell)."""
     argv = [ncu, "--target-processes", "all"]
@@ -179,8 +179,6 @@ class Match:
 
 
 def _agree(ncu_names: np.ndarray, light_names: np.ndarray) -> np.ndarray:
-    from hilsim.core.schema import names_agree
-
     if len(ncu_names) == 0:
         return np.zeros(0, dtype=bool)
     return names_agree(ncu_names, light_names)
@@ -197,7 +195,7 @@ def _config_agree(ncu: pd.DataFrame, light: pd.DataFrame) -> np.ndarray:
 
 
 def match_detailed(
-    launches: pd.DataFrame, table: Any, sel: Selection, max_listed: int = 20
+    launches: pd.DataFrame, table: Any, sel: DetailedSelection, max_listed: int = 20
 ) -> Match:
     """Match ncu rows to light launches ``sel.skip + k``; never join a disagreeing row.
 
@@ -302,8 +300,8 @@ def detailed_cost(
 __all__ = [
     "DEFAULT_METRICS",
     "PERMISSION_HINT",
+    "DetailedSelection",
     "Match",
-    "Selection",
     "check_permission",
     "detailed_cost",
     "import_command",

@@ -141,7 +141,7 @@ class annotate:  # noqa: N801 - used like nvtx.annotate
         self._stack.pop().close()
 
 
-def parse_spec(spec: str) -> tuple[str, str]:
+def parse_function_spec(spec: str) -> tuple[str, str]:
     """``"pkg.mod:Class.method"`` -> ``("pkg.mod", "Class.method")``; ValueError if malformed."""
     module, sep, qualname = spec.partition(":")
     if not sep or not module.strip() or not qualname.strip():
@@ -157,7 +157,7 @@ def wrap_function(spec: str, name: str | None = None) -> Callable[..., Any]:
     ``name`` defaults to the qualified name. Returns the wrapper. Raises ValueError with
     one line when the module cannot be imported or has no such attribute.
     """
-    module_name, qualname = parse_spec(spec)
+    module_name, qualname = parse_function_spec(spec)
     try:
         owner: Any = importlib.import_module(module_name)
     except ImportError as exc:
@@ -195,5 +195,5 @@ def install(specs: list[str]) -> None:
         wrap_function(spec)
 
 
-__all__ = ["add_range_hook", "annotate", "install", "parse_spec", "remove_range_hook",
+__all__ = ["add_range_hook", "annotate", "install", "parse_function_spec", "remove_range_hook",
            "wrap_function"]

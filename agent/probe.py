@@ -13,6 +13,9 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from hilsim.agent.tools import all_tools
+from hilsim.microbench.gpu import gpu_extra_for, nvml_handle
+
 from hilsim.core.errors import HilsimError
 
 
@@ -22,10 +25,9 @@ def _text(value: Any) -> str:
 
 def nvml_facts(index: int = 0, pci_bus_id: str | None = None) -> dict[str, Any]:
     """Facts NVML knows about CUDA device ``index`` (matched by ``pci_bus_id`` when CUDA
-    gave one: NVML's own index order is PCI order, review S2-7). Raises ImportError /
+    gave one: NVML's own index order is PCI order, CUDA's need not be). Raises ImportError /
     RuntimeError."""
     import pynvml  # lazy: GPU extra
-    from hilsim.microbench.gpu import nvml_handle
 
     try:
         pynvml.nvmlInit()
@@ -196,8 +198,6 @@ def probe_device(index: int = 0, tools: bool = True) -> dict[str, Any]:
         hint = f" ({', '.join(missing)} not installed)" if missing else ""
         raise HilsimError(f"agent probe: no usable NVIDIA GPU: {detail}{hint}")
     facts["sources"] = sources
-    from hilsim.microbench.gpu import gpu_extra_for
-
     driver = str(facts.get("cuda_driver_version") or "")
     facts["pip_extra"] = gpu_extra_for(
         facts.get("compute_capability"), int(driver.split(".")[0]) if driver[:1].isdigit() else None
@@ -205,8 +205,6 @@ def probe_device(index: int = 0, tools: bool = True) -> dict[str, Any]:
     if missing:
         facts["missing_packages"] = missing
     if tools:
-        from hilsim.agent.tools import all_tools
-
         facts["tools"] = {name: t.as_dict() for name, t in all_tools().items()}
     return facts
 

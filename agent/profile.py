@@ -1,19 +1,10 @@
 """``hilsim agent profile``: two-level profile of a workload (PKA section 3.1) into a bundle.
 
-Light level, every launch, one backend (``auto`` picks the first usable one in this
-order and says why):
-
-* ``nsys``:  ``nsys profile --trace=cuda,nvtx --sample=none --cpuctxsw=none -o REP -f true
-  CMD...``, then ``nsys export --type sqlite ...`` and
-  :func:`hilsim.analyzer.importers.nsys_sqlite.bundle_from_nsys_sqlite` (any workload; NVTX ranges
-  the workload emits become regions). Chosen by ``auto`` only when ``nsys export --help``
-  works; when the export fails after the run, ``auto`` falls back to the next backend
-  (one more run) and the report is kept as ``OUT.nsys-rep``.
-* ``cupti``: ``python -m hilsim.agent.cupti_launch --out R.jsonl -- script.py ARGS`` (Python
-  workloads), imported with
-  :func:`hilsim.analyzer.importers.cupti_records.bundle_from_cupti_records`.
-* ``torch``: ``python -m hilsim.agent.torch_launch --out T.json -- script.py ARGS`` (Python
-  workloads), imported with :func:`hilsim.analyzer.importers.kineto.bundle_from_kineto`.
+Light level, every launch, one backend of :mod:`hilsim.agent.backends` (``auto`` picks
+the first usable one in ``auto_rank`` order and says why): ``nsys`` (any workload; when
+its export fails after the run, ``auto`` falls back to the next backend), ``cupti`` and
+``torch`` (Python workloads, in-process launchers). ``gpgpusim`` runs the workload on a
+simulated card, which is its own light and detailed level, and writes the bundle itself.
 
 Detailed level (optional): Nsight Compute as a second run on a subset
 (:mod:`hilsim.agent.ncu`), matched to the light launches by order and kernel name; mismatches
@@ -25,235 +16,101 @@ every launch captured so far and ``complete: false``.
 
 from __future__ import annotations
 
-import shutil
-import sys
+import subprocess
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hilsim.agent import ncu as ncu_mod
-from hilsim.agent.runner import GRACE_S, RunResult, run_workload
-from hilsim.agent.tools import (
-    Tool,
-    all_tools,
-    hilsim_pythonpath,
-    python_target,
-    require_python_target,
+from hilsim.agent import probe
+from hilsim.agent.backends import (
+    auto_order,
+    backend_named,
+    detect_tools,
+    light_backends,
+    whole_run_backend,
 )
+from hilsim.agent.backends.base import (
+    Backend,
+    ExportFailed,
+    LightResult,
+    ProfileOptions,
+    say,
+    workload_argv,
+)
+from hilsim.agent.runner import RunResult, run_workload
+from hilsim.agent.tools import Tool, hilsim_pythonpath, python_target, require_python_target
+from hilsim.analyzer.importers.ncu_csv import read_ncu_csv
 
 from hilsim.core.bundle import Bundle, write_bundle
 from hilsim.core.errors import HilsimError
-
-BACKENDS: tuple[str, ...] = ("auto", "nsys", "cupti", "torch")
-NSYS_PROFILE_ARGS: tuple[str, ...] = (
-    "profile",
-    "--trace=cuda,nvtx",
-    "--sample=none",
-    "--cpuctxsw=none",
-    # one row per kernel node of a replayed CUDA graph (the default, graph, records the
-    # whole graph as one row and drops its kernels; ncu and CUPTI see every node)
-    "--cuda-graph-trace=node",
-)
-
-
-def say(message: str) -> None:
-    """Progress line on stderr (stdout belongs to the workload)."""
-    print(f"hilsim: {message}", file=sys.stderr, flush=True)
-
-
-@dataclass
-class ProfileOptions:
-    """Everything ``hilsim agent profile`` was asked to do."""
-
-    command: list[str]
-    out: Path
-    backend: str = "auto"
-    detailed: ncu_mod.Selection | None = None
-    metrics: list[str] = field(default_factory=lambda: list(ncu_mod.DEFAULT_METRICS))
-    timeout_s: float | None = None
-    detailed_timeout_s: float | None = None
-    measure_overhead: bool = False
-    nvtx_modules: list[str] = field(default_factory=list)
-    force: bool = False
-    keep_raw: Path | None = None
-    probe: bool = True
-    device_index: int = 0
-    grace_s: float = GRACE_S
 
 
 def choose_backend(
     requested: str, command: list[str], tools: dict[str, Tool]
 ) -> tuple[list[str], str]:
-    """Backends to try in order, and why the first was chosen.
+    """Light backends to try in order, and why the first was chosen.
 
-    ``auto``: nsys when it runs and can export, else cupti, else torch (the last two
-    only for Python workloads). An explicit backend that is not usable is an error.
+    ``auto``: the usable ones in ``auto_rank`` order (nsys when it runs and can export,
+    else cupti, else torch; the last two only for Python workloads). An explicit backend
+    that is not usable is an error.
     """
-    if requested not in BACKENDS:
-        raise HilsimError(f"--backend must be one of {', '.join(BACKENDS)}, got {requested!r}")
-    is_python = python_target(command) is not None
-    nsys = tools["nsys"]
-    if requested == "nsys":
-        if not nsys.usable:
-            raise HilsimError(f"--backend nsys: {nsys.reason} (install Nsight Systems)")
-        return ["nsys"], "requested"
-    if requested in ("cupti", "torch"):
-        tool = tools[requested]
-        if not tool.usable:
-            raise HilsimError(f"--backend {requested}: {tool.reason}")
-        require_python_target(command, f"--backend {requested}")
+    light = light_backends()
+    names = ("auto", *(b.name for b in light))
+    if requested not in names:
+        raise HilsimError(f"--backend must be one of {', '.join(names)}, got {requested!r}")
+    if requested != "auto":
+        backend = backend_named(requested)
+        backend.check_requested(tools[requested], command)
         return [requested], "requested"
+    is_python = python_target(command) is not None
+    candidates = auto_order()
     order: list[str] = []
     why: list[str] = []
-    if nsys.usable and nsys.extra.get("export", False):
-        order.append("nsys")
-    else:
-        why.append(f"nsys: {nsys.reason or 'nsys export does not work here'}")
-    for name in ("cupti", "torch"):
-        tool = tools[name]
-        if tool.usable and is_python:
-            order.append(name)
+    for backend in candidates:
+        skip = backend.auto_skip_reason(tools[backend.name], is_python)
+        if skip is None:
+            order.append(backend.name)
         else:
-            why.append(f"{name}: {tool.reason or 'the workload is not a Python program'}")
+            why.append(f"{backend.name}: {skip}")
     if not order:
+        host = [b.install_name for b in candidates if b.install_name and not b.needs_python]
+        python = [b.install_name for b in candidates if b.install_name and b.needs_python]
+        hint = "install " + ", ".join(host)
+        if python:
+            hint += ", or " + " / ".join(python) + " for Python workloads"
         raise HilsimError(
-            "agent profile: no usable light profiler (" + "; ".join(why) + "); install "
-            "Nsight Systems, or cupti-python / torch for Python workloads"
+            "agent profile: no usable light profiler (" + "; ".join(why) + "); " + hint
         )
-    reason = "auto: first usable of nsys, cupti, torch" + (f" ({'; '.join(why)})" if why else "")
+    first = ", ".join(b.name for b in candidates)
+    reason = f"auto: first usable of {first}" + (f" ({'; '.join(why)})" if why else "")
     return order, reason
 
 
-def _nvtx_options(modules: list[str]) -> list[str]:
-    return [x for m in modules for x in ("--nvtx", m)]
-
-
-def workload_argv(command: list[str], nvtx_modules: list[str]) -> list[str]:
-    """The command itself, or run through ``hilsim.agent.launch`` with ``--nvtx-module``."""
-    if not nvtx_modules:
-        return list(command)
-    target = require_python_target(command, "--nvtx-module")
-    return target.launcher_argv("hilsim.agent.launch", _nvtx_options(nvtx_modules))
-
-
 @dataclass
-class LightResult:
-    bundle: Bundle
-    run: RunResult
-    profiler: dict[str, Any]
-    recorded_complete: bool = True
+class ProfileResult:
+    """The written bundle: its path, its manifest as written (``n_launches``, file
+    digests) and the backend that made it."""
 
+    path: Path
+    manifest: dict[str, Any]
+    backend: Backend
 
-class ExportFailed(HilsimError):
-    """nsys ran but its report could not be exported (auto may fall back)."""
+    @property
+    def complete(self) -> bool:
+        return bool(self.manifest.get("complete", True))
 
-
-def _light_nsys(opts: ProfileOptions, tool: Tool, raw: Path, env: dict[str, str]) -> LightResult:
-    from hilsim.analyzer.importers.nsys_rep import REPORT_SUFFIXES, export_nsys_rep
-    from hilsim.analyzer.importers.nsys_sqlite import bundle_from_nsys_sqlite
-
-    assert tool.path is not None
-    rep = raw / "light"
-    argv = [
-        tool.path,
-        *NSYS_PROFILE_ARGS,
-        "-o",
-        str(rep),
-        "-f",
-        "true",
-        *workload_argv(opts.command, opts.nvtx_modules),
-    ]
-    say(f"light pass (nsys): {' '.join(argv[:8])} ...")
-    run = run_workload(argv, opts.timeout_s, env=env, grace_s=opts.grace_s)
-    report = next((Path(f"{rep}{s}") for s in REPORT_SUFFIXES if Path(f"{rep}{s}").is_file()), None)
-    if report is None:
-        raise HilsimError(
-            f"nsys wrote no report (exit code {run.exit_code}"
-            + (", timed out" if run.timed_out else "")
-            + "): see its output above"
-        )
-    try:
-        sqlite = export_nsys_rep(report, raw, nsys=tool.path)
-    except HilsimError as exc:
-        kept = opts.out.parent / f"{opts.out.name}.nsys-rep"
-        shutil.copyfile(report, kept)
-        raise ExportFailed(f"{exc} (report kept as {kept})") from exc
-    bundle = bundle_from_nsys_sqlite(sqlite)
-    profiler = dict(bundle.manifest["profilers"][0])
-    profiler.update(
-        version=profiler.get("version") or tool.version,
-        command=argv,
-        export="nsys export --type sqlite",
-    )
-    return LightResult(bundle, run, profiler)
-
-
-def _run_launcher(
-    opts: ProfileOptions,
-    env: dict[str, str],
-    backend: str,
-    module: str,
-    output: Path,
-    what: str,
-) -> tuple[list[str], RunResult]:
-    """Run the workload under an in-process launcher that must write ``output``."""
-    target = require_python_target(opts.command, f"--backend {backend}")
-    argv = target.launcher_argv(module, ["--out", str(output), *_nvtx_options(opts.nvtx_modules)])
-    say(f"light pass ({backend}): {' '.join(argv)}")
-    run = run_workload(argv, opts.timeout_s, env=env, grace_s=opts.grace_s)
-    if not output.is_file():
-        raise HilsimError(
-            f"the {what} launcher wrote no output (exit code {run.exit_code}"
-            + (", timed out" if run.timed_out else "")
-            + "): see the output above"
-        )
-    return argv, run
-
-
-def _light_cupti(opts: ProfileOptions, tool: Tool, raw: Path, env: dict[str, str]) -> LightResult:
-    from hilsim.analyzer.importers.cupti_records import bundle_from_cupti_records
-
-    records = raw / "light.cupti.jsonl"
-    argv, run = _run_launcher(opts, env, "cupti", "hilsim.agent.cupti_launch", records, "CUPTI")
-    bundle = bundle_from_cupti_records(records)
-    profiler = dict(bundle.manifest["profilers"][0])
-    profiler.update(
-        version=profiler.get("version") or tool.version,
-        command=argv,
-        activity_kinds=["CONCURRENT_KERNEL", "RUNTIME", "DRIVER"],
-    )
-    return LightResult(bundle, run, profiler, bool(bundle.manifest.get("complete", True)))
-
-
-def _light_torch(opts: ProfileOptions, tool: Tool, raw: Path, env: dict[str, str]) -> LightResult:
-    import json
-
-    from hilsim.analyzer.importers.kineto import bundle_from_kineto
-
-    trace = raw / "light.pt.trace.json"
-    argv, run = _run_launcher(
-        opts, env, "torch", "hilsim.agent.torch_launch", trace, "PyTorch-profiler")
-    complete = True
-    status = Path(f"{trace}.status.json")
-    if status.is_file():
-        complete = bool(json.loads(status.read_text()).get("complete", True))
-    bundle = bundle_from_kineto(trace)
-    profiler = dict(bundle.manifest["profilers"][0])
-    profiler.update(version=tool.version, command=argv)
-    return LightResult(bundle, run, profiler, complete)
-
-
-_LIGHT = {"nsys": _light_nsys, "cupti": _light_cupti, "torch": _light_torch}
+    def summary(self) -> str:
+        """One line: what was written, by which backend, how the workload ran."""
+        return self.backend.summary(self.path, self.manifest)
 
 
 def _device_facts(opts: ProfileOptions) -> dict[str, Any]:
     if not opts.probe:
         return {}
-    from hilsim.agent.probe import probe_device
-
     try:
-        return probe_device(opts.device_index, tools=False)
+        return probe.probe_device(opts.device_index, tools=False)
     except HilsimError as exc:
         if "neither" in str(exc):
             say("warning: pynvml and cupy are missing; device facts come from the profiler")
@@ -262,12 +119,14 @@ def _device_facts(opts: ProfileOptions) -> dict[str, Any]:
 
 
 def _detailed(
-    opts: ProfileOptions, tool: Tool, raw: Path, env: dict[str, str], bundle: Bundle
+    opts: ProfileOptions,
+    sel: ncu_mod.DetailedSelection,
+    tool: Tool,
+    raw: Path,
+    env: dict[str, str],
+    bundle: Bundle,
 ) -> tuple[dict[str, Any], Any]:
-    from hilsim.analyzer.importers.ncu_csv import read_ncu_csv
-
-    sel = opts.detailed
-    assert sel is not None and tool.path is not None
+    assert tool.path is not None
     if sel.skip >= bundle.n_launches:
         raise HilsimError(
             f"detailed selection starts at launch {sel.skip} but the light pass recorded "
@@ -292,8 +151,6 @@ def _detailed(
     csv_path = raw / "detailed.csv"
     import_log = raw / "ncu-import.log"
     with open(csv_path, "wb") as handle, open(import_log, "wb") as errors:
-        import subprocess
-
         done = subprocess.run(
             ncu_mod.import_command(tool.path, report),
             stdout=handle,
@@ -320,15 +177,21 @@ def _detailed(
     return info, match.metrics
 
 
-def profile_workload(opts: ProfileOptions) -> tuple[Path, dict[str, Any]]:
-    """Run the two-level profile and write the bundle; returns (path, manifest)."""
+def profile_workload(opts: ProfileOptions) -> ProfileResult:
+    """Run the profile and write the bundle: the two-level profile of a light backend, or
+    the whole run of a backend that writes the bundle itself (``gpgpusim``)."""
+    whole = whole_run_backend(opts)
+    if whole is not None and whole.profile is not None:
+        path, manifest = whole.profile(opts)
+        return ProfileResult(path, manifest, whole)
+    sel = ncu_mod.selection(opts.detailed_first, opts.detailed_launches, opts.detailed_all)
     if not opts.command:
         raise HilsimError("agent profile: no command given (put it after '--')")
     if opts.out.exists() and not opts.force:
         raise HilsimError(f"{opts.out}: already exists (use --force to replace it)")
-    tools = all_tools()
+    tools = detect_tools()
     order, reason = choose_backend(opts.backend, opts.command, tools)
-    if opts.detailed is not None and not tools["ncu"].usable:
+    if sel is not None and not tools["ncu"].usable:
         raise HilsimError(
             f"--detailed-*: {tools['ncu'].reason} (install Nsight Compute or drop the option)"
         )
@@ -340,13 +203,15 @@ def profile_workload(opts: ProfileOptions) -> tuple[Path, dict[str, Any]]:
     raw = Path(raw_ctx.name) if opts.keep_raw is None else opts.keep_raw
     raw.mkdir(parents=True, exist_ok=True)
     try:
-        return _profile(opts, tools, order, reason, device, env, raw)
+        path, manifest = _profile(opts, sel, tools, order, reason, device, env, raw)
     finally:
         raw_ctx.cleanup()
+    return ProfileResult(path, manifest, backend_named(manifest["agent"]["backend"]))
 
 
 def _profile(
     opts: ProfileOptions,
+    sel: ncu_mod.DetailedSelection | None,
     tools: dict[str, Tool],
     order: list[str],
     reason: str,
@@ -371,7 +236,9 @@ def _profile(
         chosen = name
         say(f"light backend: {name} ({reason if index == 0 else 'fallback'})")
         try:
-            light = _LIGHT[name](opts, tools[name], raw, env)
+            runner = backend_named(name).run
+            assert runner is not None
+            light = runner(opts, tools[name], raw, env)
             break
         except ExportFailed as exc:
             if index + 1 < len(order):
@@ -401,14 +268,14 @@ def _profile(
         light_profiler["fallbacks"] = fallbacks
     profilers: list[dict[str, Any]] = [light_profiler]
     detailed_error: str | None = None
-    if opts.detailed is not None:
+    if sel is not None:
         if not complete:
             profilers.append(
                 {"name": "nsight-compute", "level": "detailed", "skipped": "light pass incomplete"}
             )
         else:
             try:
-                info, metrics = _detailed(opts, tools["ncu"], raw, env, bundle)
+                info, metrics = _detailed(opts, sel, tools["ncu"], raw, env, bundle)
                 baseline = bare if bare is not None else run
                 info["cost"] = ncu_mod.detailed_cost(
                     info["run"]["wall_s"], baseline.wall_s, info["match"]["ncu_launches"],
@@ -463,7 +330,7 @@ def _profile(
         raise HilsimError(
             f"{detailed_error} (the light-level bundle was written to {path} without metrics)"
         )
-    return path, bundle.manifest  # as written: n_launches, file digests (issue 16 F13)
+    return path, bundle.manifest  # as written: n_launches and the files' digests
 
 
-__all__ = ["BACKENDS", "ProfileOptions", "choose_backend", "profile_workload", "workload_argv"]
+__all__ = ["ProfileResult", "choose_backend", "profile_workload"]

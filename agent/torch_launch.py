@@ -29,6 +29,7 @@ from hilsim.agent.launch import (
     run_recorded,
     split_argv,
 )
+from hilsim.agent.nvtx import add_range_hook
 
 
 class TorchRecorder:
@@ -96,8 +97,6 @@ def main(argv: list[str] | None = None) -> None:
     except ImportError as exc:
         print(f"hilsim.agent.torch_launch: error: torch is not installed: {exc}", file=sys.stderr)
         raise SystemExit(2) from exc
-    from hilsim.agent.nvtx import add_range_hook
-
     add_range_hook(recorder)
 
     install_stop_handlers(recorder.finish)

@@ -199,7 +199,7 @@ def workload_name(bundle: Bundle, path: str | Path | None = None) -> str:
     return first.split(".")[0] or first
 
 
-def input_digest(path: str | Path) -> dict[str, Any]:
+def input_identity(path: str | Path) -> dict[str, Any]:
     """What identifies the input: sha256 of a profile file, or for a bundle folder the
     sha256 over its manifest's file digests (content only, not the import time)."""
     source = Path(path)
@@ -517,7 +517,7 @@ def compare_profile(
     """The ``hilsim.compare/1`` document of :func:`compare_methods` on ``bundle`` (read from
     ``path``; scored on ``holdout``, read from ``holdout_path``, when given).
 
-    Besides the table it holds what identifies the inputs (:func:`input_digest` of the
+    Besides the table it holds what identifies the inputs (:func:`input_identity` of the
     files, the launch sequence's digest), the workload and device names, and the trace's
     warnings once (``input_warnings``); STEM's row also carries how much time its CLT rule
     leaves unchecked.
@@ -529,7 +529,7 @@ def compare_profile(
     for summary in result["methods"]:
         if summary["name"] == "stem":
             summary["warnings"] = method_warnings(bundle.launches, "stem") + summary["warnings"]
-    source = input_digest(path) if path is not None else {}
+    source = input_identity(path) if path is not None else {}
     return {
         "schema": COMPARE_SCHEMA,
         "hilsim_version": hilsim_version(),
@@ -537,7 +537,7 @@ def compare_profile(
         "device": (bundle.manifest.get("device") or {}).get("name"),
         "n_launches": bundle.n_launches,
         "input": source | {"sequence_digest": bundle.sequence_digest()},
-        "holdout_input": input_digest(holdout_path) if holdout_path is not None else None,
+        "holdout_input": input_identity(holdout_path) if holdout_path is not None else None,
         "profile": str(path) if path is not None else None,
         "holdout_profile": str(holdout_path) if holdout_path is not None else None,
         "input_warnings": input_warnings,

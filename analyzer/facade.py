@@ -43,7 +43,7 @@ from hilsim.analyzer.methods.base import Method
 from hilsim.analyzer.recommend import Recommendation, default_candidates, recommend
 from hilsim.analyzer.report import write_comparison
 from hilsim.analyzer.tracecheck import bundle_warnings, method_warnings
-from hilsim.analyzer.validate import model_input
+from hilsim.analyzer.validate import launch_table_with_metrics
 from hilsim.simmodel.gpgpusim.visualizer import read_timelines
 from hilsim.simmodel.model import ipc_timeline, require_counters
 from hilsim.simmodel.pkp import project_plan, read_cta_trace
@@ -374,7 +374,7 @@ class Profile:
             source = f"CTA trace {cta_trace}"
         else:
             config = load_timing_config(str(model))
-            inputs = model_input(self.bundle).iloc[ids]
+            inputs = launch_table_with_metrics(self.bundle).iloc[ids]
             require_counters(inputs, f"{self.path or 'profile'}: --model")
             timelines = dict(zip(ids.tolist(), ipc_timeline(config, inputs), strict=True))
             source = f"analytical model ({config.name})"

@@ -1,4 +1,4 @@
-"""The simulated card as profiler and as sampled simulator (issue 14 §2-3).
+"""The simulated card as profiler and as sampled simulator.
 
 * :func:`profile_on_card`: run a CUDA program fully on a GPGPU-Sim card and write a normal
   profile bundle from its log (:mod:`hilsim.analyzer.importers.gpgpusim_log`): what
@@ -22,14 +22,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+from hilsim.analyzer.importers.gpgpusim_log import bundle_from_gpgpusim_log
+from hilsim.simmodel.export import match_sim_results
+from hilsim.simmodel.gpgpusim.cards import normalize_options
+from hilsim.simmodel.gpgpusim.logprofile import core_clock_mhz, scan_log
+from hilsim.simmodel.gpgpusim.run import run_program
+from hilsim.simmodel.simlog import parse_simlog
+
+from hilsim.core.bundle import write_bundle
 from hilsim.core.errors import HilsimError
 from hilsim.core.files import write_text_atomic
+from hilsim.core.plan import load_plan
 
 #: what replaces this in the program's arguments (else ``--launches FILE`` is appended)
 LAUNCHES_PLACEHOLDER = "{launches}"
 SAMPLED_LOG = "sampled.log"
 LAUNCH_LIST = "launches.txt"
-SUMMARY = "simulate.json"
+SUMMARY_JSON = "simulate.json"
 
 
 def _children_cpu_s() -> float:
@@ -62,9 +72,6 @@ def run_on_card(
     CPU time is the simulator process's user + system time (``RUSAGE_CHILDREN`` around
     the run): on a shared machine it is what the run cost, whatever the wall time.
     """
-    from hilsim.simmodel.gpgpusim.cards import normalize_options
-    from hilsim.simmodel.gpgpusim.run import run_program
-
     if not command:
         raise HilsimError("no program given (put it after '--')")
     overrides = normalize_options(options)
@@ -89,10 +96,6 @@ def profile_on_card(
 
     The simulator's log is kept as ``keep_raw/sim.log`` when ``keep_raw`` is given.
     """
-    from hilsim.analyzer.importers.gpgpusim_log import bundle_from_gpgpusim_log
-
-    from hilsim.core.bundle import write_bundle
-
     if out.exists() and not force:
         raise HilsimError(f"{out}: already exists (use --force to replace it)")
     tmp = tempfile.TemporaryDirectory(prefix="hilsim-gpgpusim-")
@@ -151,12 +154,6 @@ def simulate_plan(
     the simulation (sum of weight x simulated cycles over the plan's draws) and
     ``estimate_error`` its relative difference from ``full_cycles``.
     """
-    import numpy as np
-    from hilsim.simmodel.export import match_sim_results
-    from hilsim.simmodel.simlog import parse_simlog
-
-    from hilsim.core.plan import load_plan
-
     plan = load_plan(plan_path)
     ids = np.unique(plan.samples["launch_id"].to_numpy(np.int64))
     if len(ids) == 0:
@@ -180,7 +177,6 @@ def simulate_plan(
     tmp_log = out_dir / f".{SAMPLED_LOG}.tmp{os.getpid()}"
     shutil.copyfile(run.log_path, tmp_log)
     os.replace(tmp_log, log_out)
-    from hilsim.simmodel.gpgpusim.logprofile import core_clock_mhz, scan_log
 
     clock = core_clock_mhz(scan_log(run.text, str(run.log_path))["options"], str(run.log_path),
                             None)
@@ -212,7 +208,7 @@ def simulate_plan(
         "log": str(log_out),
         "launch_list": str(list_path),
     }
-    write_text_atomic(out_dir / SUMMARY, json.dumps(summary, indent=2) + "\n")
+    write_text_atomic(out_dir / SUMMARY_JSON, json.dumps(summary, indent=2) + "\n")
     return summary
 
 

@@ -1,4 +1,4 @@
-"""The user's path at GPT-scale launch counts (issue 18 §2): whole commands, from disk.
+"""The user's path at GPT-scale launch counts: whole commands, from disk.
 
 Usage: python benchmarks/bench_50m.py [--launches 50000000] [--workdir DIR]
        [--steps gen-csv,gen-sqlite,import-csv,import-sqlite,plan,evaluate,compare]

@@ -1,4 +1,4 @@
-"""Start-up time of the command line (issue 18 section 3): ``hilsim --version``,
+"""Start-up time of the command line: ``hilsim --version``,
 ``hilsim --help`` and ``hilsim plan -m stem`` on a small bundle (the shipped NeRF
 profile, 1,106 launches).
 
@@ -29,12 +29,16 @@ FOLDERS = ("agent", "analyzer", "simmodel", "microbench")
 
 
 def farm(tree: Path, where: Path) -> Path:
-    """A ``hilsim`` package whose subpackages are DIR's folders (package-dir mapping)."""
+    """A ``hilsim`` package whose subpackages are DIR's folders (package-dir mapping) and
+    DIR's own ``hilsim/`` subpackages (``core``, ``cli``)."""
     package = where / "hilsim"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text((tree / "hilsim" / "__init__.py").read_text())
     for folder in FOLDERS:
         (package / folder).symlink_to(tree / folder)
+    for sub in (tree / "hilsim").iterdir():
+        if sub.is_dir() and (sub / "__init__.py").is_file():
+            (package / sub.name).symlink_to(sub)
     return where
 
 

@@ -9,7 +9,7 @@ worst case for ROOT, whose work is proportional to the number of distinct
 Each size runs in a fresh subprocess so the peak resident memory it prints
 (``ru_maxrss``) belongs to that size alone; ``plan peak`` is the extra memory the
 plan call allocated (tracemalloc sees numpy's buffers).
-Targets (issue 2): 1M <= 1 s, 10M <= 15 s, peak memory <= 4 GB at 10M.
+Targets: 1M <= 1 s, 10M <= 15 s, peak memory <= 4 GB at 10M.
 """
 
 from __future__ import annotations

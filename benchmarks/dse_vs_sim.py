@@ -1,4 +1,4 @@
-"""``hilsim dse`` checked against re-simulation (issue 15): direction and speedup error.
+"""``hilsim dse`` checked against re-simulation: direction and speedup error.
 
 Usage::
 

@@ -1,4 +1,4 @@
-"""The whole loop on the simulated card, timed, and the shipped example regenerated (issue 14).
+"""The whole loop on the simulated card, timed, and the shipped example regenerated.
 
     python benchmarks/gpgpusim_loop.py --out runs/loop [--steps 36] [--reuse] [--jobs 2]
         [--ship analyzer/examples/simulated-v100]

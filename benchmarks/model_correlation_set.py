@@ -1,4 +1,4 @@
-"""Regenerate the model-correlation set (issue 15): kernels simulated on shipped cards.
+"""Regenerate the model-correlation set: kernels simulated on shipped cards.
 
 Usage::
 

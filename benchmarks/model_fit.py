@@ -1,4 +1,4 @@
-"""Fit the timing model's five global constants on the training kernels (issue 15).
+"""Fit the timing model's five global constants on the training kernels.
 
 Usage::
 
@@ -32,7 +32,7 @@ UPPER = (5000.0, 20.0, 1.0, 1.0, 8.0)
 def _predict(df, values) -> np.ndarray:
     model.FIT.update(dict(zip(NAMES, values, strict=True)))
     cfg = corr.card_timing(str(df["card"].iat[0]), int(df["sm_count"].iat[0]), 0.0)
-    return model.predict_cycles(cfg, corr.model_input(df))[0]
+    return model.predict_cycles(cfg, corr.model_input_from_sim(df))[0]
 
 
 def main() -> None:

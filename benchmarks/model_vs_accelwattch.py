@@ -16,7 +16,7 @@ import argparse
 from pathlib import Path
 
 import pandas as pd
-from hilsim.simmodel.accelwattch import validate
+from hilsim.simmodel.accelwattch import model_accuracy
 from hilsim.simmodel.presets import load_preset
 
 CSV = Path(__file__).resolve().parent.parent / "tests" / "data" / "accelwattch" / "hw_perf.csv"
@@ -27,7 +27,7 @@ def main() -> None:
     parser.add_argument("--csv", type=Path, default=CSV)
     parser.add_argument("--preset", default="QV100")
     args = parser.parse_args()
-    v = validate(load_preset(args.preset).timing, pd.read_csv(args.csv))
+    v = model_accuracy(load_preset(args.preset).timing, pd.read_csv(args.csv))
     t = v.table.copy()
     t["kernel"] = t["kernel"].str.slice(0, 40)
     t["rel_error"] = (100 * t["rel_error"]).map("{:+.1f}%".format)

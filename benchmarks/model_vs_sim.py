@@ -1,4 +1,4 @@
-"""The analytical model vs the cycle-level simulator (issue 15), per card, and vs 25 Volta kernels.
+"""The analytical model vs the cycle-level simulator, per card, and vs 25 Volta kernels.
 
 Usage::
 
@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from hilsim.simmodel import correlation as corr
-from hilsim.simmodel.accelwattch import validate
+from hilsim.simmodel.accelwattch import model_accuracy
 from hilsim.simmodel.model import predict
 from hilsim.simmodel.presets import load_preset
 
@@ -36,7 +36,7 @@ def predict_set(df: pd.DataFrame) -> pd.DataFrame:
     """Model predictions for one card's table (its SM count, no launch latency)."""
     card = str(df["card"].iat[0])
     cfg = corr.card_timing(card, int(df["sm_count"].iat[0]), 0.0)
-    return predict(cfg, corr.model_input(df))
+    return predict(cfg, corr.model_input_from_sim(df))
 
 
 def why(df: pd.DataFrame) -> pd.Series:
@@ -79,7 +79,7 @@ def main() -> None:
             print("    " + t.to_string(index=False).replace("\n", "\n    "))
         under = float(np.mean(err < 0))
         print(f"  under-predicted: {100 * under:.0f}% of launches\n")
-    v = validate(load_preset("QV100").timing, pd.read_csv(VOLTA))
+    v = model_accuracy(load_preset("QV100").timing, pd.read_csv(VOLTA))
     print(f"== 25 real Volta kernels (AccelWattch hw_perf.csv, QV100 preset): "
           f"{len(v.table)} kernels: cycle MAE {100 * v.mae:.1f}%, Pearson r {v.pearson_r:.3f}")
 

@@ -1,5 +1,5 @@
 """Screenshots of the validation report and of ``hilsim compare``'s pareto.png on the
-shipped NeRF profile (issue 17's closing note): what a reader sees first.
+shipped NeRF profile: what a reader sees first.
 
     python benchmarks/report_screenshots.py OUT_DIR [--chromium /usr/bin/chromium]
 

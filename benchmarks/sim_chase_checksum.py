@@ -1,4 +1,5 @@
-"""The chase-checksum fix (issue 13, S1-1) seen on the simulated card.
+"""The chase-checksum fix (the checksum add moved out of the timed loop) seen on the
+simulated card.
 
 Runs the suite's latency chases (L1, L2, DRAM, shared) on simulated SM7_QV100 (one SM)
 twice: with the kernel text as it is now (timed loop = the chain only) and with the text

@@ -1,4 +1,4 @@
-"""Simulation wall time of the microbenchmark suite per family and per card (issue 12).
+"""Simulation wall time of the microbenchmark suite per family and per card.
 
     python benchmarks/sim_microbench.py                      # the committed runs
     python benchmarks/sim_microbench.py FILE.microbench.json ...

@@ -4,7 +4,7 @@ Usage:
     python benchmarks/stem_ae_whole.py --reference DIR [--repeat 12,120] [--workdir DIR]
                                        [--epsilon 0.05] [--keep]
 
-Issue 18 asks for the ratio of *whole commands* (start-up, reading the file from disk,
+This measures the ratio of *whole commands* (start-up, reading the file from disk,
 planning) between the STEM+ROOT reference code (``ejchung0406/STEM-AE``, not vendored:
 ``--reference DIR`` or ``STEM_AE_REF=DIR``, any checkout holding
 ``figure7/sampling_methods/stem.py``) and hilsim, side by side in one run.

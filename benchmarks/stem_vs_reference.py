@@ -1,4 +1,4 @@
-"""hilsim `stem` against the STEM-AE reference implementation, side by side (issue 19).
+"""hilsim `stem` against the STEM-AE reference implementation, side by side.
 
 Usage:
     python benchmarks/stem_vs_reference.py [--reference DIR] [--seeds 100] [--ablation]

@@ -50,7 +50,7 @@ _SCALARS: dict[str, Callable[[Any], Any]] = {
 
 @dataclass
 class CupyRun:
-    """One program run on the GPU (a :class:`~hilsim.microbench.program.RunResult`)."""
+    """One program run on the GPU (a :class:`~hilsim.microbench.program.ProgramResult`)."""
 
     cp: Any
     buffers: dict[str, Any] = field(default_factory=dict)

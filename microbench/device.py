@@ -4,7 +4,7 @@ tuner, on a simulated card).
 
 A family is written once, against this protocol: its kernel sources, its measurement
 names and functions that take a :class:`Device`, build a
-:class:`~hilsim.microbench.program.Program` and read the :class:`RunResult`. Two devices
+:class:`~hilsim.microbench.program.Program` and read the :class:`ProgramResult`. Two devices
 implement it:
 
 * :class:`hilsim.microbench.cupy_device.CupyDevice`: a CUDA GPU through CuPy. Noisy, so
@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import numpy as np
-from hilsim.microbench.program import Program, RunResult
+from hilsim.microbench.program import Program, ProgramResult
 
 from hilsim.core.measurement import Measurement, Stability
 
@@ -124,7 +124,7 @@ class Device(Protocol):
 
     def run(
         self, bench: str, program: Program, setup: Setup, *, timed: bool = True
-    ) -> RunResult:
+    ) -> ProgramResult:
         """Run ``program`` once (``timed=False``: launches without host timing, a warm-up)."""
         ...
 

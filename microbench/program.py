@@ -6,7 +6,7 @@ the family module, named ``family.source``) and a device runs it: the CuPy devic
 by step on the GPU (:mod:`hilsim.microbench.cupy_device`), the GPGPU-Sim device as one
 simulated host program whose plan lists the same steps
 (``hilsim.simmodel.gpgpusim.simhost``). Every run starts from freshly allocated,
-zeroed buffers; a run's :class:`RunResult` holds what its ``read`` steps read back.
+zeroed buffers; a run's :class:`ProgramResult` holds what its ``read`` steps read back.
 
 Kernel arguments are ``(kind, value)`` pairs: ``("buf", name)`` for a buffer of the
 program, or a scalar kind of :data:`ARG_KINDS` (``f32``/``f64`` values are floats, the
@@ -226,7 +226,7 @@ class Program:
         return [s.name for s in self.steps if isinstance(s, Read)]
 
 
-class RunResult(Protocol):
+class ProgramResult(Protocol):
     """What one run of a :class:`Program` gave back."""
 
     #: simulated cycles of every launch (empty where launches are timed from the host)

@@ -73,7 +73,7 @@ def counters_from_accelwattch(df: pd.DataFrame, config: TimingConfig) -> pd.Data
 
 
 @dataclass
-class Validation:
+class ModelAccuracy:
     """Model vs measured cycles: per-kernel table, MAE (Accel-Sim's), Pearson r."""
 
     table: pd.DataFrame
@@ -81,7 +81,7 @@ class Validation:
     pearson_r: float
 
 
-def validate(config: TimingConfig, df: pd.DataFrame) -> Validation:
+def model_accuracy(config: TimingConfig, df: pd.DataFrame) -> ModelAccuracy:
     """Predict every row of ``hw_perf.csv`` and compare to ``Elapsed_Cycles``.
 
     MAE = mean(|pred - true| / true) (Accel-Sim paper, Section V: cycle mean absolute
@@ -97,4 +97,4 @@ def validate(config: TimingConfig, df: pd.DataFrame) -> Validation:
     })
     mae = float(np.mean(np.abs(cyc - true) / true))
     r = float(np.corrcoef(cyc, true)[0, 1])
-    return Validation(table, mae, r)
+    return ModelAccuracy(table, mae, r)

@@ -1,4 +1,4 @@
-"""``hilsim dse`` checked against re-simulation (issue 15): the same variation on both sides.
+"""``hilsim dse`` checked against re-simulation: the same variation on both sides.
 
 A hardware variation (``l2_size=x2``, ``sm_count=x0.5``, ...) is applied to the model's
 config with :func:`hilsim.simmodel.dse.vary` and to the GPGPU-Sim card with
@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from hilsim.simmodel import correlation as corr
 from hilsim.simmodel.dse import vary
+from hilsim.simmodel.gpgpusim.calibration import LATENCY_OPTIONS, calibration_for_card
 from hilsim.simmodel.model import predict_cycles
 
 from hilsim.core.errors import HilsimError
@@ -106,18 +107,13 @@ def model_spec(spec: str, card: str) -> list[str]:
         # the simulator's DRAM timings are DRAM-clock cycles: the part of the measured
         # DRAM - L2 latency that -dram_latency does not explain (the map's offset) is
         # that time, and shrinks with a faster DRAM clock
-        from hilsim.simmodel.gpgpusim.calibration import calibration_for_card
-
         cal = calibration_for_card(card)
         dram = base["dram.latency_cycles"] - float(cal.offset[2]) * (1 - 1 / f)
         return [spec, f"dram_latency={dram:.2f}"]
     if name not in _LATENCY_FIELDS or not base:
         return [spec]
-    from hilsim.simmodel.gpgpusim.calibration import LATENCY_OPTIONS
 
     option = _LATENCY_FIELDS[name][0]
-    from hilsim.simmodel.gpgpusim.calibration import calibration_for_card
-
     values = calibration_for_card(card).card_values  # base is not empty: there is a map
     varied = {o: str(values[o]) for o in LATENCY_OPTIONS}
     varied[option] = str(int(round(float(values[option]) * f)))
@@ -145,7 +141,7 @@ def pairs(baseline: pd.DataFrame, cycles: pd.DataFrame, card: str) -> pd.DataFra
     key = ["program", "launch_id"]
     base = baseline.reset_index(drop=True)
     cfg = corr.card_timing(card, int(base["sm_count"].iat[0]), 0.0)
-    x = corr.model_input(base)
+    x = corr.model_input_from_sim(base)
     t0_model = predict_cycles(cfg, x)[0] / cfg.get("core.core_clock_mhz").value
     sim0 = cycles[cycles["variation"] == "baseline"].set_index(key)
     out = []

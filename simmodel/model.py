@@ -47,9 +47,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from hilsim.simmodel.config import TimingConfig
+from hilsim.simmodel.pkp import IpcTimeline
 
 from hilsim.core.errors import HilsimError
-from hilsim.core.schema import LAUNCH_RESOURCE_COLUMNS
 
 SECTOR_BYTES = 32
 #: Component names, in tie-break order (first wins when two are equal).
@@ -105,8 +105,6 @@ FP32_DIV_INST = "sim__inst_executed_op_fp32_div.sum"
 #: DRAM bytes read / written.
 DRAM_RD = "dram__bytes_read.sum"
 DRAM_WR = "dram__bytes_write.sum"
-#: launch configuration (bundle ``launches.parquet`` names).
-LAUNCH_COLUMNS: tuple[str, ...] = LAUNCH_RESOURCE_COLUMNS
 #: every counter column :func:`predict` reads (all optional; absent = 0 / unknown).
 COUNTER_COLUMNS: tuple[str, ...] = (
     INST,
@@ -734,8 +732,6 @@ def ipc_timeline(
 
     Returns one ``IpcTimeline`` for a Series (one launch), else a list in row order.
     """
-    from hilsim.simmodel.pkp import IpcTimeline
-
     if windows < 1:
         raise HilsimError(f"ipc_timeline: windows must be >= 1, got {windows}")
     single = isinstance(counters, pd.Series)

@@ -1,4 +1,4 @@
-"""Principal Kernel Projection (PKA section 3.2; ``shared/papers/000``).
+"""Principal Kernel Projection (PKA (Avalos Baddouh et al., MICRO'21), section 3.2).
 
 PKP shortens the simulation of *one* launch: simulate until the IPC is stable,
 then project the cycles the rest of the grid would take. PKA = PKS (launch

@@ -55,7 +55,7 @@ import pandas as pd
 from hilsim.core.errors import HilsimError
 
 #: log key -> clear column name (counters); the per-kernel facts are handled apart
-COUNTER_COLUMNS: dict[str, str] = {
+LOG_COUNTERS: dict[str, str] = {
     "L1D_total_cache_accesses": "l1d_accesses",
     "L1D_total_cache_misses": "l1d_misses",
     "Total_core_cache_stats_breakdown[GLOBAL_ACC_R][HIT]": "l1d_global_read_hits",
@@ -97,7 +97,7 @@ COUNTER_COLUMNS: dict[str, str] = {
 #: for kernels 1-3, then carry on from kernel 1 at kernel 4 (168 + 160 = 328) and restart at
 #: kernel 5. Only the first kernel's rows are its own; later kernels get NaN there (the
 #: ``*_total_*`` rows, ``total dram`` and the shader counters remain, all running totals).
-_BREAKDOWN_COLUMNS = frozenset(v for k, v in COUNTER_COLUMNS.items() if "_breakdown[" in k)
+_BREAKDOWN_COLUMNS = frozenset(v for k, v in LOG_COUNTERS.items() if "_breakdown[" in k)
 
 _SCALARS = {
     "kernel_launch_uid": "uid",
@@ -138,7 +138,7 @@ def parse_simlog(text: str, where: str = "<sim log>", counters: str = "cumulativ
     kernel), ``ipc``, ``tot_cycles`` (cumulative), ``occupancy_pct`` (per kernel; NaN
     unless the simulator collects it, i.e. with ``-power_simulation_enabled 1``), then one
     column per counter of
-    :data:`COUNTER_COLUMNS` found in the log (per kernel, see the module docstring).
+    :data:`LOG_COUNTERS` found in the log (per kernel, see the module docstring).
 
     Raises :class:`HilsimError` naming ``where`` when the log has no kernel block,
     when the last block is truncated, or when a cumulative counter decreases.
@@ -175,8 +175,8 @@ def parse_simlog(text: str, where: str = "<sim log>", counters: str = "cumulativ
         key, value = match.group(1).strip(), match.group(2)
         if key in _SCALARS and _SCALARS[key] not in current:
             current[_SCALARS[key]] = _number(value)
-        elif key in COUNTER_COLUMNS and COUNTER_COLUMNS[key] not in current:
-            current[COUNTER_COLUMNS[key]] = _number(value)
+        elif key in LOG_COUNTERS and LOG_COUNTERS[key] not in current:
+            current[LOG_COUNTERS[key]] = _number(value)
     if not blocks:
         raise HilsimError(f"{where}: no kernel statistics block (no 'kernel_name = ' line)")
     last = blocks[-1]
@@ -201,7 +201,7 @@ def parse_simlog(text: str, where: str = "<sim log>", counters: str = "cumulativ
         # only the first kernel's rows are its own (no other kernel has added to any key)
         dropped = [c for c in _BREAKDOWN_COLUMNS if c in frame.columns]
         frame.loc[frame.index[1:], dropped] = np.nan
-    counter_cols = [c for c in COUNTER_COLUMNS.values() if c in frame.columns]
+    counter_cols = [c for c in LOG_COUNTERS.values() if c in frame.columns]
     running = [c for c in counter_cols if not (per_stream and c in _BREAKDOWN_COLUMNS)]
     per_kernel = [c for c in counter_cols if c not in running]
     counter_cols = running
@@ -218,7 +218,7 @@ def parse_simlog(text: str, where: str = "<sim log>", counters: str = "cumulativ
                 "kernel; read it with counters='per-kernel'"
             )
         frame[counter_cols] = delta
-    counter_cols = [c for c in COUNTER_COLUMNS.values() if c in running or c in per_kernel]
+    counter_cols = [c for c in LOG_COUNTERS.values() if c in running or c in per_kernel]
     ordered = ["sim_launch", "launch_id", "uid", "kernel", "cycles", "instructions", "ipc",
                "tot_cycles", "occupancy_pct"]
     ordered = [c for c in ordered if c in frame.columns]
@@ -315,12 +315,12 @@ def slim_log(text: str) -> str:
 
     Kept: the option dump (``-gpgpu_*``), the simulator version, the PTX kernel and launch
     lines, the workload's ``hilsim-*`` marks, each statistics block's ``kernel_name`` and
-    the keys of :data:`COUNTER_COLUMNS` and the per-kernel scalars, and the end markers.
+    the keys of :data:`LOG_COUNTERS` and the per-kernel scalars, and the end markers.
     Dropped: per-DRAM-channel, per-cache and memory-latency tables (about 95% of a
     log). :func:`parse_simlog` and the bundle importer read the result exactly as the full
     log (a test checks it).
     """
-    keys = set(COUNTER_COLUMNS) | set(_SCALARS)
+    keys = set(LOG_COUNTERS) | set(_SCALARS)
     kept = []
     for line in text.splitlines():
         stripped = line.lstrip()

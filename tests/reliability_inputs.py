@@ -1,4 +1,4 @@
-"""Small attack inputs built from the real fixtures in ``tests/data`` (issue 16).
+"""Small attack inputs built from the real fixtures in ``tests/data``.
 
 Each builder writes one file under a folder and returns its path; the tests and the fuzz
 tier share them so every importer is attacked from a real profile, not an invented one.
@@ -85,7 +85,7 @@ def kineto_trace(folder: Path, events: list[dict[str, Any]] | None = None,
 def cupti_records(folder: Path, kernels: list[dict[str, Any]] | None = None,
                   name: str = "r.cupti.jsonl", extra_lines: tuple[str, ...] = ()) -> Path:
     """A CUPTI records file (header + kernel records) written as the backend writes it."""
-    from hilsim.analyzer.importers.cupti_records import write_cupti_records
+    from hilsim.analyzer.importers.cupti_format import write_cupti_records
 
     if kernels is None:
         kernels = [

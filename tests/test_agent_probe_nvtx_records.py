@@ -10,12 +10,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from hilsim.analyzer.importers.cupti_records import (
-    bundle_from_cupti_records,
-    is_cupti_records,
-    read_cupti_records,
-    write_cupti_records,
-)
+from hilsim.analyzer.importers.cupti_format import is_cupti_records, write_cupti_records
+from hilsim.analyzer.importers.cupti_records import bundle_from_cupti_records, read_cupti_records
 from hilsim.analyzer.importers.nsys_rep import export_nsys_rep
 
 from hilsim.cli.main import main

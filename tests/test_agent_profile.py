@@ -80,7 +80,7 @@ def test_full_profile_with_matching_detailed_pass(fake_tools, tmp_path, capsys, 
     code, err = profile(capsys, out, "--detailed-first", "3", "--measure-overhead")
     assert code == 0, err
     assert "light backend: nsys" in err
-    assert f"{N_LAUNCHES} launches (nsys)" in err  # the real count, not "None" (issue 16 F13)
+    assert f"{N_LAUNCHES} launches (nsys)" in err  # the real count, not "None"
     bundle = read_bundle(out)
     manifest = bundle.manifest
     assert bundle.n_launches == N_LAUNCHES and manifest["complete"] is True
@@ -304,7 +304,7 @@ def test_detailed_cost_by_hand():
 
 
 def test_nsys_traces_cuda_graph_nodes() -> None:
-    """A replayed CUDA graph must give one row per kernel, as ncu/CUPTI see it (review S2-1)."""
-    from hilsim.agent.profile import NSYS_PROFILE_ARGS
+    """A replayed CUDA graph must give one row per kernel, as ncu/CUPTI see it."""
+    from hilsim.agent.backends.nsys import NSYS_PROFILE_ARGS
 
     assert "--cuda-graph-trace=node" in NSYS_PROFILE_ARGS

@@ -1,4 +1,4 @@
-"""``hilsim dse`` against re-simulation (issue 15) on the committed GPGPU-Sim runs.
+"""``hilsim dse`` against re-simulation on the committed GPGPU-Sim runs.
 
 ``tests/data/dse-vs-sim/``: a subset of the correlation set re-simulated on the reduced
 SM7_QV100 and SM86_RTX3070 as is and under six hardware variations (``benchmarks/dse_vs_sim.py

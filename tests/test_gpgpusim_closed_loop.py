@@ -1,4 +1,4 @@
-"""Closed loop (issue 12, part 3): `hilsim tune` on a simulated card's microbench.json
+"""Closed loop: `hilsim tune` on a simulated card's microbench.json
 recovers the config the card was built from.
 
 The first tests need no simulator: they read the committed suite outputs

@@ -160,13 +160,13 @@ def test_kern_exec_layout_header_only_is_no_kernels(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ fast and exact paths
 # read_nsys_stats_csv reads a well-formed file with the fast path (_read_fast: pandas'
 # C parser, numbers straight to float, names as categoricals) and anything else with the
-# exact path (_read_exact: every cell a string, line-numbered errors). Both must agree.
+# exact path (read_exact: every cell a string, line-numbered errors). Both must agree.
 
 
 def _both(path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     fast = nsys_stats._read_fast(path)
     assert fast is not None, "the fast path should read this file"
-    exact = nsys_stats._read_exact(path)
+    exact = nsys_stats.read_exact(path)
     assert fast[1:] == exact[1:]  # report, dropped rows
     return normalize_launches(fast[0], str(path)), normalize_launches(exact[0], str(path))
 
@@ -293,7 +293,7 @@ def _bad_files(tmp_path: Path) -> dict[str, Path]:
 @pytest.mark.slow
 def test_errors_are_worded_as_the_exact_path_words_them(tmp_path: Path) -> None:
     for name, path in _bad_files(tmp_path).items():
-        exact = _message(nsys_stats._read_exact, path)
+        exact = _message(nsys_stats.read_exact, path)
         assert _message(read_nsys_stats_csv, path) == exact, name
         if name in ("truncated_last_row", "cut_in_quoted_name", "extra_field", "copies_only"):
             # raised by the fast path itself (no whole-file fallback for these)
@@ -322,7 +322,7 @@ def test_truncated_last_row_of_a_long_file_is_found_from_its_tail(
     path = tmp_path / "long_truncated.csv"
     path.write_text(lines[0] + "\n" + body + cut)  # header, a blank line, 3,200 rows
     monkeypatch.setattr(nsys_stats, "_TAIL_BYTES", 16)
-    monkeypatch.setattr(nsys_stats, "_read_exact", lambda p: pytest.fail("exact path ran"))
+    monkeypatch.setattr(nsys_stats, "read_exact", lambda p: pytest.fail("exact path ran"))
     message = _message(read_nsys_stats_csv, path)
     assert message.endswith(f"line {2 + 16 * 200 + 1}: truncated row (5 of 21 fields)")
 

@@ -1,4 +1,4 @@
-"""Streaming import (issue 18 §2): chunk by chunk gives the bundle the in-memory import gives.
+"""Streaming import: chunk by chunk gives the bundle the in-memory import gives.
 
 Inputs are the real fixtures (tests/data/nsys: nsys stats cuda_gpu_trace CSVs;
 tests/data/nsys-sqlite: an nsys SQLite export with 1,106 launches of 116 kernels and NVTX

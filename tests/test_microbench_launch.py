@@ -1,4 +1,4 @@
-"""Launch latency is measured on the GPU and lands in a sane cycle range (review S1-4)."""
+"""Launch latency is measured on the GPU and lands in a sane cycle range."""
 
 from __future__ import annotations
 

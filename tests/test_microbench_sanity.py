@@ -1,5 +1,5 @@
 """First-deployment sanity table: a number outside the published range of its GPU
-generation is a warning from ``hilsim agent microbench`` (issue 13, docs/agent.md)."""
+generation is a warning from ``hilsim agent microbench`` (docs/agent.md)."""
 
 from __future__ import annotations
 

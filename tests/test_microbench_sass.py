@@ -1,7 +1,7 @@
 """The SASS tier: every CUDA source of the suite, compiled as CuPy compiles it (NVRTC,
 ``-arch=sm_XX``, CuPy's options) for sm_70/75/86/90, disassembled and checked against a
-per-kernel table of what the measurement needs (issue 13; the review's method: control
-bits decoded as in Jia et al. 2018, Section 2.3).
+per-kernel table of what the measurement needs (control bits decoded as in Jia et al.
+2018, Section 2.3).
 
 Needs the ``sass`` extra (``pip install -e '.[test,sass]'``: NVRTC 12 and nvdisasm) and,
 for sm_70, an nvdisasm from a CUDA toolkit <= 12 (CUDA 13 dropped Volta). Without them
@@ -76,7 +76,8 @@ def _loops(k: sass.Kernel, lo: int, hi: int) -> list[tuple[int, int]]:
 
 def chain_violations(k: sass.Kernel) -> list[str]:
     """Instructions of a loop in the timed region (between the 2nd and 3rd clock read) that
-    wait on a chain load's scoreboard without being a load of the chain (review S1-1)."""
+    wait on a chain load's scoreboard without being a load of the chain (a checksum add
+inside the timed loop, as ``sum += p`` once was, adds its latency to every step)."""
     clocks = _clock_reads(k)
     assert len(clocks) == 3, f"{k.name}: expected 3 clock reads, found {len(clocks)}"
     lo, hi = clocks[1] + 1, clocks[2] - 1
@@ -133,7 +134,7 @@ def test_chain_check_flags_an_accumulating_chase() -> None:
 
 _GPU_ADD = r"\.ADD.*\.STRONG\.GPU"  # device-scope atomic add
 
-# the cache operator each measured level needs (review: "Checked and found correct")
+# the cache operator each measured level needs (each checked against the SASS by hand once)
 CACHE_OPS = [
     ("latency.chase", "chase_ca", "LDG", {70: r"\.STRONG\.CTA", 75: r"\.STRONG\.CTA",
                                           86: r"\.STRONG\.SM", 90: r"\.STRONG\.SM"}),
@@ -250,7 +251,7 @@ FULL_GRID = [
                          ids=[f[1] for f in FULL_GRID])
 def test_launched_blocks_fit_per_sm(source, kernel, block, dyn, preset) -> None:
     """The suite launches sm_count x threads_per_sm / block blocks and reads per-SM rates:
-    every one must be resident at once on each preset card (review S3: mma_tput on sm_70)."""
+    every one must be resident at once on each preset card (mma_tput on sm_70 once was not)."""
     p = next(p for p in all_presets() if p.name == preset)
     arch = int(p.compute_capability.replace(".", ""))
     core = p.timing.core
@@ -280,8 +281,9 @@ def test_every_kernel_disassembles() -> None:
             assert set(names) <= set(_kernels(source, arch)), (source, arch)
 
 
-def test_control_bits_decode_the_review_example() -> None:
-    """sm_90 chase_ca before the fix, at 0x0790: ``S02 W[2] IADD3`` (review S1-1)."""
+def test_control_bits_decode_a_known_instruction() -> None:
+    """sm_90 chase_ca before the checksum fix, at 0x0790: ``S02 W[2] IADD3`` (waits on
+scoreboard 2, the chain load's)."""
     ins = sass.Instr(0x790, "", "IADD3", ("R19", "P4", "P5", "R4", "R12", "R15"), 0,
                      0x004FC40007F9E00F | (2 << 41) | (0b000100 << 52) | (7 << 46) | (7 << 49))
     assert ins.stall == 2 and ins.wait_mask == {2} and ins.write_barrier is None
@@ -290,7 +292,7 @@ def test_control_bits_decode_the_review_example() -> None:
 @pytest.mark.parametrize("arch", sass.TARGETS)
 def test_fp16_chain_pipes(arch: int) -> None:
     """sm_90's ptxas alternates HFMA2 and HFMA2.MMA in the dependent fp16 chain, so Hopper's
-    fp16_latency is the mean of two pipes (docs/microbench.md, review S3); earlier
+    fp16_latency is the mean of two pipes (docs/microbench.md); earlier
     architectures use HFMA2 only. A change here changes what fp16_latency means."""
     body = _loop_body(_kernel("compute.arith", "lat_fp16x2", arch))
     ops = {i.op for i in body if i.base == "HFMA2"}

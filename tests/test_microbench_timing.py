@@ -1,4 +1,5 @@
-"""Event windows hold only back-to-back kernel launches (review S2-2, S2-3)."""
+"""Event windows hold only back-to-back kernel launches: the fills that reset state stay
+outside the timed window, and enough launches share one window to time it."""
 
 from __future__ import annotations
 

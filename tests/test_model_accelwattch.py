@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hilsim.simmodel.accelwattch import counters_from_accelwattch, validate
+from hilsim.simmodel.accelwattch import counters_from_accelwattch, model_accuracy
 from hilsim.simmodel.presets import load_preset
 
 from hilsim.core.errors import HilsimError
@@ -36,7 +36,7 @@ def test_adapter_units(hw: pd.DataFrame) -> None:
 
 
 def test_model_on_real_volta_kernels(hw: pd.DataFrame, record_property) -> None:
-    v = validate(load_preset("QV100").timing, hw)
+    v = model_accuracy(load_preset("QV100").timing, hw)
     print(v.table.to_string())
     print(f"cycle MAE {v.mae:.3f}, Pearson r {v.pearson_r:.3f} over {len(v.table)} kernels")
     record_property("accelwattch_cycle_mae", v.mae)

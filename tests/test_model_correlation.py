@@ -1,4 +1,4 @@
-"""The timing model vs the cycle-level simulator on the committed correlation set (issue 15).
+"""The timing model vs the cycle-level simulator on the committed correlation set.
 
 ``tests/data/model-correlation/<card>.csv``: real GPGPU-Sim runs (provenance in that
 folder's README). The model's constants were fitted on the SM7_QV100 ``calib_kernels``
@@ -39,7 +39,7 @@ def _scores(card: str, program: str | None) -> corr.Scores:
     if program is not None:
         df = df[df["program"] == program].reset_index(drop=True)
     cfg = corr.card_timing(card, int(df["sm_count"].iat[0]), 0.0)
-    cycles, _ = predict_cycles(cfg, corr.model_input(df))
+    cycles, _ = predict_cycles(cfg, corr.model_input_from_sim(df))
     return corr.scores(cycles, df["cycles"].to_numpy(float))
 
 

@@ -1,4 +1,4 @@
-"""One import name: the built wheel installs only ``hilsim`` (issue 17 §5).
+"""One import name: the built wheel installs only ``hilsim``.
 
 The repository keeps the design card's top-level folders; setuptools' ``package-dir``
 mapping must put them under ``hilsim/`` in site-packages, so that no other package's
@@ -48,7 +48,7 @@ def test_wheel_keeps_every_source_module(wheel: Path) -> None:
             assert f"hilsim/{rel}" in names, rel
     assert "hilsim/analyzer/examples/casio-nerf-a100.nsys.sqlite" in names
     assert "hilsim/simmodel/presets/QV100.json" in names
-    # the simulated example (issue 14): every shipped file, bundles and gzip logs included
+    # the simulated example: every shipped file, bundles and gzip logs included
     example = ROOT / "analyzer" / "examples" / "simulated-v100"
     for f in example.rglob("*"):
         if f.is_file():

@@ -1,4 +1,4 @@
-"""Long-latency instruction counts from GPGPU-Sim's PTX line statistics (issue 15)."""
+"""Long-latency instruction counts from GPGPU-Sim's PTX line statistics."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 16 F3, F4, F6, F11: a bundle is read only as its manifest describes it.
+"""A bundle is read only as its manifest describes it.
 
 Each case tampers a real bundle (imported from the nsys SQLite fixture) and, where an
 attacker would, re-signs it (fresh sha256, sizes and manifest digest), then runs
@@ -71,40 +71,40 @@ def test_untampered_bundle_plans(capsys, bundle):
     assert main(["plan", str(bundle), "-m", "random", "-o", str(bundle.parent / "p.json")]) == 0
 
 
-# ------------------------------------------------------------------------------- F3
+# --------------------------------------------- files the manifest does not list; its digest
 
-def test_f3_unlisted_metrics_refused(capsys, bundle):
+def test_unlisted_metrics_refused(capsys, bundle):
     pq.write_table(pa.table({"launch_id": [0, 1], "m": [1.0, 2.0]}), bundle / "metrics.parquet")
     refused(capsys, bundle, "metrics.parquet", "not listed")
 
 
-def test_f3_regions_dropped_from_the_listing_refused(capsys, bundle):
+def test_regions_dropped_from_the_listing_refused(capsys, bundle):
     resign(bundle, files=["launches.parquet"])
     refused(capsys, bundle, "regions.parquet", "not listed")
 
 
-def test_f3_unlisted_microbench_refused(capsys, bundle):
+def test_unlisted_microbench_refused(capsys, bundle):
     (bundle / "microbench.json").write_text("[]")
     refused(capsys, bundle, "microbench.json", "not listed")
 
 
-def test_f3_manifest_fact_edited_without_digest_refused(capsys, bundle):
+def test_manifest_fact_edited_without_digest_refused(capsys, bundle):
     data = manifest(bundle)
     data["device"]["name"] = "NVIDIA H100"
     (bundle / "manifest.json").write_text(json.dumps(data))
     refused(capsys, bundle, "manifest.json", "digest differs")
 
 
-def test_f3_manifest_without_digest_refused(capsys, bundle):
+def test_manifest_without_digest_refused(capsys, bundle):
     data = manifest(bundle)
     del data["digest"]
     (bundle / "manifest.json").write_text(json.dumps(data))
     refused(capsys, bundle, "manifest.json", "no digest")
 
 
-# ------------------------------------------------------------------------------- F4
+# -------------------------------------------------------- row counts checked before reading
 
-def test_f4_tiny_file_of_millions_of_rows_refused_before_reading(capsys, bundle):
+def test_tiny_file_of_millions_of_rows_refused_before_reading(capsys, bundle):
     n = 4_000_000
     table = pa.table({
         "launch_id": np.zeros(n, dtype=np.int64),
@@ -122,7 +122,7 @@ def test_f4_tiny_file_of_millions_of_rows_refused_before_reading(capsys, bundle)
     assert time.perf_counter() - began < 5
 
 
-# ------------------------------------------------------------------------------ F11
+# ---------------------------------------------------------- manifest facts and column types
 
 def _rewrite_launches(folder: Path, mutate) -> None:
     frame = pq.read_table(folder / "launches.parquet").to_pandas()
@@ -131,14 +131,14 @@ def _rewrite_launches(folder: Path, mutate) -> None:
     resign(folder)
 
 
-def test_f11_wrong_n_launches_refused(capsys, bundle):
+def test_wrong_n_launches_refused(capsys, bundle):
     data = manifest(bundle)
     data["n_launches"] = 1000
     resign(bundle, data)
     refused(capsys, bundle, "launches.parquet", "1106 rows", "n_launches 1000")
 
 
-def test_f11_negative_bytes_refused(capsys, bundle):
+def test_negative_bytes_refused(capsys, bundle):
     data = manifest(bundle)
     data["files"]["launches.parquet"]["bytes"] = -1
     data["digest"] = manifest_digest(data)
@@ -146,7 +146,7 @@ def test_f11_negative_bytes_refused(capsys, bundle):
     refused(capsys, bundle, "manifest.json", "bytes >= 0")
 
 
-def test_f11_another_bundles_launches_refused(capsys, bundle, tmp_path):
+def test_another_bundles_launches_refused(capsys, bundle, tmp_path):
     other = tmp_path / "other"
     assert main(["import", str(inputs.NSYS_CSV), "-o", str(other)]) == 0
     shutil.copyfile(other / "launches.parquet", bundle / "launches.parquet")
@@ -163,34 +163,34 @@ def test_f11_another_bundles_launches_refused(capsys, bundle, tmp_path):
         (lambda f: f.assign(name=f["name"].cat.codes), "name must be text"),
     ],
 )
-def test_f11_column_types_checked(capsys, bundle, mutate, words):
+def test_column_types_checked(capsys, bundle, mutate, words):
     _rewrite_launches(bundle, mutate)
     refused(capsys, bundle, "launches.parquet", words)
 
 
-def test_f11_infinite_metrics_refused(capsys, bundle):
+def test_infinite_metrics_refused(capsys, bundle):
     pq.write_table(pa.table({"launch_id": np.arange(3), "m": [np.inf] * 3}),
                    bundle / "metrics.parquet")
     resign(bundle, files=[*manifest(bundle)["files"], "metrics.parquet"])
     refused(capsys, bundle, "metrics.parquet", "not finite")
 
 
-# ------------------------------------------------------------------------------- F6
+# -------------------------------------------------------- malformed manifest and microbench
 
-def test_f6_manifest_device_list_refused(capsys, bundle):
+def test_manifest_device_list_refused(capsys, bundle):
     data = manifest(bundle)
     data["device"] = ["A100"]
     resign(bundle, data)
     refused(capsys, bundle, "manifest.json", "'device' must be a JSON object")
 
 
-def test_f6_non_utf8_microbench_refused(capsys, bundle):
+def test_non_utf8_microbench_refused(capsys, bundle):
     (bundle / "microbench.json").write_bytes(b'[{"name": "\xff"}]')
     resign(bundle, files=[*manifest(bundle)["files"], "microbench.json"])
     refused(capsys, bundle, "microbench.json", "not valid JSON")
 
 
-def test_f6_deeply_nested_manifest_refused(capsys, bundle):
+def test_deeply_nested_manifest_refused(capsys, bundle):
     (bundle / "manifest.json").write_text('{"schema": ' + "[" * 50_000 + "]" * 50_000 + "}")
     refused(capsys, bundle, "manifest.json", "nested too deeply")
 

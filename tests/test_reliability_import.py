@@ -1,5 +1,6 @@
-"""Issue 16: what the attack cases broke in the importers stays fixed (F1, F5, F6, F10,
-F12, F13), each through the real CLI entry and the real fixtures."""
+"""What the attack inputs once broke in the importers stays fixed (huge values, size
+guards, odd values, duplicates, ``.nsys-rep`` export, messages, warnings), each through
+the real CLI entry and the real fixtures."""
 
 from __future__ import annotations
 
@@ -40,15 +41,15 @@ def refused(capsys, tmp_path, source, *words: str) -> str:
     return err[0]
 
 
-# ----------------------------------------------------------------------- F1 huge durations
+# --------------------------------------------------------------------------- huge durations
 
 @pytest.mark.parametrize("value", ["9223372036854775807", "1e30", "99999999999999999999"])
-def test_f1_nsys_csv_huge_duration_refused(capsys, tmp_path, value):
+def test_nsys_csv_huge_duration_refused(capsys, tmp_path, value):
     source = inputs.nsys_csv(tmp_path, 1, value)
     refused(capsys, tmp_path, source, str(source), "duration_ns", "2^63")
 
 
-def test_f1_sqlite_end_beyond_int64_refused(capsys, tmp_path):
+def test_sqlite_end_beyond_int64_refused(capsys, tmp_path):
     source = inputs.sqlite_copy(
         tmp_path,
         'UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "end" = start + 10000000000000000000 '
@@ -58,7 +59,7 @@ def test_f1_sqlite_end_beyond_int64_refused(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("dur", ["9223372036854775.807", "1e30", "1" + "0" * 30])
-def test_f1_kineto_huge_duration_refused(capsys, tmp_path, dur):
+def test_kineto_huge_duration_refused(capsys, tmp_path, dur):
     events = inputs.kineto_events()
     text = json.dumps({"traceEvents": events}).replace(
         f'"dur": {json.dumps(events[3]["dur"])}', f'"dur": {dur}', 1
@@ -68,7 +69,7 @@ def test_f1_kineto_huge_duration_refused(capsys, tmp_path, dur):
 
 
 @pytest.mark.parametrize("end", [2**63 + 5, 1e30, 10**30])
-def test_f1_cupti_records_huge_end_refused(capsys, tmp_path, end):
+def test_cupti_records_huge_end_refused(capsys, tmp_path, end):
     kernels = [{"kind": "kernel", "name": "k", "start": 10, "end": end, "correlation_id": 1},
                {"kind": "kernel", "name": "k", "start": 20, "end": 30, "correlation_id": 2}]
     source = inputs.cupti_records(tmp_path, kernels)
@@ -76,17 +77,17 @@ def test_f1_cupti_records_huge_end_refused(capsys, tmp_path, end):
 
 
 @pytest.mark.parametrize("value", ["9223372036854775808", "1e30", "1e400"])
-def test_f1_wide_table_huge_duration_refused(capsys, tmp_path, value):
+def test_wide_table_huge_duration_refused(capsys, tmp_path, value):
     source = inputs.wide_csv(tmp_path, value)
     refused(capsys, tmp_path, source, str(source), "2^63")
 
 
-def test_f1_start_plus_duration_beyond_int64_refused(capsys, tmp_path):
+def test_start_plus_duration_beyond_int64_refused(capsys, tmp_path):
     source = inputs.nsys_csv(tmp_path, 0, str(2**63 - 10))
     refused(capsys, tmp_path, source, str(source), "2^63")
 
 
-# ----------------------------------------------------------------------- F10 duplicates
+# ------------------------------------------------------------------------------- duplicates
 
 def imported(capsys, tmp_path, source) -> tuple[object, list[str]]:
     out = tmp_path / "bundle"
@@ -103,7 +104,7 @@ def _n_once(capsys, tmp_path, source) -> int:
     return bundle.n_launches
 
 
-def test_f10_sqlite_doubled_kernel_rows_dropped_with_warning(capsys, tmp_path):
+def test_sqlite_doubled_kernel_rows_dropped_with_warning(capsys, tmp_path):
     once = _n_once(capsys, tmp_path, inputs.SQLITE)
     doubled = inputs.sqlite_copy(
         tmp_path, "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL"
@@ -114,35 +115,35 @@ def test_f10_sqlite_doubled_kernel_rows_dropped_with_warning(capsys, tmp_path):
     assert bundle.manifest["warnings"] == [err[0].removeprefix("hilsim: warning: ")]
 
 
-def test_f10_nsys_csv_doubled_rows_dropped(capsys, tmp_path):
+def test_nsys_csv_doubled_rows_dropped(capsys, tmp_path):
     once = _n_once(capsys, tmp_path, inputs.NSYS_CSV)
     bundle, err = imported(capsys, tmp_path, inputs.nsys_csv(tmp_path, double=True))
     assert bundle.n_launches == once and len(err) == 1 and f"dropped {once} dup" in err[0]
 
 
-def test_f10_kineto_doubled_kernels_dropped(capsys, tmp_path):
+def test_kineto_doubled_kernels_dropped(capsys, tmp_path):
     events = inputs.kineto_events()
     bundle, err = imported(capsys, tmp_path, inputs.kineto_trace(tmp_path, events + events))
     assert bundle.n_launches == len(events)
     assert len(err) == 1 and f"dropped {len(events)} duplicated" in err[0]
 
 
-def test_f10_cupti_doubled_records_dropped(capsys, tmp_path):
+def test_cupti_doubled_records_dropped(capsys, tmp_path):
     kernels = [{"kind": "kernel", "name": "k", "start": 10 * i, "end": 10 * i + 5,
                 "correlation_id": i, "device_id": 0, "stream_id": 7} for i in range(5)]
     bundle, err = imported(capsys, tmp_path, inputs.cupti_records(tmp_path, kernels + kernels))
     assert bundle.n_launches == 5 and len(err) == 1 and "dropped 5 duplicated" in err[0]
 
 
-def test_f10_same_start_other_stream_is_kept(capsys, tmp_path):
+def test_same_start_other_stream_is_kept(capsys, tmp_path):
     kernels = [{"kind": "kernel", "name": "k", "start": 10, "end": 15, "correlation_id": 1,
                 "device_id": 0, "stream_id": s} for s in (7, 8)]
     bundle, err = imported(capsys, tmp_path, inputs.cupti_records(tmp_path, kernels))
-    # kept, with no duplicate warning (the overlap warning of issue 17 is right here)
+    # kept, with no duplicate warning (the overlapping-streams warning is right here)
     assert bundle.n_launches == 2 and not [line for line in err if "duplicated" in line]
 
 
-# ----------------------------------------------------------------------- F6 CUPTI values
+# ------------------------------------------------------------------------- odd CUPTI values
 
 @pytest.mark.parametrize(
     "field,value,words",
@@ -153,29 +154,29 @@ def test_f10_same_start_other_stream_is_kept(capsys, tmp_path):
         ("name", 5, "'name' is not text"),
     ],
 )
-def test_f6_cupti_odd_values_one_line(capsys, tmp_path, field, value, words):
+def test_cupti_odd_values_one_line(capsys, tmp_path, field, value, words):
     kernel = {"kind": "kernel", "name": "k", "start": 10, "end": 20, "correlation_id": 1}
     kernel[field] = value
     source = inputs.cupti_records(tmp_path, [kernel])
     refused(capsys, tmp_path, source, str(source), "line 2", words)
 
 
-def test_f6_cupti_non_utf8_one_line(capsys, tmp_path):
+def test_cupti_non_utf8_one_line(capsys, tmp_path):
     source = inputs.cupti_records(tmp_path)
     with open(source, "ab") as handle:
         handle.write(b'{"kind": "kernel", "name": "\xff\xfe"}\n')
     refused(capsys, tmp_path, source, str(source), "not UTF-8")
 
 
-def test_f6_cupti_huge_grid_one_line(capsys, tmp_path):
+def test_cupti_huge_grid_one_line(capsys, tmp_path):
     kernel = {"kind": "kernel", "name": "k", "start": 10, "end": 20, "grid_x": 10**30}
     source = inputs.cupti_records(tmp_path, [kernel])
     refused(capsys, tmp_path, source, str(source), "grid_x", "2^63")
 
 
-# ----------------------------------------------------------------------- F5 size guards
+# ------------------------------------------------------------------------------ size guards
 
-def test_f5_gzip_bomb_of_whitespace_refused_quickly(capsys, tmp_path):
+def test_gzip_bomb_of_whitespace_refused_quickly(capsys, tmp_path):
     source = tmp_path / "ws.json.gz"
     source.write_bytes(gzip.compress(b'{"traceEvents": [' + b" " * (64 << 20) + b"]}"))
     began = time.perf_counter()
@@ -183,7 +184,7 @@ def test_f5_gzip_bomb_of_whitespace_refused_quickly(capsys, tmp_path):
     assert time.perf_counter() - began < 10, line
 
 
-def test_f5_limit_flag_raises_the_guard(capsys, tmp_path):
+def test_limit_flag_raises_the_guard(capsys, tmp_path):
     source = tmp_path / "ws.json.gz"
     events = json.dumps(inputs.kineto_events(20)).encode()
     source.write_bytes(gzip.compress(b'{"traceEvents": ' + events + b" " * (8 << 20) + b"}"))
@@ -195,21 +196,21 @@ def test_f5_limit_flag_raises_the_guard(capsys, tmp_path):
     assert main(["import", str(source), "-o", str(tmp_path / "again")]) == 2  # not sticky
 
 
-def test_f5_number_of_a_million_digits_refused(capsys, tmp_path):
+def test_number_of_a_million_digits_refused(capsys, tmp_path):
     source = tmp_path / "digits.json.gz"
     source.write_bytes(gzip.compress(b'{"traceEvents": [{"ph": "X", "ts": 1'
                                      + b"0" * (1 << 20) + b"}]}"))
     refused(capsys, tmp_path, source, str(source), "max_number_digits")
 
 
-def test_f5_digit_run_split_across_blocks_is_counted():
+def test_digit_run_split_across_blocks_is_counted():
     guard = limits.DigitRuns("x")
     guard.feed(b'{"ts": ' + b"1" * 60)
     with pytest.raises(HilsimError, match="max_number_digits"):
         guard.feed(b"2" * 60 + b"}")
 
 
-def test_f5_csv_followed_by_a_sparse_hole_refused(capsys, tmp_path):
+def test_csv_followed_by_a_sparse_hole_refused(capsys, tmp_path):
     source = tmp_path / "hole.csv"
     with open(source, "wb") as handle:
         handle.write(inputs.WIDE.read_bytes())
@@ -219,16 +220,16 @@ def test_f5_csv_followed_by_a_sparse_hole_refused(capsys, tmp_path):
     refused(capsys, tmp_path, source, str(source), "max_zero_run_bytes", "sparse")
 
 
-def test_f5_real_gzip_traces_pass_the_ratio_guard(capsys, tmp_path):
+def test_real_gzip_traces_pass_the_ratio_guard(capsys, tmp_path):
     for index, trace in enumerate(sorted(inputs.KINETO.parent.glob("*.json.gz"))):
         assert main(["import", str(trace), "-o", str(tmp_path / f"b{index}")]) == 0, trace
     capsys.readouterr()
 
 
-# ----------------------------------------------------------------------- F6 more inputs
+# -------------------------------------------------------------- odd values in other formats
 
 @pytest.mark.parametrize("cat", [["kernel"], {"a": 1}])
-def test_f6_kineto_cat_list_or_dict(capsys, tmp_path, cat):
+def test_kineto_cat_list_or_dict(capsys, tmp_path, cat):
     events = inputs.kineto_events(10)
     events[0]["cat"] = cat
     bundle, err = imported(capsys, tmp_path, inputs.kineto_trace(tmp_path, events))
@@ -236,7 +237,7 @@ def test_f6_kineto_cat_list_or_dict(capsys, tmp_path, cat):
 
 
 @pytest.mark.parametrize("name", ["deep.json", "deep_events.json"])
-def test_f6_deeply_nested_json_one_line(capsys, tmp_path, name):
+def test_deeply_nested_json_one_line(capsys, tmp_path, name):
     body = "[" * 100_000 + "]" * 100_000
     text = body if name == "deep.json" else '{"traceEvents": [' + body + "]}"
     source = tmp_path / name
@@ -245,17 +246,17 @@ def test_f6_deeply_nested_json_one_line(capsys, tmp_path, name):
 
 
 @pytest.mark.parametrize("value", ["inf", "1" + "0" * 400, "-inf"])
-def test_f6_inf_and_400_digit_numbers_in_csv_columns(capsys, tmp_path, value):
+def test_inf_and_400_digit_numbers_in_csv_columns(capsys, tmp_path, value):
     source = inputs.nsys_csv(tmp_path, 3, value)  # GrdX
     refused(capsys, tmp_path, source, str(source), "grid_x")
 
 
-def test_f6_int_beyond_int64_in_optional_column(capsys, tmp_path):
+def test_int_beyond_int64_in_optional_column(capsys, tmp_path):
     source = inputs.nsys_csv(tmp_path, 2, "99999999999999999999999")  # CorrId
     refused(capsys, tmp_path, source, str(source), "correlation_id", "2^63")
 
 
-def test_f6_sqlite_names_stored_as_non_utf8_blobs(capsys, tmp_path):
+def test_sqlite_names_stored_as_non_utf8_blobs(capsys, tmp_path):
     source = inputs.sqlite_copy(
         tmp_path,
         "UPDATE StringIds SET value = CAST(x'ff41fe' AS BLOB) "
@@ -266,9 +267,9 @@ def test_f6_sqlite_names_stored_as_non_utf8_blobs(capsys, tmp_path):
     assert "\ufffdA\ufffd" in set(bundle.launches["name"].astype(str))
 
 
-# ----------------------------------------------------------------------- F12 .nsys-rep
+# ------------------------------------------------------------------------- .nsys-rep export
 
-def test_f12_nsys_rep_export_goes_to_a_private_folder(capsys, tmp_path, monkeypatch):
+def test_nsys_rep_export_goes_to_a_private_folder(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("HILSIM_NSYS", str(inputs.DATA / "agent" / "nsys"))
     monkeypatch.setenv("FAKE_NSYS_SQLITE", str(inputs.SQLITE))
     inbox = tmp_path / "inbox"
@@ -285,24 +286,24 @@ def test_f12_nsys_rep_export_goes_to_a_private_folder(capsys, tmp_path, monkeypa
     assert bundle.manifest["source"]["files"] == [str(report)]
 
 
-# ----------------------------------------------------------------------- F13 messages
+# --------------------------------------------------------------------------------- messages
 
-def test_f13_directory_input_says_directory(capsys, tmp_path):
+def test_directory_input_says_directory(capsys, tmp_path):
     folder = tmp_path / "profiles"
     folder.mkdir()
     line = refused(capsys, tmp_path, folder, str(folder), "is a directory")
     assert "no such file" not in line
 
 
-def test_f13_messages_show_the_input_value_not_a_wrapped_int64(capsys, tmp_path):
+def test_messages_show_the_input_value_not_a_wrapped_int64(capsys, tmp_path):
     source = inputs.nsys_csv(tmp_path, 1, "9223372036854775808")
     line = refused(capsys, tmp_path, source)
     assert "-9223372036854775808" not in line and "9.223372036854776e+18" in line
 
 
-# ----------------------------------------------------------------------- F9 warnings
+# --------------------------------------------------------------------------------- warnings
 
-def test_f9_numpy_runtime_warnings_never_reach_stderr(capsys, tmp_path, monkeypatch):
+def test_numpy_runtime_warnings_never_reach_stderr(capsys, tmp_path, monkeypatch):
     """numpy warns (0/0 in a reduction) inside a command: stdout has the result, stderr
     stays empty on success and holds only the error line on failure."""
     from hilsim.analyzer.importers import profile
@@ -323,7 +324,7 @@ def test_f9_numpy_runtime_warnings_never_reach_stderr(capsys, tmp_path, monkeypa
         assert code == 2 and len(err) == 1, err
 
 
-# ----------------------------------------------------------------------- F1/F6 ncu CSV
+# --------------------------------------------------------------------------- ncu CSV values
 
 def _ncu(tmp_path, column: str, value: str, row: int = 0):
     import csv
@@ -356,7 +357,7 @@ def _two_launches(tmp_path):
         ("Grid Size", "(99999999999999999999999, 1, 1)", "2^63"),
     ],
 )
-def test_f1_f6_ncu_values_refused(capsys, tmp_path, column, value, words):
+def test_ncu_values_refused(capsys, tmp_path, column, value, words):
     source = _ncu(tmp_path, column, value)
     out = tmp_path / "bundle"
     code, err, _ = run(capsys, "import", _two_launches(tmp_path), "--ncu", source, "-o", out)

@@ -1,4 +1,4 @@
-"""Issue 16 F2/F6: a plan's values and structure are checked once, in the plan loader, so
+"""A plan's values and structure are checked once, in the plan loader, so
 ``evaluate``, ``validate`` and ``export`` refuse a tampered plan in one line (exit 2)."""
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def _write(tmp_path: Path, data: dict) -> Path:
 
 
 @pytest.mark.parametrize("where,value,words", CASES)
-def test_f2_tampered_plan_refused_by_evaluate_validate_export(
+def test_tampered_plan_refused_by_evaluate_validate_export(
     capsys, tmp_path, made, timing, where, value, words
 ):
     bundle, data = made
@@ -95,7 +95,7 @@ def test_f2_tampered_plan_refused_by_evaluate_validate_export(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json"]  # nothing written
 
 
-def test_f2_untampered_plan_still_evaluates_and_exports(capsys, tmp_path, made):
+def test_untampered_plan_still_evaluates_and_exports(capsys, tmp_path, made):
     bundle, data = made
     plan = _write(tmp_path, data)
     assert main(["evaluate", str(bundle), "--plan", str(plan)]) == 0
@@ -103,7 +103,7 @@ def test_f2_untampered_plan_still_evaluates_and_exports(capsys, tmp_path, made):
     assert main(["export", str(plan), "-o", str(tmp_path / "list.g")]) == 0
 
 
-def test_f6_deeply_nested_plan_one_line(capsys, tmp_path, made):
+def test_deeply_nested_plan_one_line(capsys, tmp_path, made):
     bundle, _ = made
     plan = tmp_path / "deep.json"
     plan.write_text("[" * 100_000 + "]" * 100_000)

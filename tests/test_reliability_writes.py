@@ -1,4 +1,4 @@
-"""Issue 16 F6, F7, F8, F14: writes to one output are exclusive, a ``--force`` replacement
+"""Writes to one output are exclusive, a ``--force`` replacement
 survives a crash at any step, leftovers of killed runs are cleaned, and output files get
 the permissions of the user's umask."""
 
@@ -23,9 +23,9 @@ def _leftovers(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
 
 
-# ------------------------------------------------------------------------------- F7
+# ------------------------------------------------------------------------- exclusive create
 
-def test_f7_writer_that_finishes_second_does_not_replace(tmp_path):
+def test_writer_that_finishes_second_does_not_replace(tmp_path):
     out = tmp_path / "out"
     first = import_profile(inputs.NSYS_CSV)
     with pytest.raises(FileExistsError), atomic_directory(out) as tmp:
@@ -36,7 +36,7 @@ def test_f7_writer_that_finishes_second_does_not_replace(tmp_path):
 
 
 @pytest.mark.slow
-def test_f7_two_concurrent_imports_one_wins(tmp_path):
+def test_two_concurrent_imports_one_wins(tmp_path):
     out = tmp_path / "out"
     argv = [sys.executable, "-m", "hilsim.cli.main", "import", str(inputs.SQLITE), "-o",
             str(out)]
@@ -50,7 +50,7 @@ def test_f7_two_concurrent_imports_one_wins(tmp_path):
     assert read_bundle(out).n_launches == 1106 and _leftovers(tmp_path) == []
 
 
-# ------------------------------------------------------------------------------- F8
+# ------------------------------------------------------------------- crash-safe replacement
 
 STEPS = ("replace", "rename", "renameat2", "rmtree")
 
@@ -88,7 +88,7 @@ def _crash_at(step: int, exchange: bool, source: Path, out: Path) -> int:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("exchange", [True, False], ids=["renameat2", "two-renames"])
-def test_f8_force_replacement_survives_a_crash_at_every_step(tmp_path, exchange):
+def test_force_replacement_survives_a_crash_at_every_step(tmp_path, exchange):
     out = tmp_path / "out"
     assert main(["import", str(inputs.NSYS_CSV), "-o", str(out)]) == 0
     old_n = read_bundle(out).n_launches
@@ -108,7 +108,7 @@ def test_f8_force_replacement_survives_a_crash_at_every_step(tmp_path, exchange)
     assert crashed >= 2  # the crash did hit the commit's steps
 
 
-def test_f8_dead_writers_temporary_folder_is_removed(tmp_path):
+def test_dead_writers_temporary_folder_is_removed(tmp_path):
     dead = subprocess.Popen(["true"])
     dead.wait()
     stale = tmp_path / f".out.{dead.pid}.abc123.tmp"
@@ -118,10 +118,10 @@ def test_f8_dead_writers_temporary_folder_is_removed(tmp_path):
     assert _leftovers(tmp_path) == []
 
 
-# ------------------------------------------------------------------------------ F14
+# ------------------------------------------------------------- permissions follow the umask
 
 @pytest.mark.parametrize("umask,mode", [(0o022, 0o644), (0o077, 0o600)])
-def test_f14_plan_result_report_follow_umask(tmp_path, umask, mode):
+def test_plan_result_report_follow_umask(tmp_path, umask, mode):
     from hilsim.core.files import write_text_atomic
 
     bundle = tmp_path / "b"
@@ -140,9 +140,9 @@ def test_f14_plan_result_report_follow_umask(tmp_path, umask, mode):
         assert (tmp_path / name).stat().st_mode & 0o777 == mode, name
 
 
-# ------------------------------------------------------------------------------- F6
+# ------------------------------------------------------------------------ unwritable output
 
-def test_f6_output_under_proc_is_one_line(capsys, tmp_path):
+def test_output_under_proc_is_one_line(capsys, tmp_path):
     code = main(["import", str(inputs.NSYS_CSV), "-o", "/proc/hilsim-x"])
     err = capsys.readouterr().err.splitlines()
     assert code == 2 and len(err) == 1 and "/proc" in err[0] and "internal" not in err[0]

@@ -1,4 +1,4 @@
-"""The shipped simulated-card example (analyzer/examples/simulated-v100, issue 14 §5):
+"""The shipped simulated-card example (analyzer/examples/simulated-v100):
 `hilsim quickstart --example simulated-v100` on real GPGPU-Sim runs, figures checked.
 
 The files are real simulator output (provenance in the example's README); the figures

@@ -122,7 +122,7 @@ def test_error_bound_holds_on_a_wide_distribution() -> None:
 
 @pytest.mark.slow
 def test_casio_accuracy_meets_paper_level(casio_bundle) -> None:
-    """Issue 2 target: epsilon 5%, 20 seeds -> mean error <= 0.5%, max <= 1.5%."""
+    """Target: epsilon 5%, 20 seeds -> mean error <= 0.5%, max <= 1.5%."""
     summary = evaluate_method(STEM(epsilon=0.05), casio_bundle, seeds=20)
     assert summary.mean_error <= 0.005
     assert summary.max_error <= 0.015
@@ -198,7 +198,7 @@ def test_balanced_refine_beats_root_incost_and_variance(casio_bundle) -> None:
 
 
 def test_casio_default_beats_the_reference_figures(casio_bundle) -> None:
-    """Issue 19: STEM-AE measured on this input over 100 seeds: 0.41% mean, ~1.4% max,
+    """The STEM-AE reference code measured on this input over 100 seeds: 0.41% mean, ~1.4% max,
     ~3,800x. Our default over 20 seeds: lower error, higher speedup, bound holds."""
     summary = evaluate_method(STEM(), casio_bundle, seeds=20)
     assert summary.mean_error <= 0.0041

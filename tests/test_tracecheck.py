@@ -1,4 +1,4 @@
-"""Warnings on real traces (issue 17 section 2): real files where they show the case,
+"""Warnings on real traces: real files where they show the case,
 synthetic launches for the cases no shipped trace has (NCCL, overlapping streams)."""
 
 from __future__ import annotations

@@ -67,7 +67,7 @@ def test_real_curves_tune_and_keep_the_queried_sizes(card: str) -> None:
     assert l1.source.kind == "preset" and l1.value >= l1_seen  # unified L1+shared
     opts = {o.name: o.value for o in result.options}
     sets, line, assoc = (int(v) for v in opts["-gpgpu_cache:dl1"].split(",")[0][2:].split(":"))
-    # Accel-Sim's l1_config: unified size - shared/SM (V100: 128 - 96 = 32 KB, not 11.5 KB)
+    # Accel-Sim's l1_config: unified size - shared per SM (V100: 128 - 96 = 32 KB, not 11.5 KB)
     assert sets * line * assoc == l1.value - facts["shared_mem_per_sm_bytes"]
     assert sets * line * assoc >= 28 * KiB
     assert not [n for n in result.notes if n.startswith("L2:")]  # the sweep agrees

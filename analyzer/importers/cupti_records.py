@@ -1,7 +1,8 @@
 """CUPTI activity records written by ``hilsim agent profile --backend cupti``.
 
 Format ``hilsim.cupti-records/1``: JSON Lines, written atomically (temporary file in
-the same folder, then rename) by :func:`write_cupti_records`, the one writer the agent's
+the same folder, then rename) by
+:func:`~hilsim.analyzer.importers.cupti_format.write_cupti_records`, the one writer the agent's
 in-process backend (:mod:`hilsim.agent.cupti_launch`) uses. One JSON object per line:
 
 * line 1, the header: ``{"schema": "hilsim.cupti-records/1", "kind": "header",
@@ -31,23 +32,21 @@ names); otherwise they are kept as recorded and the manifest says so.
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from hilsim.analyzer.importers.cupti_format import KINDS, SCHEMA
+from hilsim.analyzer.importers.nsys_sqlite import attribute_launches, nvtx_regions
 
 from hilsim.core.bundle import Bundle, default_manifest
 from hilsim.core.demangle import demangle
 from hilsim.core.errors import HilsimError
-from hilsim.core.files import open_atomic
 from hilsim.core.schema import normalize_launches, shown_value
 
-SCHEMA = "hilsim.cupti-records/1"
 FORMAT = "cupti-records"
-KINDS = ("kernel", "runtime", "range")
 
 # launches-table column <- kernel record field
 _KERNEL_FIELDS: tuple[tuple[str, str], ...] = (
@@ -72,25 +71,6 @@ _INTEGER_FIELDS: tuple[str, ...] = (
     "process_id",
     "thread_ident",
 )
-
-
-def write_cupti_records(
-    path: str | os.PathLike[str], header: dict[str, Any], records: Iterable[dict[str, Any]]
-) -> Path:
-    """Write a records file atomically: header line, then one line per record.
-
-    ``header`` gets ``schema`` and ``kind`` set; each record must have ``kind`` in
-    ``kernel``, ``runtime``, ``range``. Streams the lines to a temporary file in the
-    target folder and renames it, so a reader never sees half a file.
-    """
-    target = Path(path)
-    head = {"schema": SCHEMA, "kind": "header", **header}
-    head["schema"], head["kind"] = SCHEMA, "header"
-    with open_atomic(target, "w") as handle:
-        handle.write(json.dumps(head, default=str) + "\n")
-        for record in records:
-            handle.write(json.dumps(record, default=str, separators=(",", ":")) + "\n")
-    return target
 
 
 def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -123,18 +103,6 @@ def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             if not isinstance(item, dict):
                 raise HilsimError(f"{path}: line {number}: expected a JSON object")
             yield number, item
-
-
-def is_cupti_records(path: str | Path) -> bool:
-    """True when the file's first line is a ``hilsim.cupti-records/1`` header."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            first = handle.readline(4096)
-        return json.loads(first).get("schema") == SCHEMA
-    except (OSError, ValueError, AttributeError, RecursionError):
-        return False
-
-
 
 
 def read_cupti_records(
@@ -248,8 +216,6 @@ def _range_threads(ranges: pd.DataFrame, runtime: pd.DataFrame) -> np.ndarray:
 
 def bundle_from_cupti_records(path: str | Path) -> Bundle:
     """Import a records file as an in-memory :class:`~hilsim.core.bundle.Bundle`."""
-    from hilsim.analyzer.importers.nsys_sqlite import attribute_launches, nvtx_regions
-
     source = Path(path)
     header, kernels, runtime, ranges = read_cupti_records(source)
     if len(kernels) == 0:
@@ -309,10 +275,4 @@ def bundle_from_cupti_records(path: str | Path) -> Bundle:
     return Bundle(launches=launches, regions=regions, manifest=manifest)
 
 
-__all__ = [
-    "SCHEMA",
-    "bundle_from_cupti_records",
-    "is_cupti_records",
-    "read_cupti_records",
-    "write_cupti_records",
-]
+__all__ = ["bundle_from_cupti_records", "read_cupti_records"]

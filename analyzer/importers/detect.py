@@ -117,6 +117,7 @@ def sniff_format(path: str | Path) -> str:
         raise HilsimError(
             f"{source}: unrecognised format (JSON without 'traceEvents': {stripped[:60]!r})"
         )
+    # lazy: the GPGPU-Sim log parser loads only for files that are neither SQLite nor JSON
     from hilsim.simmodel.gpgpusim.logprofile import looks_like_gpgpusim_log
 
     if looks_like_gpgpusim_log(text[:16384]):

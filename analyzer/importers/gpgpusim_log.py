@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from hilsim.simmodel.gpgpusim.logprofile import parse_gpgpusim_log
+from hilsim.simmodel.simlog import read_log_text
 
 from hilsim.core.bundle import Bundle, default_manifest
 
@@ -16,8 +17,6 @@ def bundle_from_gpgpusim_log(
     path: str | Path, clock_mhz: float | None = None, card: str | None = None
 ) -> Bundle:
     """An in-memory bundle from one GPGPU-Sim log file (see :func:`parse_gpgpusim_log`)."""
-    from hilsim.simmodel.simlog import read_log_text
-
     source = Path(path)
     text = read_log_text(source)  # plain or gzip (shipped logs are sim.log.gz)
     parsed = parse_gpgpusim_log(text, str(source), clock_mhz)

@@ -117,7 +117,7 @@ class NsysSqliteProfile:
 # --------------------------------------------------------------------------- opening
 
 
-def _check_file(path: Path) -> None:
+def check_sqlite_file(path: Path) -> None:
     """Reject a missing, non-SQLite or truncated file before SQLite sees it."""
     try:
         size = path.stat().st_size
@@ -145,7 +145,8 @@ def _check_file(path: Path) -> None:
         )
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+def connect_read_only(path: Path) -> sqlite3.Connection:
+    """The database opened read-only (``mode=ro``); one-line error when SQLite refuses."""
     try:
         conn = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True)
     except sqlite3.Error as exc:
@@ -155,7 +156,8 @@ def _connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def _db_error(path: Path, exc: BaseException) -> HilsimError:
+def database_error(path: Path, exc: BaseException) -> HilsimError:
+    """The one-line error for a SQLite failure while reading ``path``."""
     cause = exc.__cause__ if isinstance(exc.__cause__, sqlite3.Error) else exc
     return HilsimError(f"{path}: cannot read SQLite database ({cause})")
 
@@ -164,7 +166,7 @@ def _query(conn: sqlite3.Connection, sql: str) -> pd.DataFrame:
     return pd.read_sql_query(sql, conn)
 
 
-def _tables(conn: sqlite3.Connection) -> dict[str, str]:
+def table_names(conn: sqlite3.Connection) -> dict[str, str]:
     """Lower-cased table name -> name as stored."""
     rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
     return {str(name).lower(): str(name) for (name,) in rows}
@@ -341,7 +343,8 @@ def _read_kernels(conn: sqlite3.Connection, tables: dict[str, str], path: Path) 
     return frame.reset_index(drop=True)
 
 
-def _read_nvtx(conn: sqlite3.Connection, tables: dict[str, str]) -> pd.DataFrame | None:
+def read_nvtx(conn: sqlite3.Connection, tables: dict[str, str]) -> pd.DataFrame | None:
+    """The NVTX push/pop ranges of the export, or None when it has no NVTX table."""
     nvtx = tables.get(NVTX_TABLE.lower())
     if nvtx is None:
         return None
@@ -424,7 +427,8 @@ def attribute_launches(
     return result
 
 
-def _meta(conn: sqlite3.Connection, tables: dict[str, str]) -> dict[str, str]:
+def export_meta(conn: sqlite3.Connection, tables: dict[str, str]) -> dict[str, str]:
+    """The export's metadata (name -> value) from its meta tables."""
     meta: dict[str, str] = {}
     for name in META_TABLES:
         table = tables.get(name.lower())
@@ -435,7 +439,8 @@ def _meta(conn: sqlite3.Connection, tables: dict[str, str]) -> dict[str, str]:
     return meta
 
 
-def _tool(meta: dict[str, str]) -> dict[str, Any]:
+def nsys_tool_entry(meta: dict[str, str]) -> dict[str, Any]:
+    """The manifest's profiler entry for Nsight Systems (name, version from the export)."""
     tool: dict[str, Any] = {"name": "nsys"}
     version = meta.get("EXPORT_PRODUCT_VERSION")
     if version is None:
@@ -539,13 +544,13 @@ def read_nsys_sqlite(path: str | Path) -> NsysSqliteProfile:
     Nsight Systems kernel records, or an empty kernel table.
     """
     source = Path(path)
-    _check_file(source)
-    conn = _connect(source)
+    check_sqlite_file(source)
+    conn = connect_read_only(source)
     try:
-        tables = _tables(conn)
+        tables = table_names(conn)
         frame = _read_kernels(conn, tables, source)
-        nvtx = _read_nvtx(conn, tables)
-        meta = _meta(conn, tables)
+        nvtx = read_nvtx(conn, tables)
+        meta = export_meta(conn, tables)
         regions = None
         if nvtx is not None:
             regions, kind, tid = nvtx_regions(nvtx)
@@ -556,7 +561,7 @@ def read_nsys_sqlite(path: str | Path) -> NsysSqliteProfile:
         )
         device = _device(conn, tables, launches)
     except (sqlite3.Error, pd.errors.DatabaseError) as exc:
-        raise _db_error(source, exc) from exc
+        raise database_error(source, exc) from exc
     finally:
         conn.close()
     launches.attrs["source"] = str(source)
@@ -565,7 +570,7 @@ def read_nsys_sqlite(path: str | Path) -> NsysSqliteProfile:
         regions=regions,
         device=device,
         schema_version=meta.get("EXPORT_SCHEMA_VERSION"),
-        tool=_tool(meta),
+        tool=nsys_tool_entry(meta),
         source=source,
     )
 

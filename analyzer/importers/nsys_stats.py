@@ -36,7 +36,7 @@ parsing runs once per distinct value); a row cut short at the end of the file is
 from the last few KiB. It holds no copy of the file and no per-cell Python strings
 (10M launches: well under 6 GB). Whatever it does not vouch for (a cell that is not a
 number, a row with too few or too many fields, a negative duration, an encoding error,
-...) sends the file to the exact reader (:func:`_read_exact`), which holds the whole
+...) sends the file to the exact reader (:func:`read_exact`), which holds the whole
 text and every cell as a string and names the file, line and column of the problem.
 """
 
@@ -244,7 +244,7 @@ def read_nsys_stats_csv(path: str | Path) -> pd.DataFrame:
     source = Path(path)
     parsed = _read_fast(source)
     if parsed is None:
-        parsed = _read_exact(source)
+        parsed = read_exact(source)
     out, report, dropped = parsed
     launches = normalize_launches(out, str(source))
     launches.attrs["nsys_report"] = report
@@ -610,7 +610,7 @@ def fast_launches(
 def _read_fast(source: Path) -> tuple[pd.DataFrame, str, int] | None:
     """The launch columns of a well-formed file without holding it as text.
 
-    Returns what :func:`_read_exact` returns, or ``None`` when the file is anything but
+    Returns what :func:`read_exact` returns, or ``None`` when the file is anything but
     well formed (the exact path then reads it and words the error). Raises only errors it
     words exactly as the exact path does: a malformed row (too many fields, a quote left
     open at the end), a truncated last row, a header with no kernel rows.
@@ -636,7 +636,7 @@ def _read_fast(source: Path) -> tuple[pd.DataFrame, str, int] | None:
 
 
 def _stripped_categorical(names: pd.Categorical) -> pd.Categorical:
-    """The names with surrounding blanks removed, as :func:`_read_exact` gives them."""
+    """The names with surrounding blanks removed, as :func:`read_exact` gives them."""
     stripped = np.asarray(names.categories.astype(object).str.strip(), dtype=object)
     categories, inverse = np.unique(stripped, return_inverse=True)
     codes = names.codes
@@ -658,7 +658,7 @@ def _raise_parser_error(source: Path, exc: Exception, header_index: int) -> None
     raise HilsimError(f"{source}: malformed CSV ({message})") from exc
 
 
-def _read_exact(
+def read_exact(
     source: Path, text: str | None = None, line_offset: int = 0, block: bool = False
 ) -> tuple[pd.DataFrame, str, int]:
     """The whole file as text and every cell as a string: slow, exact error messages.

@@ -20,13 +20,20 @@ from pathlib import Path
 from typing import Any
 
 from hilsim.analyzer.importers import FORMATS
+from hilsim.analyzer.tracecheck import trace_warnings
 
+from hilsim.core import limits
 from hilsim.core.bundle import Bundle, default_manifest, read_bundle
 from hilsim.core.errors import HilsimError
 
+# Each format's reader is imported inside the function that reads that format: `hilsim
+# plan BUNDLE` then loads no reader, and `hilsim import FILE` only its own (sqlite3 for
+# Nsight Systems exports, msgspec for Kineto traces, the GPGPU-Sim log parser, the CSV
+# readers), which keeps both commands' start-up as short as a bundle read needs.
+
 
 def _csv_bundle(path: Path, fmt: str) -> Bundle:
-    from hilsim.analyzer.importers import nsys_stats, wide_durations
+    from hilsim.analyzer.importers import nsys_stats, wide_durations  # lazy: see above
 
     if fmt == "wide-durations-csv":
         launches, tool = wide_durations.read_wide_durations(path), "wide duration table"
@@ -50,19 +57,19 @@ def _read(path: Path, fmt: str) -> Bundle:
     if fmt in ("nsys-gpu-trace-csv", "nsys-kern-exec-csv", "wide-durations-csv"):
         return _csv_bundle(path, fmt)
     if fmt == "sqlite":
-        from hilsim.analyzer.importers.nsys_sqlite import bundle_from_nsys_sqlite
+        from hilsim.analyzer.importers.nsys_sqlite import bundle_from_nsys_sqlite  # lazy
 
         return bundle_from_nsys_sqlite(path)
     if fmt == "cupti-records":
-        from hilsim.analyzer.importers.cupti_records import bundle_from_cupti_records
+        from hilsim.analyzer.importers.cupti_records import bundle_from_cupti_records  # lazy
 
         return bundle_from_cupti_records(path)
     if fmt == "gpgpusim-log":
-        from hilsim.analyzer.importers.gpgpusim_log import bundle_from_gpgpusim_log
+        from hilsim.analyzer.importers.gpgpusim_log import bundle_from_gpgpusim_log  # lazy
 
         return bundle_from_gpgpusim_log(path)
     if fmt == "kineto-json":
-        from hilsim.analyzer.importers.kineto import bundle_from_kineto
+        from hilsim.analyzer.importers.kineto import bundle_from_kineto  # lazy: msgspec
 
         return bundle_from_kineto(path)
     if fmt.startswith("ncu-csv"):
@@ -76,8 +83,8 @@ def _read(path: Path, fmt: str) -> Bundle:
 def _read_report(report: Path) -> Bundle:
     """An Nsight Systems report, exported by ``nsys export`` into a private temporary
     folder (mode 0700, removed after reading): nothing is written beside the input and
-    no existing file or symlink is overwritten or followed (issue 16 F12)."""
-    from hilsim.analyzer.importers.nsys_rep import export_nsys_rep
+    no existing file or symlink is overwritten or followed."""
+    from hilsim.analyzer.importers.nsys_rep import export_nsys_rep  # lazy: see above
 
     with tempfile.TemporaryDirectory(prefix="hilsim-nsys-export-") as private:
         bundle = _read(export_nsys_rep(report, out_dir=private), "sqlite")
@@ -91,7 +98,8 @@ def resolve_format(source: Path, fmt: str) -> str:
     """``fmt``, or the sniffed format of ``source`` when ``fmt`` is ``auto``."""
     if fmt != "auto":
         return fmt
-    from hilsim.analyzer.importers.cupti_records import is_cupti_records
+    # lazy: the sniffers (and the readers' header checks they use) load only to guess
+    from hilsim.analyzer.importers.cupti_format import is_cupti_records
     from hilsim.analyzer.importers.detect import sniff_format
 
     return "cupti-records" if is_cupti_records(source) else sniff_format(source)
@@ -105,8 +113,6 @@ def import_profile(
     ncu_first_launch: int = 0,
 ) -> Bundle:
     """Import a foreign profile (and optional ncu CSV) into an in-memory bundle."""
-    from hilsim.core import limits
-
     source = Path(path)
     if source.is_dir():
         raise HilsimError(
@@ -124,7 +130,7 @@ def import_profile(
     if warnings:
         bundle.manifest["warnings"] = [*bundle.manifest.get("warnings", []), *warnings]
     if ncu is not None:
-        from hilsim.analyzer.importers.ncu_csv import read_ncu_metrics_for_bundle
+        from hilsim.analyzer.importers.ncu_csv import read_ncu_metrics_for_bundle  # lazy
 
         if bundle.metrics is not None:
             raise HilsimError(f"{source}: already carries metrics; --ncu would replace them")
@@ -141,8 +147,6 @@ def import_profile(
             }
         )
         bundle.manifest.setdefault("source", {}).setdefault("files", []).append(str(ncu))
-    from hilsim.analyzer.tracecheck import trace_warnings
-
     # the importer's own warnings (duplicates dropped, ...) first, then the trace's
     bundle.manifest["warnings"] = [
         *bundle.manifest.get("warnings", []),

@@ -1,4 +1,4 @@
-"""Import large nsys profiles chunk by chunk, in bounded memory (issue 18 §2).
+"""Import large nsys profiles chunk by chunk, in bounded memory.
 
 A GPT-scale training trace has tens of millions of launches (STEM's GPT-2 run: 50M);
 the in-memory importers hold the whole table, several copies deep, while they parse,
@@ -51,8 +51,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from hilsim.analyzer.importers.profile import csv_manifest, resolve_format
+from hilsim.analyzer.tracecheck import trace_warnings
 
+from hilsim.core import limits
+from hilsim.core.bundle import LAUNCHES, REGIONS, finish_manifest, write_table
 from hilsim.core.errors import HilsimError
+from hilsim.core.files import atomic_directory
 from hilsim.core.schema import (
     DUPLICATE_KEY_COLUMNS,
     LAUNCH_COLUMNS,
@@ -212,8 +217,6 @@ class LaunchWriter:
         """Write ``launches.parquet`` (ids renumbered to sorted names); return the row count
         and the columns the trace warnings read (:data:`WARNING_COLUMNS`), kept as each row
         group is written instead of read back."""
-        from hilsim.core.bundle import LAUNCHES
-
         if self._tail is not None and len(self._tail):
             self._write_stage(self._tail)
             self._tail = None
@@ -288,10 +291,14 @@ def _shift_row(exc: HilsimError, offset: int) -> HilsimError:
 
 # ----------------------------------------------------------------------------- CSV
 
+# The CSV and SQLite readers (nsys_stats; nsys_sqlite with sqlite3) are imported inside the
+# functions that stream their format: `hilsim import` of one format, and `hilsim plan`,
+# which imports this module through the library facade, load no other format's reader.
+
 
 def _csv_chunks(source: Path, block_bytes: int) -> Iterator[tuple[pd.DataFrame, int]]:
     """(launch columns, memcpy/memset rows dropped) of each block of the CSV."""
-    from hilsim.analyzer.importers import nsys_stats
+    from hilsim.analyzer.importers import nsys_stats  # lazy: see the note above
 
     layout = nsys_stats.fast_layout(source)
     if layout is None or not nsys_stats.check_last_row(source, layout):
@@ -331,7 +338,7 @@ def _csv_chunks(source: Path, block_bytes: int) -> Iterator[tuple[pd.DataFrame, 
                         f"{source}: not a text CSV (byte {offset + exc.start} is not UTF-8): "
                         "not an nsys stats CSV"
                     ) from exc
-                out, _, dropped = nsys_stats._read_exact(
+                out, _, dropped = nsys_stats.read_exact(
                     source, text=layout.header_line + text, line_offset=line - 2, block=True
                 )
             else:
@@ -348,16 +355,14 @@ def _import_csv(source: Path, fmt: str, folder: Path, block_bytes: int) -> dict[
         dropped += n_dropped
         writer.add(out)
     if writer.rows_in == 0:
-        from hilsim.analyzer.importers.nsys_stats import fast_layout
+        from hilsim.analyzer.importers import nsys_stats  # lazy: see the note above
 
-        layout = fast_layout(source)
+        layout = nsys_stats.fast_layout(source)
         report = layout.report if layout else ""
         raise HilsimError(
             f"{source}: {report} CSV has a header but no kernel rows"
             + (f" ({dropped} memcpy/memset rows dropped)" if dropped else "")
         )
-    from hilsim.analyzer.importers.profile import csv_manifest
-
     n, columns = writer.finish()
     manifest = csv_manifest(source, fmt, "nsys stats", dropped)
     return {"manifest": manifest, "writer": writer, "n": n, "warning_columns": columns}
@@ -382,7 +387,7 @@ def _import_sqlite_rows(
     chunk_rows: int,
     nvtx: tuple[pd.DataFrame, np.ndarray, np.ndarray] | None,
 ) -> tuple[LaunchWriter, int]:
-    from hilsim.analyzer.importers import nsys_sqlite
+    from hilsim.analyzer.importers import nsys_sqlite  # lazy: see the note above
 
     sql, strings = nsys_sqlite.kernel_query(conn, tables, source)
     writer = LaunchWriter(folder, str(source))
@@ -414,21 +419,19 @@ def _import_sqlite_rows(
 
 
 def _import_sqlite(source: Path, folder: Path, chunk_rows: int) -> dict[str, Any]:
-    from hilsim.analyzer.importers import nsys_sqlite
+    from hilsim.analyzer.importers import nsys_sqlite  # lazy: see the note above
 
-    from hilsim.core.bundle import REGIONS, write_table
-
-    nsys_sqlite._check_file(source)
-    conn = nsys_sqlite._connect(source)
+    nsys_sqlite.check_sqlite_file(source)
+    conn = nsys_sqlite.connect_read_only(source)
     try:
-        tables = nsys_sqlite._tables(conn)
+        tables = nsys_sqlite.table_names(conn)
         nsys_sqlite.kernel_query(conn, tables, source)  # the missing-table errors first
-        nvtx_frame = nsys_sqlite._read_nvtx(conn, tables)
+        nvtx_frame = nsys_sqlite.read_nvtx(conn, tables)
         regions, nvtx = None, None
         if nvtx_frame is not None:
             regions, kind, tid = nsys_sqlite.nvtx_regions(nvtx_frame)
             nvtx = (regions, kind, tid)
-        meta = nsys_sqlite._meta(conn, tables)
+        meta = nsys_sqlite.export_meta(conn, tables)
         try:  # rowid order is start order in nsys's exports: no sort
             writer, with_region = _import_sqlite_rows(
                 conn, tables, source, folder, "k.rowid", chunk_rows, nvtx
@@ -439,14 +442,14 @@ def _import_sqlite(source: Path, folder: Path, chunk_rows: int) -> dict[str, Any
             )
         device = nsys_sqlite.device_info(conn, tables, writer.device_counts)
     except (sqlite3.Error, pd.errors.DatabaseError) as exc:
-        raise nsys_sqlite._db_error(source, exc) from exc
+        raise nsys_sqlite.database_error(source, exc) from exc
     finally:
         conn.close()
     n, columns = writer.finish()
     if regions is not None:
         write_table(regions[list(REGION_COLUMNS)], folder / REGIONS)
     manifest = nsys_sqlite.sqlite_manifest(
-        source, nsys_sqlite._tool(meta), meta.get("EXPORT_SCHEMA_VERSION"), device,
+        source, nsys_sqlite.nsys_tool_entry(meta), meta.get("EXPORT_SCHEMA_VERSION"), device,
         0 if regions is None else len(regions), with_region,
     )
     return {"manifest": manifest, "writer": writer, "n": n, "warning_columns": columns}
@@ -480,12 +483,6 @@ def stream_import(
     Raises :class:`HilsimError` (one line naming the file and line or row) on bad input;
     nothing is left at ``output`` then.
     """
-    from hilsim.analyzer.tracecheck import trace_warnings
-
-    from hilsim.core import limits
-    from hilsim.core.bundle import finish_manifest
-    from hilsim.core.files import atomic_directory
-
     source, target = Path(path), Path(output)
     limits.check_sparse(source)
     try:
@@ -517,8 +514,6 @@ def stream_profile(
     """``hilsim import``'s streaming path: the bundle written, or ``None`` when ``path`` is
     imported in memory (small, another format, --ncu, a folder or missing file, a CSV not
     in start order: the in-memory importer then reads it and words any error)."""
-    from hilsim.analyzer.importers.profile import resolve_format
-
     source = Path(path)
     if ncu is not None or not source.is_file() or source.suffix in (".nsys-rep", ".qdrep"):
         return None

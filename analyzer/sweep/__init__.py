@@ -63,7 +63,7 @@ from hilsim.analyzer.sweep.spec import (
     parse_spec,
 )
 from hilsim.analyzer.sweep.summary import SIM_SUMMARY, SUMMARY, sim_summary, summarize
-from hilsim.analyzer.sweep.tasks import Task, build_tasks, input_digest, task_key
+from hilsim.analyzer.sweep.tasks import Task, build_tasks, content_sha256, task_key
 from hilsim.analyzer.sweep.worker import run_task
 
 __all__ = [
@@ -82,7 +82,7 @@ __all__ = [
     "Workload",
     "build_tasks",
     "empty_results",
-    "input_digest",
+    "content_sha256",
     "load_spec",
     "local_workers",
     "parse_spec",

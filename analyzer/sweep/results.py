@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from hilsim.core.errors import HilsimError
 from hilsim.core.files import write_bytes_atomic
@@ -91,9 +93,6 @@ def read_results(folder: Path) -> pd.DataFrame:
 
 def write_results(folder: Path, frame: pd.DataFrame) -> Path:
     """Write the results table atomically (sorted by task key: a stable order)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     frame = frame.sort_values("task_key", kind="stable").reset_index(drop=True)
     buffer = io.BytesIO()
     pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), buffer, compression="zstd")

@@ -27,11 +27,11 @@ def _file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def input_digest(path: Path, cache: dict[str, Any] | None = None) -> str:
-    """sha256 identifying a profile's contents.
+def content_sha256(path: Path, cache: dict[str, Any] | None = None) -> str:
+    """sha256 identifying the contents of a bundle folder or a file (profile or program).
 
     A bundle folder: the digest of its ``manifest.json`` (which holds the sha256 of every
-    table). A profile file: the file's sha256, remembered in ``cache`` under its path,
+    table). A file: its sha256, remembered in ``cache`` under its path,
     size and modification time so a rerun does not hash it again.
     """
     if path.is_dir():
@@ -116,7 +116,7 @@ def _simulation_inputs(workload: Workload, cache: dict[str, Any] | None) -> dict
     first = Path(workload.program[0])
     return {
         "program": list(workload.program),
-        "program_sha256": input_digest(first, cache) if first.is_file() else None,
+        "program_sha256": content_sha256(first, cache) if first.is_file() else None,
         "sim_options": dict(sorted(workload.sim_options.items())),
     }
 
@@ -125,8 +125,8 @@ def build_tasks(spec: SweepSpec, digest_cache: dict[str, Any] | None = None) -> 
     """Every task of ``spec``, grouped by workload then method (deterministic methods once)."""
     tasks: list[Task] = []
     for workload in spec.workloads:
-        digest = input_digest(workload.path, digest_cache)
-        hold = input_digest(workload.holdout, digest_cache) if workload.holdout else None
+        digest = content_sha256(workload.path, digest_cache)
+        hold = content_sha256(workload.holdout, digest_cache) if workload.holdout else None
         cards: list[str | None] = [None]
         simulation = None
         if spec.simulate:

@@ -228,7 +228,7 @@ def results_from_simlog(plan: Plan, bundle: Bundle, simlog: pd.DataFrame) -> Sim
     return SimResults(cycles, counters, "accel-sim logs", ", ".join(map(str, files[:5])))
 
 
-def model_input(bundle: Bundle) -> pd.DataFrame:
+def launch_table_with_metrics(bundle: Bundle) -> pd.DataFrame:
     """Launches joined with their metrics (one row per launch, ``launch_id`` order)."""
     frame = bundle.launches
     if bundle.metrics is not None:
@@ -242,7 +242,7 @@ def results_from_model(
     predictor: Callable[[Any, pd.DataFrame], pd.DataFrame] | None = None,
 ) -> SimResults:
     """Run the analytical model on every launch (``hilsim.simmodel.model.predict``)."""
-    inputs = model_input(bundle)
+    inputs = launch_table_with_metrics(bundle)
     if predictor is None:
         predictor = analytical_model.predict
         analytical_model.require_counters(inputs, f"{bundle.path or 'bundle'}: --model")

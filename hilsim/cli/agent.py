@@ -14,13 +14,13 @@ import click
 from rich.table import Table
 
 from hilsim.agent import ncu as ncu_mod
+from hilsim.agent.backends import CHOICES
+from hilsim.agent.backends.base import ProfileOptions
 from hilsim.agent.probe import probe_device
-from hilsim.agent.profile import BACKENDS, ProfileOptions, profile_workload
-from hilsim.analyzer.simulate import profile_on_card
+from hilsim.agent.profile import profile_workload
 from hilsim.core.console import out
 from hilsim.core.errors import HilsimError
 from hilsim.core.files import write_text_atomic
-from hilsim.simmodel.gpgpusim.cards import parse_override
 
 
 class IncompleteRun(HilsimError):
@@ -88,7 +88,7 @@ def probe(device_index: int, output: Path, as_json: bool) -> None:
 )
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
               help="Bundle folder to write.")
-@click.option("--backend", type=click.Choice([*BACKENDS, "gpgpusim"]),
+@click.option("--backend", type=click.Choice(CHOICES),
               default="auto", show_default=True,
               help="Light profiler (every launch); gpgpusim: run on a simulated card (--card).")
 @click.option("--card", default=None,
@@ -142,65 +142,25 @@ def profile(
     interrupted or timed out (launches captured so far kept, manifest complete=false);
     2: nothing written (one-line error).
     """
-    if backend == "gpgpusim" or card is not None or sim_options:
-        _profile_gpgpusim(output, backend, card, sim_options, timeout, keep_raw, force,
-                          command, detailed_first, detailed_launches, detailed_all)
-        return
-    sel = ncu_mod.selection(detailed_first, detailed_launches, detailed_all)
     metric_list = (
         [m.strip() for m in metrics.split(",") if m.strip()]
         if metrics else list(ncu_mod.DEFAULT_METRICS)
     )
     opts = ProfileOptions(
-        command=list(command), out=output, backend=backend, detailed=sel, metrics=metric_list,
+        command=list(command), out=output, backend=backend, detailed_first=detailed_first,
+        detailed_launches=detailed_launches, detailed_all=detailed_all, metrics=metric_list,
         timeout_s=timeout, detailed_timeout_s=detailed_timeout,
         measure_overhead=measure_overhead, nvtx_modules=list(nvtx_modules), force=force,
-        keep_raw=keep_raw, probe=not no_probe, device_index=device_index,
+        keep_raw=keep_raw, probe=not no_probe, device_index=device_index, card=card,
+        sim_options=list(sim_options),
     )
-    path, manifest = profile_workload(opts)
-    light = manifest["profilers"][0]
-    work = manifest["workload"]
-    summary = (
-        f"wrote {path}: {manifest.get('n_launches')} launches ({light.get('backend')}), "
-        f"exit code {work['exit_code']}, {work['wall_s']:.2f} s"
-    )
-    for prof in manifest["profilers"][1:]:
-        if "launches_with_metrics" in prof:
-            summary += f", {prof['launches_with_metrics']} with ncu metrics"
-    if "overhead" in manifest and manifest["overhead"].get("ratio") is not None:
-        summary += f", overhead x{manifest['overhead']['ratio']:.2f}"
-    click.echo(summary, err=True)
-    if not manifest.get("complete", True):
+    result = profile_workload(opts)
+    click.echo(result.summary(), err=True)
+    if not result.complete:
+        work = result.manifest["workload"]
         why = ("timed out" if work["timed_out"] else "interrupted" if work["interrupted"]
                else f"exit code {work['exit_code']}")
         raise IncompleteRun(
-            f"the workload did not finish ({why}); {path} holds the launches captured so far "
-            "and is marked incomplete"
+            f"the workload did not finish ({why}); {result.path} holds the launches captured "
+            "so far and is marked incomplete"
         )
-
-
-def _profile_gpgpusim(output: Path, backend: str, card: str | None, sim_options: tuple[str, ...],
-                      timeout: float | None, keep_raw: Path | None, force: bool,
-                      command: tuple[str, ...], *detailed: object) -> None:
-    """``--backend gpgpusim``: the simulated card is both the light and the detailed level."""
-    if backend != "gpgpusim":
-        raise HilsimError("--card / -O need --backend gpgpusim")
-    if card is None:
-        raise HilsimError("--backend gpgpusim needs --card (see `hilsim gpgpusim cards`)")
-    if any(d not in (None, False) for d in detailed):
-        raise HilsimError("--backend gpgpusim records every counter of every launch: "
-                          "drop the --detailed-* options")
-    opts = dict(parse_override(o) for o in sim_options)
-    path, manifest = profile_on_card(
-        list(command), card, output, options=opts,
-        timeout_s=timeout if timeout else 4 * 3600.0, keep_raw=keep_raw, force=force,
-    )
-    prof = manifest["profilers"][0]
-    n_regions = prof.get("regions")
-    click.echo(
-        f"wrote {path}: {manifest.get('n_launches')} launches on {prof['card']} (gpgpusim), "
-        f"{prof['total_cycles']:,.0f} simulated cycles at {prof['clock_mhz']:g} MHz, "
-        f"{prof['sim_cpu_s']:.1f} CPU s ({prof['sim_wall_s']:.1f} s wall)"
-        + (f", {n_regions} regions" if n_regions else ""),
-        err=True,
-    )

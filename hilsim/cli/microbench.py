@@ -17,6 +17,7 @@ from hilsim.microbench.runner import FAMILIES, device_facts, parse_only, run_sui
 from hilsim.microbench.sanity import sanity_warnings
 from hilsim.simmodel.gpgpusim.build import find_build
 from hilsim.simmodel.gpgpusim.cards import card_config
+from hilsim.simmodel.gpgpusim.simsuite import run_sim_suite
 
 
 @click.command("microbench")
@@ -108,10 +109,6 @@ def _partial_writer(output: Path, facts: dict) -> Callable[[list], None]:
 
 def _simulated(families: list[str], card: str | None) -> tuple[list, dict]:
     """Run the suite on a simulated card (:mod:`hilsim.simmodel.gpgpusim.simsuite`)."""
-    # lazy: the simulator backend loads pandas (its log parser), which `hilsim agent` and
-    # the GPU path do not need
-    from hilsim.simmodel.gpgpusim.simsuite import run_sim_suite  # noqa: PLC0415
-
     if card is None:
         raise HilsimError("--backend gpgpusim needs --card (e.g. SM7_QV100 or a gpgpusim.config)")
     build = find_build()

@@ -25,8 +25,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+import hilsim
+from hilsim.core import limits
 from hilsim.core.errors import HilsimError
-from hilsim.core.files import atomic_directory
+from hilsim.core.files import atomic_directory, recover
+from hilsim.core.jsonfile import read_json
 from hilsim.core.schema import (
     LAUNCH_COLUMNS,
     OPTIONAL_INT_COLUMNS,
@@ -43,13 +46,9 @@ MICROBENCH = "microbench.json"
 
 
 def hilsim_version() -> str:
-    """Installed hilsim version (``0+unknown`` when running from a bare checkout)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("hilsim")
-    except PackageNotFoundError:
-        return "0+unknown"
+    """Installed hilsim version (``0+unknown`` when running from a bare checkout): the
+    package's ``hilsim.__version__``, read from the installed metadata once."""
+    return str(hilsim.__version__)
 
 
 @dataclass
@@ -192,14 +191,11 @@ def write_bundle(bundle: Bundle, path: str | Path, overwrite: bool = False) -> P
 def _read_manifest(folder: Path) -> dict[str, Any]:
     manifest_path = folder / MANIFEST
     if not folder.exists():
-        from hilsim.core.files import recover
-
         recover(folder)  # a replacement killed between its two renames (no RENAME_EXCHANGE)
     if not folder.is_dir():
         raise HilsimError(f"{folder}: not a bundle folder (no such directory)")
     if not manifest_path.is_file():
         raise HilsimError(f"{manifest_path}: missing; {folder} is not a hilsim bundle")
-    from hilsim.core.jsonfile import read_json
 
     manifest = read_json(manifest_path, BUNDLE_SCHEMA)
     if not isinstance(manifest.get("files"), dict):
@@ -304,14 +300,12 @@ def _refuse_unlisted(folder: Path, files: dict[str, Any]) -> None:
 
 
 def _parquet_rows(path: Path, data: bytes | None, expected: int | None = None) -> int:
-    """Row count from the parquet footer, checked before any row is materialised (F4).
+    """Row count from the parquet footer, checked before any row is materialised.
 
     Refuses a table holding more rows per byte of file than ``max_rows_per_byte`` (a tiny
     file that would expand to gigabytes) and, with ``expected``, a count other than the
     manifest's ``n_launches``.
     """
-    from hilsim.core import limits
-
     source: Any = pa.BufferReader(data) if data is not None else path
     try:
         meta = pq.read_metadata(source)
@@ -333,7 +327,7 @@ def _parquet_rows(path: Path, data: bytes | None, expected: int | None = None) -
     return rows
 
 
-#: Arrow type checks of the launches table's columns, before conversion (F11)
+#: Arrow type checks of the launches table's columns, before conversion
 _INT_COLUMNS = ("launch_id", "duration_ns")
 
 
@@ -566,8 +560,6 @@ def read_bundle(
             raise HilsimError(f"{folder / REGIONS}: missing column(s) {', '.join(missing)}")
     microbench = None
     if MICROBENCH in listed:
-        from hilsim.core.jsonfile import read_json
-
         microbench = read_json(folder / MICROBENCH)
         if not isinstance(microbench, list | dict):
             raise HilsimError(f"{folder / MICROBENCH}: expected JSON measurements")

@@ -1,8 +1,7 @@
 """Atomic file and directory writes: write to a temporary sibling, then rename.
 
 A crash or an error part-way leaves the old content (or nothing) in place, never
-a half-written file (DEVELOPERS.md, "Bad input"). The rules (issue 16 F7, F8, F14;
-``docs/limits.md``, "Writes"):
+a half-written file. The rules (``docs/limits.md``, "Writes"):
 
 * **Exclusive create.** Without ``overwrite`` a finished folder is moved into place with
   ``renameat2(RENAME_NOREPLACE)`` (a plain ``rename`` where the kernel lacks it, which

@@ -1,4 +1,4 @@
-"""Size guards on untrusted input (issue 16 F4, F5; stated in ``docs/limits.md``).
+"""Size guards on untrusted input (stated in ``docs/limits.md``).
 
 A small file must not cost unbounded time or memory: a gzip stream that inflates a
 thousandfold, a number of a billion digits, JSON nested a million deep, a CSV followed by

@@ -1,6 +1,6 @@
 """Closed loop: the tuner on a simulated card's microbenchmarks recovers the card's config.
 
-(Issue 12, part 3; Accel-Sim paper, Section II-C: microbenchmarks -> tuner -> config.)
+(Accel-Sim, Khairy et al., ISCA'20, Section II-C: microbenchmarks -> tuner -> config.)
 A card is simulated from a known ``gpgpusim.config``; the suite runs on it
 (``hilsim agent microbench --backend gpgpusim``); ``hilsim tune --convention gpgpusim``
 turns the measurements and the device facts into options; :func:`compare` puts every
@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from hilsim.simmodel.cache_option import cache_geometry
-from hilsim.simmodel.gpgpusim.cards import card_config
+from hilsim.simmodel.gpgpusim.cards import card_config, dram_memory, peak_dram_gbs
+from hilsim.simmodel.tuner import read_microbench, tune
 
 #: option -> (absolute tolerance, what it is); latencies in the option's own unit
 TOLERANCE: dict[str, tuple[float, str]] = {
@@ -119,8 +120,6 @@ def dram_peak_gbs(options: dict[str, str]) -> float | None:
     One formula with the device facts (:func:`hilsim.simmodel.gpgpusim.cards.dram_memory`);
     ``None`` when the config lacks the channel count, bus width or clocks.
     """
-    from hilsim.simmodel.gpgpusim.cards import dram_memory, peak_dram_gbs  # noqa: PLC0415
-
     need = ("-gpgpu_n_mem", "-gpgpu_dram_buswidth", "-gpgpu_clock_domains")
     if not all(k in options for k in need):
         return None
@@ -150,8 +149,6 @@ class Row:
 
 def tune_simulated(microbench: str | os.PathLike[str], convention: str = "gpgpusim") -> Any:
     """``hilsim tune`` on a simulated card's ``microbench.json`` (a :class:`TuneResult`)."""
-    from hilsim.simmodel.tuner import read_microbench, tune  # noqa: PLC0415
-
     rows, facts = read_microbench(microbench)
     return tune(
         measurements=rows, facts=facts, facts_where=Path(microbench).name, convention=convention
@@ -194,8 +191,6 @@ def configured_rates(options: dict[str, str]) -> dict[str, float]:
 
 def measured_values(microbench: str | os.PathLike[str]) -> dict[str, float]:
     """Valid measurement values by name from a ``microbench.json``."""
-    from hilsim.simmodel.tuner import read_microbench  # noqa: PLC0415
-
     rows, _facts = read_microbench(microbench)
     return {r.name: float(r.value) for r in rows if r.value is not None}
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from hilsim.core.demangle import demangle
 from hilsim.core.errors import HilsimError
 
 #: counter names (warp-level, as ``smsp__inst_executed``) added to a correlation table
@@ -149,12 +150,10 @@ def apportion(table: pd.DataFrame, totals: pd.DataFrame, mangled: pd.Series) -> 
     return out
 
 
-def demangle(names: list[str]) -> dict[str, str]:
+def demangled_names(names: list[str]) -> dict[str, str]:
     """Mangled -> demangled kernel names, as the log importer names them
     (:func:`hilsim.core.demangle.demangle`; an unreadable name is kept)."""
-    from hilsim.core.demangle import demangle as demangle_names
-
-    pretty, _ = demangle_names(list(names))
+    pretty, _ = demangle(list(names))
     return dict(zip(names, pretty, strict=True))
 
 
@@ -162,7 +161,7 @@ def add_long_latency(table: pd.DataFrame, ptx_path: Path, stats_path: Path) -> p
     """:data:`CLASSES` columns for ``table``'s launches (one program's, matched by ``name``,
     the demangled kernel signature) from that program's PTX and line statistics files."""
     totals = kernel_totals(ptx_path, stats_path)
-    by_name = {v: k for k, v in demangle(list(totals.index)).items()}
+    by_name = {v: k for k, v in demangled_names(list(totals.index)).items()}
     names = table["name"].astype(str)
     missing = sorted(set(names) - set(by_name))
     if missing:

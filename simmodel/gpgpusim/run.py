@@ -26,6 +26,7 @@ from typing import Any
 
 from hilsim.simmodel.gpgpusim.build import SimBuild, find_build
 from hilsim.simmodel.gpgpusim.cards import CardConfig, card_config
+from hilsim.simmodel.simlog import parse_simlog
 
 from hilsim.core.errors import HilsimError
 
@@ -53,8 +54,6 @@ class SimRun:
 
     def kernel_stats(self, counters: str = "cumulative") -> Any:
         """Per-kernel statistics of the log (:func:`hilsim.simmodel.simlog.parse_simlog`)."""
-        from hilsim.simmodel.simlog import parse_simlog
-
         return parse_simlog(self.stdout, str(self.log_path), counters)
 
 

@@ -236,7 +236,7 @@ def render_plan(program: Program) -> tuple[list[str], dict[str, bytes]]:
 @dataclass
 class PlanResult:
     """A finished plan: buffers read back and the simulator's per-launch cycles (a
-    :class:`~hilsim.microbench.program.RunResult`)."""
+    :class:`~hilsim.microbench.program.ProgramResult`)."""
 
     dumps: dict[str, bytes]
     kernel_cycles: list[float]

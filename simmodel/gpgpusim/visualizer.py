@@ -36,14 +36,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
+from hilsim.simmodel.pkp import IpcTimeline
 
 from hilsim.core.errors import HilsimError
-
-if TYPE_CHECKING:
-    from hilsim.simmodel.pkp import IpcTimeline
 
 #: the file GPGPU-Sim names when ``-visualizer_outputfile`` is not given
 VISUALIZER_GLOB = "gpgpusim_visualizer_*.log.gz"
@@ -74,6 +71,8 @@ def read_samples(path: Path) -> dict[str, np.ndarray]:
     One line error naming the file for a damaged gzip, a sample missing a field or a log
     without samples.
     """
+    # lazy: the simulator-log reader loads only when a log is read (`hilsim plan` imports
+    # this module through the library facade and reads none)
     from hilsim.simmodel.simlog import read_log_text
 
     text = read_log_text(path)  # plain or gzip; one-line errors naming the file
@@ -111,8 +110,7 @@ def read_timelines(run: str | os.PathLike[str]) -> dict[int, IpcTimeline]:
     ``run``: a folder holding ``sim.log`` (or ``sampled.log``) and the visualizer log (a
     ``hilsim simulate`` output folder works: its ``run/`` is searched), or the log itself.
     """
-    from hilsim.simmodel.pkp import IpcTimeline
-    from hilsim.simmodel.simlog import read_simlog
+    from hilsim.simmodel.simlog import read_simlog  # lazy: see read_samples
 
     path = Path(run)
     if path.is_dir():

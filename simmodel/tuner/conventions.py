@@ -71,7 +71,7 @@ def fixed_latency(option: str, quantity: float, formula: str, t: RuleInputs) -> 
     return OptionValue(raw, note=note)
 
 
-def launch_latency(cycles: float) -> OptionValue:
+def launch_latency_option(cycles: float) -> OptionValue:
     """The launch latency in the ``accelsim-tuner`` convention: floor(cycles)."""
     return OptionValue(math.floor(cycles))
 

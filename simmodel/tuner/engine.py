@@ -16,7 +16,7 @@ from hilsim.simmodel.presets import Preset
 from hilsim.simmodel.tuner.conventions import (
     LatencyQuantity,
     fixed_latency,
-    launch_latency,
+    launch_latency_option,
     simulator_latencies,
 )
 from hilsim.simmodel.tuner.rule import LatencyKind, OptionRule, OptionValue, RuleInputs
@@ -66,7 +66,7 @@ def derive_options(
         if rule.latency is LatencyKind.FIXED:
             result = fixed_latency(rule.option, float(result), rule.formula_text(t), t)
         elif rule.latency is LatencyKind.LAUNCH:
-            result = launch_latency(float(result))
+            result = launch_latency_option(float(result))
         out.append(_derived(rule, result, t))
     return out
 

@@ -41,7 +41,7 @@ CORRECTED_ON_HILSIM_NOTE = (
     "simulator-corrected offsets come from Accel-Sim's own kernels on a TITAN V "
     "(shared_lat adds a dependent shift of ~5-8 cycles, mem_lat a 32 B stride); "
     "hilsim's chases are pure absolute-address chains, so the offsets are "
-    "approximate for hilsim measurements (docs/microbench.md, review S2-5)"
+    "approximate for hilsim measurements (docs/microbench.md)"
 )
 
 

@@ -1,4 +1,4 @@
-"""The promise every fuzz case checks (issue 16), through the real CLI entry.
+"""The promise every fuzz case checks, through the real CLI entry.
 
 For one ``hilsim`` invocation (in-process ``main([...])``, stdout/stderr captured):
 

@@ -25,7 +25,7 @@ def fuzz_settings(examples: int) -> settings:
     )
 
 
-#: values that broke an importer once (issue 16) or sit on a boundary
+#: values that broke an importer once or sit on a boundary
 NASTY_TEXT = (
     "", " ", "-1", "0", "1e30", "-1e30", "1e400", "inf", "-inf", "nan", "NaN", "Infinity",
     "9223372036854775807", "9223372036854775808", "-9223372036854775809",

@@ -1,4 +1,4 @@
-"""Fuzz tier (issue 16): every importer, fed mutations of the real fixtures, keeps the
+"""Fuzz tier: every importer, fed mutations of the real fixtures, keeps the
 promise of :mod:`tests.fuzz.promise` through ``hilsim import``.
 
 Bounded (``max_examples`` per test, :data:`~tests.fuzz.promise.TIME_LIMIT_S` per case),

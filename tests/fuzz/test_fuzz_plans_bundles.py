@@ -1,4 +1,4 @@
-"""Fuzz tier (issue 16): tampered plans through ``evaluate`` / ``export`` and tampered
+"""Fuzz tier: tampered plans through ``evaluate`` / ``export`` and tampered
 bundles through ``plan``, plus a few cases through a real ``hilsim`` process."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Kernel-heavy CuPy workload for the silicon session (issue 4/5): >= 50k short launches.
+"""Kernel-heavy CuPy workload for the silicon session: >= 50k short launches.
 
 Five phases, each an NVTX range emitted by the workload itself (``cupy.cuda.nvtx``), each
 iteration launching a handful of kernels whose durations differ by phase (vector sizes

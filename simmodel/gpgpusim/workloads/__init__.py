@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from hilsim.simmodel.gpgpusim.compile import compile_cuda
+
 TRANSFORMER_STEP = Path(__file__).with_name("transformer_step.cu")
 #: the reduced SM7_QV100 the README measures: 4 SMs, no 5,000-cycle launch latency in the
 #: kernel durations (a profiler's duration excludes it), functional host->device copies
@@ -22,8 +24,6 @@ REDUCED_QV100: dict[str, str] = {
 
 def build_transformer_step(out: str | os.PathLike[str]) -> Path:
     """Compile ``transformer_step.cu`` into the executable ``out`` (``-O2``, sm_70)."""
-    from hilsim.simmodel.gpgpusim.compile import compile_cuda
-
     return compile_cuda(TRANSFORMER_STEP, out, extra_flags=("-O2",))
 
 

@@ -1,4 +1,4 @@
-// Calibration kernels for the analytical timing model (issue 15): one small program whose
+// Calibration kernels for the analytical timing model: one small program whose
 // launches cover behaviours the transformer workload misses. Each kernel is parameterised
 // (grid, block, work per thread, stride, ...) so the schedule yields many distinct launches.
 //

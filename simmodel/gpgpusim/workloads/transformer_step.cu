@@ -1,4 +1,4 @@
-// transformer_step.cu: a small transformer inference loop for the simulated GPU (hilsim issue 14).
+// transformer_step.cu: a small transformer inference loop for the simulated GPU.
 //
 // Every "step" runs one request batch (batch B, sequence length S, both from a fixed schedule)
 // through an embedding, L pre-norm transformer layers (layernorm, QKV GEMM, attention scores,
