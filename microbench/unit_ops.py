@@ -259,13 +259,16 @@ def probe(device: Device, op: UnitOp, kind: str, n1: int = 64, n2: int = 128) ->
 SIM_ITERATIONS = {"latency": (1, 2), "initiation": (2, 4)}
 
 
-def simulated(device: Device) -> list[Measurement]:
-    """Every probe as one program on a simulated device (one run, two launches each)."""
+def simulated(
+    device: Device, kinds: tuple[str, ...] = ("latency", "initiation")
+) -> list[Measurement]:
+    """Every probe of ``kinds`` as one program on a simulated device (one run, two
+    launches each)."""
     program = Program("compute.ops")
     probes = []
     for op in OPS.values():
         for kind in ("latency", "initiation"):
-            if kind == "initiation" and op.initiation_name is None:
+            if kind not in kinds or (kind == "initiation" and op.initiation_name is None):
                 continue
             n1, n2 = SIM_ITERATIONS[kind]
             bufs = (add_probe(program, op, kind, n1, f"{op.key}_{kind}_1"),

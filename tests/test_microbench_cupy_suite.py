@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hilsim.microbench import runner
+from hilsim.microbench import runner, unit_ops
 from hilsim.microbench.cupy_device import CupyDevice
 from hilsim.microbench.device import FEATURES, Device, Setup
 from hilsim.microbench.program import Program
@@ -46,8 +46,11 @@ def fake(monkeypatch) -> FakeCupy:
 def test_suite_writes_what_the_h100_run_wrote(fake: FakeCupy) -> None:
     got = runner.run_suite(None, progress=False, facts=dict(FACTS))
     silicon = json.loads(H100.read_text())["measurements"]
-    assert [m.name for m in got] == [m["name"] for m in silicon]
-    for m, s in zip(got, silicon, strict=True):
+    # the unit-operation probes (SFU, division, min/max, shuffle) came after the H100 run
+    probes = unit_ops.measurement_names()
+    assert [m.name for m in got if m.name not in probes] == [m["name"] for m in silicon]
+    assert [m.name for m in got if m.name in probes] == probes
+    for m, s in zip([m for m in got if m.name not in probes], silicon, strict=True):
         # the DRAM bandwidths also name the kernel they timed since the H100 run
         added = ["kernel"] if m.name in ("dram_write_bandwidth", "dram_copy_bandwidth") else []
         assert m.unit == s["unit"] and list(m.params) == added + list(s["params"]), m.name
@@ -59,12 +62,18 @@ def test_suite_writes_what_the_h100_run_wrote(fake: FakeCupy) -> None:
     assert by_name["l1_capacity_bytes"].value == 256 << 10
     assert by_name["sm_clock_mhz"].value == 1755.0
     assert by_name["l2_bandwidth"].params["sm_clock_mhz"] == 1755.0  # measured, then used
+    # lat_*: 64 n x 4 + 5 cycles, a slope of 4 per operation; init_*: 1024 n + 7 cycles
+    assert by_name["sfu_latency"].value == 4.0 and by_name["int_max_latency"].value == 4.0
+    assert by_name["shfl_initiation"].value == pytest.approx(1024 / (32 * 4))
+    assert by_name["int_div_initiation"].value == pytest.approx(1024 / 32)
+    assert all(by_name[n].unit == "cycles" and by_name[n].valid for n in probes)
     kernels = {k[0] for k in fake.launches}
     assert {"spin_kernel", "empty_kernel", "chase_ca", "chase_cg", "chase_shared", "l1_read",
             "shared_read", "grid_read_ca", "grid_read_cg", "grid_copy", "grid_write",
             "tput_fp16x2",
             "lat_int32", "mma_tput", "mma_lat", "atomic_lat", "atomic_tput",
-            "clock_probe"} <= kernels
+            "clock_probe", "lat_sfu", "init_sfu", "lat_int_div", "init_int_div", "lat_fp_div",
+            "lat_int_max", "lat_fp_max", "lat_shfl", "init_shfl"} <= kernels
 
 
 def test_dram_write_bandwidth_launches_grid_write(fake: FakeCupy) -> None:
