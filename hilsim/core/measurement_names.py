@@ -81,7 +81,9 @@ MEASUREMENTS: dict[str, MeasurementSpec] = {
         MeasurementSpec(L1_HIT_LATENCY, "cycles", "L1 data-cache hit, pointer chase (l1_lat)"),
         MeasurementSpec(L2_HIT_LATENCY, "cycles", "L2 hit with L1 bypassed (.cg), pointer chase"),
         MeasurementSpec(DRAM_LATENCY, "cycles",
-                        "DRAM access, L1 bypassed (.cg) and L2 flushed, 4 KiB-stride chase"),
+                        "DRAM access, L1 bypassed (.cg) and L2 flushed, 4 KiB-stride chase; "
+                        "in cycles of sm_clock_mhz (converted from the chase's own one-warp "
+                        "clock when they differ, params.clock_conversion)"),
         MeasurementSpec(SHARED_LATENCY, "cycles", "shared-memory load, pointer chase"),
         MeasurementSpec(ATOMIC_LATENCY, "cycles", "dependent global atomicAdd int32"),
         MeasurementSpec(L1_CAPACITY_BYTES, "bytes", "largest L1 data capacity (no shared)"),
@@ -220,6 +222,11 @@ RECORDED_FACTS: frozenset[str] = frozenset({
     "devices_visible", "sm_clock_mhz", "mem_clock_mhz", "sm_clock_mhz_idle", "peak_dram_gbs",
     "nvml_error", "sources", "missing_packages", "tools", "extra", "clocks_locked",
     "pip_extra",
+    # hilsim agent microbench: the clock lock and the clocks under the all-SM load
+    "clock_lock", "clocks_under_load",
+    # a simulated card (simmodel/gpgpusim/simdevice.py): which config, and the runs
+    "backend", "card", "config", "config_source", "config_sha256", "simulation",
+    "l1_cache_bytes",
 })
 
 
