@@ -69,6 +69,10 @@ def test_suite_writes_what_the_h100_run_wrote(fake: FakeCupy) -> None:
     assert by_name["l1_capacity_bytes"].value == 256 << 10
     assert by_name["sm_clock_mhz"].value == 1755.0
     assert by_name["l2_bandwidth"].params["sm_clock_mhz"] == 1755.0  # measured, then used
+    # launch latency is the empty kernels' %globaltimer spacing (4 us in the stand-in),
+    # not the host's round trip (its perf_counter advances 1 us a call)
+    assert by_name["launch_latency_us"].value == pytest.approx(4.0)
+    assert by_name["launch_roundtrip_us"].value != pytest.approx(4.0)
     # lat_*: 64 n x 4 + 5 cycles, a slope of 4 per operation; init_*: 1024 n + 7 cycles
     assert by_name["sfu_latency"].value == 4.0 and by_name["int_max_latency"].value == 4.0
     assert by_name["shfl_initiation"].value == pytest.approx(1024 / (32 * 4))
