@@ -142,7 +142,9 @@ def microbench_cmd(
             f"simulated {sim['sim_cycles']:,.0f} cycles in {sim['wall_s']:.0f} s wall "
             f"({len(sim['runs'])} simulator runs, build {sim['build']})"
         )
-        per_family = ", ".join(f"{f} {t:.0f} s" for f, t in sim.get("families", {}).items())
+        cpu = sim.get("families_cpu_s", {})
+        per_family = ", ".join(f"{f} {t:.0f} s ({cpu.get(f, 0):.0f} s CPU)"
+                               for f, t in sim.get("families", {}).items())
         if per_family:
             out.print(f"wall time per family: {per_family}")
 

@@ -19,6 +19,7 @@ recorded as not measured and the tuner takes the L2 size from the device facts.
 
 from __future__ import annotations
 
+import resource
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -29,6 +30,14 @@ from hilsim.simmodel.gpgpusim.simdevice import BACKEND, GpgpusimDevice
 
 from hilsim.core.console import progress_bar
 from hilsim.core.measurement import Measurement
+
+
+def cpu_seconds() -> float:
+    """CPU seconds of this process and of the simulator processes it has waited for (the
+    suite's cost on a shared machine, where wall time follows the load)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(
+        resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def _failed(name: str, exc: Exception) -> Measurement:
@@ -49,7 +58,8 @@ def run_sim_suite(
     """Run ``families`` on the simulated ``card``: (measurements, device facts, runs).
 
     ``runs`` lists every simulated program: benchmark, options, simulated cycles and
-    wall seconds; ``facts["simulation"]["families"]`` the wall seconds per family. A
+    wall seconds; ``facts["simulation"]["families"]`` the wall seconds per family and
+    ``families_cpu_s`` the CPU seconds (this process and its simulator runs). A
     benchmark that fails is recorded as an invalid measurement with the error's first
     line and the suite goes on (as on a GPU); benchmarks in ``skip`` (and, with
     ``quick``, the sweeps of :data:`hilsim.microbench.runner.QUICK_SKIP`) are recorded as
@@ -65,6 +75,7 @@ def run_sim_suite(
             family_of[bench[0]] = family
     benches, skipped = without_skipped(benches, skip, device.backend_params, quick=quick)
     family_wall: dict[str, float] = {}
+    family_cpu: dict[str, float] = {}
     started = time.monotonic()
     with progress_bar(f"{card.name} (simulated)", total=len(benches), enabled=progress) as advance:
 
@@ -79,15 +90,16 @@ def run_sim_suite(
             )
 
         device.on_run = on_run
-        current = {"name": "", "t0": time.monotonic()}
+        current: dict[str, Any] = {"name": "", "t0": time.monotonic(), "cpu0": cpu_seconds()}
 
         def before(name: str) -> None:
-            current.update(name=name, t0=time.monotonic())
+            current.update(name=name, t0=time.monotonic(), cpu0=cpu_seconds())
             advance(0, description=f"{card.name}: {name} ...")
 
         def after(_results: list[Measurement]) -> None:
             family = family_of[current["name"]]
             family_wall[family] = family_wall.get(family, 0.0) + time.monotonic() - current["t0"]
+            family_cpu[family] = family_cpu.get(family, 0.0) + cpu_seconds() - current["cpu0"]
             advance(1)
 
         results = run_benchmarks(device, benches, _failed, before=before, after=after)
@@ -95,6 +107,7 @@ def run_sim_suite(
         "wall_s": round(time.monotonic() - started, 1),
         "sim_cycles": sum(r["sim_cycles"] for r in device.runs),
         "families": {f: round(s, 1) for f, s in family_wall.items()},
+        "families_cpu_s": {f: round(s, 1) for f, s in family_cpu.items()},
         "runs": device.runs,
         "build": getattr(build, "key", None),
     }
