@@ -171,7 +171,8 @@ class CupyDevice:
             except Exception as exc:
                 hint = ""
                 runtime = int(self.facts.get("cuda_runtime_version") or 0)
-                if "nvrtc" in str(exc).lower() and "compile" not in type(exc).__name__.lower():
+                text = str(exc).lower()
+                if "libnvrtc" in text or ("nvrtc" in text and "not found" in text):
                     hint = f" (NVRTC is missing: the GPU extras install it; {EXTRA_HINT})"
                 elif self.cc < (7, 5) and runtime >= 13000:
                     hint = (
