@@ -39,7 +39,9 @@ What each chain is (checked in SASS on sm_70/75/86/90 by ``tests/test_microbench
 
 On a simulated device all probes are one program (:func:`simulated`): latency at 1 and 2
 iterations of 64 operations, initiation at 2 and 4 iterations of :data:`INDEPENDENT` x
-``U`` operations.
+``U`` operations, on one SM and one memory channel (nothing between the clock reads
+touches memory; what the launch's loads and stores cost outside them cancels in the
+slope).
 """
 
 from __future__ import annotations
@@ -244,7 +246,7 @@ def probe(device: Device, op: UnitOp, kind: str, n1: int = 64, n2: int = 128) ->
     seen: list[int] = []
 
     def once() -> float:
-        res = device.run(f"compute.ops.{op.key}.{kind}", program, Setup.ONE_SM)
+        res = device.run(f"compute.ops.{op.key}.{kind}", program, Setup.ONE_SM_ONE_CHANNEL)
         a, b = (int(res.array(c, np.int64)[0]) for c in (short, long_))
         seen[:] = [a, b]
         return slope(a, b, n1 * per, n2 * per)
@@ -274,7 +276,7 @@ def simulated(
             bufs = (add_probe(program, op, kind, n1, f"{op.key}_{kind}_1"),
                     add_probe(program, op, kind, n2, f"{op.key}_{kind}_2"))
             probes.append((op, kind, n1, n2, bufs))
-    res = device.run("compute.ops", program, Setup.ONE_SM)
+    res = device.run("compute.ops", program, Setup.ONE_SM_ONE_CHANNEL)
     out = []
     for op, kind, n1, n2, (b1, b2) in probes:
         a, b = (int(res.array(c, np.int64)[0]) for c in (b1, b2))

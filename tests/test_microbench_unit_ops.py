@@ -8,7 +8,7 @@ fixed seed): a latency probe moves by exactly its entry's change (the simulator'
 adds the same ~5.3 cycles to every dependent operation), an initiation probe by its
 entry's change within half a cycle. A probe wired to another entry, or to none, moves by
 the wrong amount. Three simulations (~20 s of wall time in all on a quiet machine; nvcc
-adds ~10 s on a fresh cache).
+adds ~10 s on a fresh cache), and two more for the one-channel slice (~5 s of CPU).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hilsim.microbench import unit_ops
+from hilsim.microbench.device import Setup
 from hilsim.simmodel.gpgpusim.cards import card_config
 from hilsim.simmodel.gpgpusim.simdevice import GpgpusimDevice
 
@@ -82,3 +83,18 @@ def test_each_probe_follows_its_own_entry() -> None:
         assert abs(moved_lat[name] - base[name] - step) <= 0.05, (name, step, moved_lat[name])
     for name, step in init_shift.items():
         assert abs(moved_init[name] - base[name] - step) <= 0.5, (name, step, moved_init[name])
+
+
+def test_the_one_channel_slice_changes_nothing() -> None:
+    """Nothing between a probe's clock reads touches memory, so one memory channel (the
+    probes' setup: a simulator ticks every channel every cycle) gives the very cycles the
+    card's own channels give."""
+    build = require_sim_build()
+    card = card_config("SM7_QV100", build)
+    sliced = {m.name: m.value for m in unit_ops.simulated(GpgpusimDevice(card, build=build))}
+    whole = GpgpusimDevice(card, build=build)
+    run = whole.run
+    whole.run = lambda bench, program, setup, timed=True: run(bench, program, Setup.ONE_SM,
+                                                              timed=timed)
+    assert {m.name: m.value for m in unit_ops.simulated(whole)} == sliced
+    assert whole.runs[-1]["options"].get("-gpgpu_n_mem") is None

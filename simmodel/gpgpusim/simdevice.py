@@ -249,6 +249,8 @@ class GpgpusimDevice:
             return dict(ONE_SM)
         if setup is Setup.ONE_SM_CACHED_UPLOADS:
             return {k: v for k, v in ONE_SM.items() if k != "-gpgpu_perf_sim_memcpy"}
+        if setup is Setup.ONE_SM_ONE_CHANNEL:
+            return {**ONE_SM, "-gpgpu_n_mem": "1", "-gpgpu_memory_partition_indexing": "0"}
         if setup is Setup.LAUNCH:
             return {"-gpgpu_n_clusters": "1"}
         opts = {
