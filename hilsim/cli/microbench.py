@@ -70,7 +70,8 @@ from hilsim.simmodel.gpgpusim.simsuite import run_sim_suite
     "--quick",
     is_flag=True,
     help=f"Skip the sweeps ({', '.join(QUICK_SKIP)}): the tuner takes the L1 size from the "
-    "device facts; on a simulated card the footprint sweep is most of the suite's time.",
+    "device facts; on a simulated card the footprint sweep is a third to more than half of "
+    "the suite's time (docs/microbench.md).",
 )
 @click.option(
     "--lock-clocks/--no-lock-clocks",
