@@ -263,6 +263,26 @@ def memory_capped_workers(
     )
 
 
+def launch_columns(names: Iterable[str]) -> tuple[str, ...] | None:
+    """The launch columns the methods ``names`` ("all": every registered one) read
+    together (:attr:`~hilsim.analyzer.methods.base.Method.launch_columns`); ``None`` when
+    one of them reads every column. A comparison reads only these: at 50M launches each
+    nullable integer column left on disk is 0.45 GB not held."""
+    chosen = list(names)
+    if not chosen or chosen == ["all"]:
+        chosen = methods.available()
+    wanted: dict[str, None] = {}
+    for name in chosen:
+        try:
+            columns = methods.get(name).launch_columns
+        except HilsimError:
+            return None  # an unknown name: the comparison words it
+        if columns is None:
+            return None
+        wanted.update(dict.fromkeys(columns))
+    return tuple(wanted)
+
+
 def _init_worker(bundle: Bundle, target: Bundle, params: dict[str, dict[str, Any]]) -> None:
     _STATE.update(bundle=bundle, target=target, params=params, cache=TableCache(), cached=None)
 

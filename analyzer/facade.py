@@ -24,34 +24,25 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 from hilsim.analyzer import methods
-from hilsim.analyzer.compare import compare_profile, comparison_title, pareto_plot
-from hilsim.analyzer.evaluate import (
-    MethodSummary,
-    PlanScore,
-    check_compatible,
-    evaluate_method,
-    score_plan,
-)
 from hilsim.analyzer.importers.profile import import_profile, load_profile
-from hilsim.analyzer.importers.streaming import stream_profile
 from hilsim.analyzer.methods.base import Method
-from hilsim.analyzer.recommend import Recommendation, default_candidates, recommend
-from hilsim.analyzer.report import write_comparison
 from hilsim.analyzer.tracecheck import bundle_warnings, method_warnings
-from hilsim.analyzer.validate import launch_table_with_metrics
-from hilsim.simmodel.gpgpusim.visualizer import read_timelines
-from hilsim.simmodel.model import ipc_timeline, require_counters
-from hilsim.simmodel.pkp import project_plan, read_cta_trace
-from hilsim.simmodel.presets import load_timing_config
 
 from hilsim.core.bundle import Bundle, write_bundle
 from hilsim.core.errors import HilsimError
 from hilsim.core.plan import Plan, load_plan
+
+# The modules of the other analyses (evaluation, comparison and its plot, recommendation,
+# the streaming importer, validation, the simulator models of PKP) are imported inside
+# the method that uses them: `hilsim plan` and `hilsim import` start without them.
+if TYPE_CHECKING:
+    from hilsim.analyzer.evaluate import MethodSummary, PlanScore
+    from hilsim.analyzer.recommend import Recommendation
 
 PathLike = str | os.PathLike[str]
 Progress = Callable[..., None]
@@ -129,6 +120,8 @@ class Comparison:
     @property
     def title(self) -> str:
         """The Pareto plot's title."""
+        from hilsim.analyzer.compare import comparison_title  # lazy: see the imports
+
         return comparison_title(self.document)
 
     def table(self) -> pd.DataFrame:
@@ -143,6 +136,9 @@ class Comparison:
 
     def write(self, folder: PathLike) -> Path:
         """``compare.json``, ``compare.csv`` and, when a method ran, ``pareto.png``."""
+        from hilsim.analyzer.compare import pareto_plot  # lazy: see the imports
+        from hilsim.analyzer.report import write_comparison
+
         target = write_comparison(folder, self.document)
         if self.methods:
             pareto_plot(self.methods, target / "pareto.png", self.title)
@@ -179,6 +175,8 @@ def import_bundle(
     Large nsys CSV/SQLite files without ``ncu`` stream chunk by chunk straight to
     ``output`` (bounded memory); everything else is imported in memory and written.
     """
+    from hilsim.analyzer.importers.streaming import stream_profile  # lazy: see the imports
+
     output = Path(output)
     if output.exists() and not force:
         raise HilsimError(f"{output}: already exists (use --force to replace it)")
@@ -269,6 +267,8 @@ class Profile:
         """Score ``plan`` (a Plan or a plan file), or ``method`` planned with seeds
         0..``seeds``-1 (once when deterministic), against the truth of ``on`` (default
         this profile: another run or GPU of the same workload scores out of sample)."""
+        from hilsim.analyzer.evaluate import evaluate_method, score_plan  # lazy: see the imports
+
         if (plan is None) == (method is None):
             raise HilsimError("evaluate: give either a plan or a method")
         target = (on or self).bundle
@@ -297,6 +297,8 @@ class Profile:
         scored here or on ``holdout``; random and first-n at ``budget_of``'s budget
         (the same simulated ``time`` or number of ``launches``, seed by seed).
         ``params``: per method, its parameters (``{"stem": {"epsilon": 0.01}}``)."""
+        from hilsim.analyzer.compare import compare_profile  # lazy: see the imports
+
         names = [methods] if isinstance(methods, str) else list(methods)
         document = compare_profile(
             self.bundle,
@@ -326,6 +328,12 @@ class Profile:
         """The fastest (method, parameters) of the default grid whose ``quantile`` error
         over ``seeds`` stays under ``target_error`` (on ``holdout``, else on both halves
         of this profile); :func:`hilsim.analyzer.recommend.winner_plan` builds its plan."""
+        from hilsim.analyzer.recommend import (  # lazy: see the imports
+            Recommendation,
+            default_candidates,
+            recommend,
+        )
+
         result = recommend(
             self.bundle,
             target_error,
@@ -361,6 +369,14 @@ class Profile:
         folder with visualizer samples (``gpgpusim_log``). Returns
         :func:`hilsim.simmodel.pkp.project_plan`'s dict plus ``timelines`` (the source).
         """
+        # lazy: see the imports
+        from hilsim.analyzer.evaluate import check_compatible
+        from hilsim.analyzer.validate import launch_table_with_metrics
+        from hilsim.simmodel.gpgpusim.visualizer import read_timelines
+        from hilsim.simmodel.model import ipc_timeline, require_counters
+        from hilsim.simmodel.pkp import project_plan, read_cta_trace
+        from hilsim.simmodel.presets import load_timing_config
+
         if sum(x is not None for x in (model, cta_trace, gpgpusim_log)) != 1:
             raise HilsimError("pkp: give exactly one of model, cta_trace or gpgpusim_log")
         chosen = plan if isinstance(plan, Plan) else load_plan(plan)

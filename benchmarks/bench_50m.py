@@ -175,12 +175,10 @@ def write_bundle_direct(path: Path, n: int, chunk: int = 2_000_000) -> str:
     metadata and manifest), written row group by row group: the input of ``plan``,
     ``evaluate`` and ``compare`` without importing N launches first.
     """
-    import json
-
     import pandas as pd
     import pyarrow.parquet as pq
 
-    from hilsim.core.bundle import LAUNCHES, MANIFEST, _sha256, default_manifest
+    from hilsim.core.bundle import LAUNCHES, default_manifest, finish_manifest
     from hilsim.core.files import atomic_directory
     from hilsim.core.schema import LAUNCH_COLUMNS, normalize_launches
 
@@ -228,11 +226,7 @@ def write_bundle_direct(path: Path, n: int, chunk: int = 2_000_000) -> str:
         manifest = default_manifest(
             profilers=[{"name": "nsys stats", "format": "nsys-gpu-trace-csv", "file": "gen"}]
         )
-        manifest["files"] = {
-            LAUNCHES: {"sha256": _sha256(tmp / LAUNCHES), "bytes": (tmp / LAUNCHES).stat().st_size}
-        }
-        manifest["n_launches"] = n
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
+        finish_manifest(tmp, manifest, n)  # files' sha256, n_launches and the digest
     return f"{n:,} launches, {(path / LAUNCHES).stat().st_size / 1e9:.2f} GB launches.parquet"
 
 

@@ -24,13 +24,19 @@ Each row is one command in its own process, on that one file:
   ``kernel_sample(suite, use_nsys_only=True, num_iter=1)`` on a one-workload suite, in the
   folder layout it expects: its ``read_csv`` + ``dur_map`` + ``cluster_recursive``
   (scikit-learn ``KMeans``) + one draw, at its fixed error bound of 5%.
+* **hilsim plan CSV**: ``hilsim plan CSV -m stem -p epsilon=E -o plan.json``: the one
+  command a user runs on the file the profiler wrote (no import step). This and the
+  reference are the side-by-side pair: with ``--rounds R`` both run R times, alternating,
+  the order swapped every round, the 1-minute load average recorded before each run.
 * **hilsim import**: ``hilsim import CSV -o BUNDLE`` (the file to a bundle).
 * **hilsim plan**: ``hilsim plan BUNDLE -m stem -p epsilon=E -o plan.json``.
 
 Figures: wall seconds, CPU seconds (user + sys of the command's processes: on a shared
-machine the comparable figure) and peak RSS of the process tree (sampled every 50 ms).
-Ratios: reference / plan ("plan only") and reference / (import + plan), in wall and in
-CPU seconds.
+machine the comparable figure) and peak RSS of the process tree (sampled every 50 ms);
+over rounds the minimum and the median (and the load averages seen). Ratios: reference /
+this, in wall and in CPU seconds, of the medians. The plans written from the CSV and from
+the bundle must hold the same clusters and samples (checked: the script exits non-zero
+otherwise).
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ import tempfile
 import time
 import types
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -109,13 +116,38 @@ def write_kern_exec_csv(path: Path, repeat: int, chunk: int = 1_000_000) -> int:
 
 
 def timed(argv: list[str], log: Path, cwd: Path | None = None) -> dict[str, float]:
-    """Wall s, CPU s and peak tree RSS (GiB) of one command (bench_50m's timer); exits on
-    failure with the log's last line."""
+    """Wall s, CPU s and peak tree RSS (GiB) of one command (bench_50m's timer) and the
+    1-minute load average just before it; exits on failure with the log's last line."""
+    load = os.getloadavg()[0]
     wall, cpu, peak_gib, _, code = bench_50m_timed(argv, log, cwd=cwd)
     if code != 0:
         tail = log.read_text(errors="replace").strip().splitlines()[-1:]
         raise SystemExit(f"{' '.join(argv[:3])}: exit {code}: {tail[0] if tail else ''} ({log})")
-    return {"wall": wall, "cpu": cpu, "peak": peak_gib}
+    return {"wall": wall, "cpu": cpu, "peak": peak_gib, "load": load}
+
+
+def summary(runs: list[dict[str, float]]) -> dict[str, Any]:
+    """Minimum and median of each figure over ``runs`` (the median is what ratios use),
+    the largest peak and the load averages seen."""
+    out: dict[str, Any] = {"runs": runs, "n": len(runs)}
+    for key in ("wall", "cpu"):
+        values = sorted(r[key] for r in runs)
+        out[key] = float(np.median(values))
+        out[f"{key}_min"] = values[0]
+    out["peak"] = max(r["peak"] for r in runs)
+    out["load"] = [round(r["load"], 1) for r in runs]
+    return out
+
+
+def same_plan(first: Path, second: Path) -> bool:
+    """Do two plan files hold the same clusters, samples and parameters (their source
+    paths differ: a CSV and a bundle)?"""
+    a, b = (json.loads(p.read_text()) for p in (first, second))
+    keys = ("method", "params", "clusters", "samples", "notes")
+    return all(a.get(k) == b.get(k) for k in keys) and (
+        {k: v for k, v in a["source"].items() if k != "path"}
+        == {k: v for k, v in b["source"].items() if k != "path"}
+    )
 
 
 def wait_for_memory(need_gib: float, limit_s: float = 1800.0) -> None:
@@ -159,7 +191,7 @@ def hilsim_argv() -> list[str]:
     return [found]
 
 
-def one_size(reference: Path, workdir: Path, repeat: int, epsilon: float) -> dict:
+def one_size(reference: Path, workdir: Path, repeat: int, epsilon: float, rounds: int = 1) -> dict:
     name = f"casio-x{repeat}"
     folder = workdir / "results_ncu-example" / name / "default"
     folder.mkdir(parents=True, exist_ok=True)
@@ -174,18 +206,30 @@ def one_size(reference: Path, workdir: Path, repeat: int, epsilon: float) -> dic
     logs.mkdir(exist_ok=True)
     bundle, plan = workdir / f"{name}.bundle", workdir / f"{name}.plan.json"
     out: dict = {"name": name, "launches": n, "csv_gb": csv.stat().st_size / 1e9}
-    wait_for_memory(1.0 + 1.2 * n / 1e6)  # the reference: ~1.1 GiB per million launches
-    out["reference"] = timed(
-        [sys.executable, str(Path(__file__).resolve()), "--run-reference", str(reference),
-         str(workdir), name],
-        logs / f"{name}.reference.log",
-    )
+    csv_plan = workdir / f"{name}.csv-plan.json"
+    commands = {
+        "reference": [sys.executable, str(Path(__file__).resolve()), "--run-reference",
+                      str(reference), str(workdir), name],
+        "plan_csv": [*hilsim_argv(), "plan", str(csv), "-m", "stem", "-p",
+                     f"epsilon={epsilon}", "-o", str(csv_plan)],
+    }
+    runs: dict[str, list[dict[str, float]]] = {"reference": [], "plan_csv": []}
+    for round_ in range(rounds):
+        order = ["reference", "plan_csv"] if round_ % 2 == 0 else ["plan_csv", "reference"]
+        for key in order:
+            wait_for_memory(1.0 + 1.2 * n / 1e6)  # the reference: ~1.1 GiB per M launches
+            fig = timed(commands[key], logs / f"{name}.{key}.log")
+            runs[key].append(fig)
+            print(f"  round {round_ + 1} {key}: {fig['wall']:.2f} s wall, {fig['cpu']:.2f} s "
+                  f"CPU, {fig['peak']:.2f} GiB (load {fig['load']:.1f})", flush=True)
+    out["reference"], out["plan_csv"] = summary(runs["reference"]), summary(runs["plan_csv"])
     ref_log = (logs / f"{name}.reference.log").read_text()
     out["reference_result"] = next(
         (ln for ln in ref_log.splitlines() if ln.startswith("reference result")), "?"
     )
-    print(f"  reference: {out['reference']['wall']:.1f} s, "
-          f"{out['reference']['peak']:.2f} GiB ({out['reference_result']})", flush=True)
+    said = (logs / f"{name}.plan_csv.log").read_text().strip().splitlines()
+    print(f"  reference: {out['reference_result']}; hilsim: {said[-1] if said else ''}",
+          flush=True)
     wait_for_memory(1.0 + 0.6 * n / 1e6)
     out["import"] = timed(
         [*hilsim_argv(), "import", str(csv), "-o", str(bundle), "--force"],
@@ -201,6 +245,9 @@ def one_size(reference: Path, workdir: Path, repeat: int, epsilon: float) -> dic
     said = (logs / f"{name}.plan.log").read_text().strip().splitlines()
     print(f"  hilsim plan: {out['plan']['wall']:.2f} s, {out['plan']['peak']:.2f} GiB "
           f"({said[-1] if said else ''})", flush=True)
+    out["same_plan"] = same_plan(csv_plan, plan)
+    if not out["same_plan"]:
+        print(f"  PLANS DIFFER: {csv_plan} (from the CSV) and {plan} (from the bundle)")
     return out
 
 
@@ -211,21 +258,29 @@ def ratio_text(ref: dict[str, float], ours: dict[str, float]) -> str:
 
 def table(results: list[dict]) -> str:
     lines = [
-        "| launches | command | wall s | CPU s | peak RSS GiB | reference / this: wall (CPU) |",
-        "|---|---|---|---|---|---|",
+        "| launches | command | runs | wall s (min / median) | CPU s (min / median) "
+        "| peak RSS GiB | load1 before each run | reference / this: wall (CPU) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
-        ref, imp, plan = r["reference"], r["import"], r["plan"]
+        ref, one, imp, plan = r["reference"], r["plan_csv"], r["import"], r["plan"]
         both = {"wall": imp["wall"] + plan["wall"], "cpu": imp["cpu"] + plan["cpu"],
-                "peak": max(imp["peak"], plan["peak"])}
+                "peak": max(imp["peak"], plan["peak"]), "load": imp["load"]}
         for label, fig, ratio in (
-            ("STEM-AE reference `kernel_sample` (stem.py)", ref, ""),
-            ("hilsim `plan -m stem` (plan only)", plan, ratio_text(ref, plan)),
+            ("STEM-AE reference `kernel_sample` (stem.py) on the CSV", ref, ""),
+            ("hilsim `plan -m stem trace.csv` (one command)", one, ratio_text(ref, one)),
             ("hilsim `import`", imp, ""),
-            ("hilsim `import` + `plan -m stem`", both, ratio_text(ref, both)),
+            ("hilsim `plan -m stem run.bundle`", plan, ratio_text(ref, plan)),
+            ("hilsim `import` + `plan -m stem run.bundle`", both, ratio_text(ref, both)),
         ):
-            lines.append(f"| {r['launches']:,} | {label} | {fig['wall']:.2f} | {fig['cpu']:.2f} "
-                         f"| {fig['peak']:.2f} | {ratio} |")
+            n = fig.get("n", 1)
+            wall = (f"{fig['wall_min']:.2f} / {fig['wall']:.2f}" if "wall_min" in fig
+                    else f"{fig['wall']:.2f}")
+            cpu = (f"{fig['cpu_min']:.2f} / {fig['cpu']:.2f}" if "cpu_min" in fig
+                   else f"{fig['cpu']:.2f}")
+            load = fig["load"] if isinstance(fig["load"], list) else [round(fig["load"], 1)]
+            lines.append(f"| {r['launches']:,} | {label} | {n} | {wall} | {cpu} "
+                         f"| {fig['peak']:.2f} | {', '.join(f'{x:g}' for x in load)} | {ratio} |")
     return "\n".join(lines)
 
 
@@ -238,6 +293,9 @@ def main() -> None:
     parser.add_argument("--epsilon", type=float, default=0.05)
     parser.add_argument("--keep", action="store_true", help="keep the temporary workdir")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
+    parser.add_argument("--rounds", default="3",
+                        help="runs of the side-by-side pair (reference, plan CSV), alternating; "
+                        "one number, or one per --repeat size (e.g. 3,2)")
     parser.add_argument("--run-reference", nargs=3, metavar=("DIR", "WORKDIR", "NAME"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -248,6 +306,11 @@ def main() -> None:
     if not args.reference:
         raise SystemExit("stem_ae_whole.py: --reference DIR (or STEM_AE_REF) is required")
     repeats = [int(x) for x in args.repeat.split(",") if x.strip()]
+    rounds = [int(x) for x in args.rounds.split(",") if x.strip()]
+    if len(rounds) == 1:
+        rounds *= len(repeats)
+    if len(rounds) != len(repeats) or min(rounds) < 1:
+        raise SystemExit("stem_ae_whole.py: --rounds: one number >= 1, or one per --repeat size")
     with contextlib.ExitStack() as stack:
         if args.workdir:
             workdir = args.workdir.resolve()
@@ -260,15 +323,19 @@ def main() -> None:
               f"(the reference's fixed 5%); {os.cpu_count()} cores, "
               f"load {os.getloadavg()[0]:.1f}", flush=True)
         results = []
-        for repeat in repeats:
+        for repeat, n_rounds in zip(repeats, rounds, strict=True):
             print(f"\n{85_217 * repeat:,} launches (CASIO x{repeat}):", flush=True)
-            results.append(one_size(args.reference.resolve(), workdir, repeat, args.epsilon))
+            results.append(one_size(args.reference.resolve(), workdir, repeat, args.epsilon,
+                                    n_rounds))
         print()
         print(table(results))
+        print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
         if args.json:
             from hilsim.core.files import write_text_atomic
 
             write_text_atomic(args.json, json.dumps(results, indent=1) + "\n")
+        if not all(r["same_plan"] for r in results):
+            raise SystemExit("stem_ae_whole.py: the plans from the CSV and the bundle differ")
 
 
 if __name__ == "__main__":

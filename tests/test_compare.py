@@ -209,3 +209,18 @@ def test_pareto_plot_draws_zero_error_without_clipping(tmp_path) -> None:
     ]
     path = pareto_plot(summaries, tmp_path / "p.png", "wl")
     assert path.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_compare_reads_the_union_of_the_methods_launch_columns() -> None:
+    # what `hilsim compare` reads of a bundle: the launch columns its methods declare
+    from hilsim.analyzer import methods
+    from hilsim.analyzer.compare import launch_columns
+
+    assert launch_columns(["random", "first-n"]) == ()
+    stem = launch_columns(["stem", "random"])
+    assert stem == methods.get("stem").launch_columns
+    every = launch_columns(["all"])
+    assert every is not None and {"stream", "device", "correlation_id"}.isdisjoint(every)
+    for name in methods.available():
+        declared = methods.get(name).launch_columns
+        assert declared is not None and set(declared) <= set(every), name

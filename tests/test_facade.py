@@ -167,3 +167,22 @@ def test_pkp_matches_the_command(tmp_path: Path, capsys) -> None:
     assert logged["timelines"] == f"GPGPU-Sim visualizer samples {example.pkp_run}"
     with pytest.raises(HilsimError, match="exactly one of"):
         profile.pkp(example.plan("stem"))
+
+
+def test_facade_imports_only_what_plan_and_import_use() -> None:
+    """`hilsim plan` and `hilsim import` load the facade: the other analyses (evaluation,
+    comparison, recommendation, validation, the simulator models, the streaming importer)
+    are imported by the methods that use them, not with it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; import hilsim.analyzer.facade; "
+        "loaded = [m for m in ('hilsim.analyzer.evaluate', 'hilsim.analyzer.compare', "
+        "'hilsim.analyzer.recommend', 'hilsim.analyzer.validate', 'hilsim.analyzer.report', "
+        "'hilsim.analyzer.importers.streaming', 'hilsim.simmodel.model', "
+        "'hilsim.simmodel.pkp', 'matplotlib') if m in sys.modules]; print('LOADED', loaded)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "LOADED []" in done.stdout

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hilsim.analyzer.importers import nsys_sqlite
 from hilsim.analyzer.importers.nsys_sqlite import (
     _depth_and_path,
     _innermost,
@@ -368,3 +369,75 @@ def test_depth_and_path_follow_parent_chain() -> None:
             j = parent[j]
         assert depth[i] == len(chain) - 1
         assert path[i] == "/".join(reversed(chain))
+
+
+# --------------------------------------------------------------------------- readers
+# Kernel rows are read as integers (names as StringIds ids, resolved once) by ADBC's SQLite
+# driver straight into Arrow columns, or through sqlite3 and pandas when a column is not
+# all integers: both readers must give the same table.
+
+
+def _sqlite3_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(nsys_sqlite, "_adbc_frames", lambda *args: None)
+
+
+def test_columnar_and_sqlite3_readers_give_the_same_profile(monkeypatch, nerf) -> None:
+    assert nsys_sqlite._adbc_frames(NERF, "SELECT 1 AS one", None) is not None  # installed
+    _sqlite3_only(monkeypatch)
+    by_sqlite3 = read_nsys_sqlite(NERF)
+    pd.testing.assert_frame_equal(nerf.launches, by_sqlite3.launches)
+    pd.testing.assert_frame_equal(nerf.regions, by_sqlite3.regions)
+    assert nerf.device == by_sqlite3.device
+
+
+def test_names_resolve_as_the_joined_coalesce_did(tmp_path: Path) -> None:
+    # demangled name empty, unknown or NULL -> the short name; the oracle is the SQL join
+    # the importer used to run per row
+    pid = 5 << 24
+    db = _make_export(tmp_path / "names.sqlite", [
+        (10, 20, 1, pid, 1, 2),  # kA
+        (30, 40, 2, pid, 7, 2),  # demangled "" -> kB
+        (50, 60, 3, pid, 99, 1),  # demangled unknown id -> kA
+        (70, 80, 4, pid, None, 2),  # demangled NULL -> kB
+    ], [], [])
+    with sqlite3.connect(db) as conn:
+        conn.execute("INSERT INTO StringIds VALUES (7, '')")
+        oracle = [row[0] for row in conn.execute(
+            "SELECT COALESCE(NULLIF(CAST(s0.value AS TEXT), ''), NULLIF(CAST(s1.value AS TEXT), "
+            "'')) FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN StringIds s0 ON s0.id = "
+            "k.demangledName LEFT JOIN StringIds s1 ON s1.id = k.shortName ORDER BY k.start"
+        )]
+    conn.close()
+    assert oracle == ["kA", "kB", "kA", "kB"]
+    launches = read_nsys_sqlite(db).launches
+    assert list(launches["name"].astype(str)) == oracle
+    assert list(launches["name"].cat.categories) == ["kA", "kB"]
+    with sqlite3.connect(db) as conn:  # no id names the last launch: one error naming it
+        conn.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET shortName = 99 WHERE start = 70")
+    conn.close()
+    assert "launch 3: kernel name id not found in StringIds" in _one_line_error(db)
+
+
+def test_a_column_the_columnar_reader_refuses_is_read_by_sqlite3(monkeypatch, tmp_path) -> None:
+    # a REAL cell in an integer column past the first batch: the columnar reader stops and
+    # the rows are read again through sqlite3 (which rounds it, as it always did)
+    pid = 5 << 24
+    kernels = [(100 * i, 100 * i + 10 + i % 3, i, pid, 1 + i % 2, 1 + i % 2) for i in range(3000)]
+    db = _make_export(tmp_path / "real_cell.sqlite", kernels, [], [])
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET gridX = 2.5 WHERE start = 250000")
+    conn.close()
+    readers = []
+    original = nsys_sqlite.kernel_frames
+
+    def spy(*args, **kwargs):
+        readers.append(kwargs.get("columnar", True))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(nsys_sqlite, "_ADBC_BATCH_ROWS", 1000)
+    monkeypatch.setattr(nsys_sqlite, "kernel_frames", spy)
+    both = read_nsys_sqlite(db).launches
+    assert readers == [True, False]  # the columnar reader met the REAL cell, sqlite3 read it
+    _sqlite3_only(monkeypatch)
+    pd.testing.assert_frame_equal(both, read_nsys_sqlite(db).launches)
+    assert both["grid_x"].iloc[2500] == 2 and len(both) == 3000

@@ -340,3 +340,83 @@ def test_first_row_with_an_extra_field_is_named_in_a_two_row_file(tmp_path: Path
     )
     message = _one_line_error(path)
     assert "line 2: malformed CSV row" in message and "Expected 14 fields, saw 15" in message
+
+
+# ------------------------------------------------------------------ columnar reader
+# read_arrow (Arrow's CSV reader, only the columns asked for) is tried first; it vouches
+# only for plain files and must give the fast reader's table on every one it reads.
+
+
+def _columnar_and_fast(path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    columnar = nsys_stats.read_arrow(path)
+    assert columnar is not None, "the columnar reader should read this file"
+    fast = nsys_stats._read_fast(path)
+    assert fast is not None and columnar[1:] == fast[1:]  # report, dropped rows
+    return normalize_launches(columnar[0], str(path)), normalize_launches(fast[0], str(path))
+
+
+def test_columnar_reader_gives_the_fast_readers_table(tmp_path: Path) -> None:
+    plain = [p for p in _variants(tmp_path) if p.name not in ("us_grouped.csv", "blank_lines.csv")]
+    assert len(plain) == 7
+    for path in plain:
+        columnar, fast = _columnar_and_fast(path)
+        pd.testing.assert_frame_equal(columnar, fast)
+        pd.testing.assert_frame_equal(read_nsys_stats_csv(path), fast)
+    # times in another unit and grouped digits, blank lines: left to the other readers
+    for name in ("us_grouped.csv", "blank_lines.csv"):
+        assert nsys_stats.read_arrow(tmp_path / name) is None, name
+
+
+def test_columnar_reader_on_kern_exec_triples_and_devices(tmp_path: Path) -> None:
+    path = tmp_path / "kern_exec.csv"
+    path.write_text(
+        "API Start (ns),API Dur (ns),Queue Start (ns),Queue Dur (ns),Kernel Start (ns),"
+        "Kernel Dur (ns),Total Dur (ns),PID,TID,DevId,API Function,GridXYZ,BlockXYZ,"
+        "Kernel Name\n"
+        '100,5,105,2,110,40,55,7,7,0,cudaLaunchKernel_v7000,"  4096    1    1",'
+        '"  256    1    1","void k<float>(int, float*)"\n'
+        '200,5,205,2,210,35,50,7,7,1,cudaLaunchKernel_v7000,"    64    2    1",'
+        '"  128    1    1",g\n'
+        '300,5,305,2,310,33,50,7,7,1,cudaLaunchKernel_v7000,"    64    2    1",'
+        '"  128    1    1",  g  \n'
+    )
+    columnar, fast = _columnar_and_fast(path)
+    pd.testing.assert_frame_equal(columnar, fast)
+    assert list(columnar["grid_x"]) == [4096, 64, 64] and list(columnar["device"]) == [0, 1, 1]
+    assert list(columnar["name"].astype(str)) == ["void k<float>(int, float*)", "g", "g"]
+    # only the columns asked for (and those every table needs) are converted
+    launches = read_nsys_stats_csv(path, columns=())
+    assert launches["grid_x"].isna().all() and launches["block_x"].isna().all()
+    for column in ("start_ns", "duration_ns", "device", "name", "kernel", "launch_id"):
+        pd.testing.assert_series_equal(launches[column], fast[column])
+
+
+def test_columnar_reader_leaves_what_it_does_not_vouch_for(tmp_path: Path) -> None:
+    # every malformed file goes to the other readers (they word the error)
+    for name, path in _bad_files(tmp_path).items():
+        assert nsys_stats.read_arrow(path) is None, name
+    text = THOR.read_text()
+    lines = text.splitlines(keepends=True)
+    cases = {
+        # a byte that is not UTF-8 in a column the columnar reader does not convert
+        "latin1": text.replace("[CUDA memcpy Host-to-Device]", "[CUDA memcpy H\xe9]", 1)
+        .encode("latin-1"),
+        # past 2^53: the float readers' value would differ from the exact integer
+        "huge_start": text.replace("268682427,40672,", f"{2**53 + 1},40672,", 1).encode(),
+        # a quote left open in the last name (the rest of the file taken as one value)
+        "open_quote": ("".join(lines[:-2]) + lines[-2].rstrip("\n").rstrip('"') + "\n").encode(),
+        # a quoted name over two lines
+        "name_over_lines": text.replace("saxpyKernel(float,", "saxpyKernel(\nfloat,", 1).encode(),
+    }
+    for name, body in cases.items():
+        path = tmp_path / f"{name}.csv"
+        path.write_bytes(body)
+        assert nsys_stats.read_arrow(path) is None, name
+    assert "not UTF-8" in _one_line_error(tmp_path / "latin1.csv")
+    assert "malformed CSV" in _one_line_error(tmp_path / "open_quote.csv")
+    fast = nsys_stats._read_fast(tmp_path / "huge_start.csv")
+    assert fast is not None
+    pd.testing.assert_frame_equal(
+        read_nsys_stats_csv(tmp_path / "huge_start.csv"),
+        normalize_launches(fast[0], str(tmp_path / "huge_start.csv")),
+    )

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from hilsim.analyzer.importers import streaming
+from hilsim.analyzer.importers import nsys_sqlite, streaming
 from hilsim.analyzer.importers.profile import import_profile
 from hilsim.analyzer.importers.streaming import stream_import
 
@@ -174,3 +174,29 @@ def test_cli_import_streams_large_files(tmp_path, capsys, monkeypatch) -> None:
     err = capsys.readouterr().err.strip()
     assert "Traceback" not in err and len(err.splitlines()) == 1
     assert str(path) in err.replace("\n", "") and "line 31" in err
+
+
+def test_sqlite_columnar_reader_stopping_mid_way_restarts_with_sqlite3(
+    tmp_path, monkeypatch
+) -> None:
+    # a REAL cell in an integer column after several chunks were written: the columnar
+    # reader stops, the first file is discarded and the rows are read again by sqlite3
+    odd = tmp_path / "odd.sqlite"
+    shutil.copy(NERF, odd)
+    with sqlite3.connect(odd) as conn:
+        last = conn.execute("SELECT max(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
+        conn.execute(f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET gridX = 9.5 WHERE rowid = {last}")
+    conn.close()
+    readers = []
+    original = nsys_sqlite.kernel_frames
+
+    def spy(*args, **kwargs):
+        readers.append(kwargs.get("columnar", True))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(nsys_sqlite, "kernel_frames", spy)
+    result = stream_import(odd, "sqlite", tmp_path / "s", chunk_rows=100)
+    assert readers == [True, False]
+    assert result is not None and result.n_launches == 1106
+    _assert_same_bundle(tmp_path / "s", _in_memory(odd, tmp_path / "m"))
+    assert not (tmp_path / "s" / streaming._STAGE).exists()

@@ -3,7 +3,12 @@ import pandas as pd
 import pytest
 
 from hilsim.core.errors import HilsimError
-from hilsim.core.schema import kernel_base_name, launch_config_key, normalize_launches
+from hilsim.core.schema import (
+    checked_int64,
+    kernel_base_name,
+    launch_config_key,
+    normalize_launches,
+)
 
 
 @pytest.mark.parametrize(
@@ -111,3 +116,20 @@ def test_config_key_is_the_groupby_numbering(seed: int) -> None:
     for by_config in (True, False):
         expected = _config_key_by_groupby(frame, by_config)
         assert np.array_equal(launch_config_key(frame, by_config), expected)
+
+
+def test_int64_columns_are_checked_without_a_float_round_trip() -> None:
+    # int64 input (what the columnar readers give) keeps values past 2^53 exact, and the
+    # non-negative and required checks still name the row
+    big = np.array([2**53 + 1, 5], dtype=np.int64)
+    assert checked_int64(big, "f", "start_ns", required=True).tolist() == [2**53 + 1, 5]
+    nullable = pd.arrays.IntegerArray(np.array([3, 0, 4]), np.array([False, True, False]))
+    out = checked_int64(nullable, "f", "grid_x")
+    assert out.tolist() == [3, pd.NA, 4]
+    with pytest.raises(HilsimError, match=r"^f: row 1: duration_ns must be a non-negative"):
+        checked_int64(np.array([1, -2], dtype=np.int64), "f", "duration_ns", nonnegative=True)
+    with pytest.raises(HilsimError, match=r"^f: row 1: start_ns must be a number, got <NA>"):
+        checked_int64(nullable, "f", "start_ns", required=True)
+    # the same messages as the general path gives for the same values as floats
+    with pytest.raises(HilsimError, match=r"^f: row 1: start_ns must be a number, got nan"):
+        checked_int64(np.array([3.0, np.nan]), "f", "start_ns", required=True)

@@ -77,3 +77,22 @@ def test_wide_table_order_and_few_launches(tmp_path, capsys) -> None:
     code = main(["plan", str(tmp_path / "b"), "-m", "stem", "-o", str(tmp_path / "p.json")])
     assert code == 0
     assert "launch order is not real" in capsys.readouterr().err
+
+
+def test_busy_time_without_overlaps_equals_the_general_rule() -> None:
+    # the shortcut (each launch starts after the previous ended: busy = sum of durations)
+    # against the block rule on the same launches, touching, apart and overlapping
+    rng = np.random.default_rng(3)
+    duration = rng.integers(0, 50, 2000)
+    gaps = rng.integers(0, 5, 2000)  # 0: touching
+    start = np.cumsum(np.concatenate(([0], duration[:-1] + gaps[:-1])))
+    assert busy_time(start, duration) == float(duration.sum())
+    overlapping = start.copy()
+    overlapping[1::7] -= 3  # some launches start before the previous one ended
+    order = np.argsort(overlapping, kind="stable")
+    s, d = overlapping[order], duration[order]
+    end = np.maximum.accumulate(s + d)
+    covered = np.zeros(int(end.max()) + 1, dtype=bool)
+    for a, b in zip(s, s + d, strict=True):
+        covered[a:b] = True
+    assert busy_time(overlapping, duration) == float(covered.sum())

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import sqlite3
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,7 @@ import pandas as pd
 
 from hilsim.core.bundle import Bundle, default_manifest
 from hilsim.core.errors import HilsimError
-from hilsim.core.schema import REGION_COLUMNS, normalize_launches
+from hilsim.core.schema import REGION_COLUMNS, missing_int_column, normalize_launches
 
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
 RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
@@ -71,6 +72,10 @@ PID_MASK = ~0xFFFFFF  # globalTid & PID_MASK == globalPid (serialized pid bits)
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _UNNAMED = "(unnamed)"
+#: prefix of the launches query's kernel-name id columns (``_name0``, ``_name1``, ...)
+NAME_ID_PREFIX = "_name"
+# Rows per batch of the columnar reader when the caller reads the table whole.
+_ADBC_BATCH_ROWS = 1 << 20
 
 # launches-table column <- kernel-table column (optional: NULL when the export lacks it)
 _KERNEL_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -274,8 +279,10 @@ def kernel_query(conn: sqlite3.Connection, tables: dict[str, str], path: Path) -
     """The launches' SELECT (no ORDER BY) and the name of the strings table.
 
     Columns: ``_row`` (the kernel row's rowid: a correlation id reused by two runtime rows
-    repeats it), ``start_ns``, ``duration_ns``, the launch facts, ``name`` and the
-    launching call's ``call_tid``/``call_start``/``call_end`` (NULL without a runtime table).
+    repeats it), ``start_ns``, ``duration_ns``, the launch facts, the name's ``StringIds``
+    ids ``_name0``, ``_name1``, ... (demangled, short, mangled: those the table has; see
+    :func:`resolve_names`) and the launching call's ``call_tid``/``call_start``/``call_end``
+    (NULL without a runtime table). Every column is an integer: no text per row.
     """
     kernel = tables.get(KERNEL_TABLE.lower())
     if kernel is None:
@@ -304,17 +311,9 @@ def kernel_query(conn: sqlite3.Connection, tables: dict[str, str], path: Path) -
         f'k."{src}" AS {dst}' if src in columns else f"NULL AS {dst}"
         for dst, src in _KERNEL_COLUMNS
     ]
-    joins = [
-        f'LEFT JOIN "{strings}" AS s{i} ON s{i}.id = k."{col}"'
-        for i, col in enumerate(name_columns)
-    ]
-    # NULLIF: an empty demangled name falls back to the short name
-    # (CAST: a name stored as a BLOB comes back as text through the connection's
-    # text_factory, invalid UTF-8 replaced, rather than as bytes)
-    coalesce = ", ".join(
-        f"NULLIF(CAST(s{i}.value AS TEXT), '')" for i in range(len(name_columns))
-    )
-    select.append(f"COALESCE({coalesce}) AS name")
+    # the names' StringIds ids, best first (resolved by resolve_names, not joined per row)
+    select += [f'k."{col}" AS {NAME_ID_PREFIX}{i}' for i, col in enumerate(name_columns)]
+    joins: list[str] = []
     runtime = tables.get(RUNTIME_TABLE.lower())
     if runtime is not None and {"correlationId", "globalPid"} <= columns:
         select += ["r.globalTid AS call_tid", "r.start AS call_start", 'r."end" AS call_end']
@@ -328,14 +327,181 @@ def kernel_query(conn: sqlite3.Connection, tables: dict[str, str], path: Path) -
     return sql, strings
 
 
+@dataclass
+class StringTable:
+    """The ``StringIds`` table: ids in ascending order and their texts (``None`` for a NULL
+    or empty value: such an id names nothing, as ``NULLIF(value, '')`` has it)."""
+
+    ids: np.ndarray
+    texts: np.ndarray
+
+    def position(self, ids: np.ndarray, known: np.ndarray) -> np.ndarray:
+        """Row of each id in the table, -1 where it is unknown, unnamed or not ``known``."""
+        if len(self.ids) == 0:
+            return np.full(len(ids), -1, dtype=np.int64)
+        where = np.minimum(np.searchsorted(self.ids, ids), len(self.ids) - 1)
+        found = known & (self.ids[where] == ids)
+        found[found] = self.texts[where[found]] != None  # noqa: E711 (element-wise)
+        return np.where(found, where, -1)
+
+
+def read_string_table(conn: sqlite3.Connection, strings: str) -> StringTable:
+    """The whole ``StringIds`` table (one row per distinct string of the export: names,
+    NVTX texts; far fewer than launches). Values are read as text (``CAST``: a BLOB comes
+    back through the connection's text_factory, invalid UTF-8 replaced)."""
+    rows = conn.execute(
+        f'SELECT id, CAST(value AS TEXT) FROM "{strings}" WHERE typeof(id) = \'integer\' '  # noqa: S608
+        "ORDER BY id"
+    ).fetchall()
+    ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+    texts = np.array([row[1] or None for row in rows] + [None], dtype=object)[:-1]
+    if len(ids) > 1 and not (ids[1:] > ids[:-1]).all():  # a repeated id: its first row
+        ids, first = np.unique(ids, return_index=True)
+        texts = texts[first]
+    return StringTable(ids, texts)
+
+
+def resolve_names(frame: pd.DataFrame, table: StringTable) -> pd.DataFrame:
+    """``frame`` with its ``_name0``, ``_name1``, ... id columns replaced by ``name``: the
+    text of the first id the table names (a categorical of the distinct names, sorted as
+    the launches table interns them; null where no id names anything)."""
+    id_columns = [c for c in frame.columns if str(c).startswith(NAME_ID_PREFIX)]
+    pick = np.full(len(frame), -1, dtype=np.int64)
+    for column in id_columns:
+        ids, known = _int64_and_known(frame[column])
+        found = table.position(ids, known)
+        take = (pick < 0) & (found >= 0)
+        pick[take] = found[take]
+    used = np.unique(pick[pick >= 0])
+    categories, inverse = np.unique(table.texts[used].astype(object), return_inverse=True)
+    renumber = np.full(len(table.texts) + 1, -1, dtype=np.int64)
+    renumber[used] = inverse
+    names = pd.Categorical.from_codes(
+        renumber[pick], categories=pd.Index(categories, dtype=object)
+    )
+    out = frame.drop(columns=id_columns)
+    out["name"] = names
+    return out
+
+
+def _int64_and_known(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(int64 values, 0 where unknown; which rows hold an integer) of an id column as a
+    reader gives it (int64, nullable Int64, float with NaN, or objects)."""
+    if values.dtype == np.int64:
+        return values.to_numpy(), np.ones(len(values), dtype=bool)
+    if isinstance(values.dtype, pd.Int64Dtype):
+        return values.to_numpy(dtype=np.int64, na_value=0), values.notna().to_numpy()
+    numbers = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    known = np.isfinite(numbers) & (numbers == np.round(numbers)) & (np.abs(numbers) < 2.0**63)
+    return np.where(known, numbers, 0).astype(np.int64), known
+
+
+def kernel_frames(
+    conn: sqlite3.Connection, path: Path, sql: str, chunk_rows: int | None = None,
+    columnar: bool = True,
+) -> Iterator[pd.DataFrame]:
+    """The rows of ``sql`` as DataFrames of at most ``chunk_rows`` rows (``None``: one).
+
+    With ``columnar`` (and ADBC's SQLite driver installed) the rows come straight into
+    Arrow columns (:func:`_adbc_frames`; no Python object per cell) and a column that is
+    not all integers raises :class:`ColumnarReadFailed` (read the rows again with
+    ``columnar=False``); else they come through ``sqlite3`` and pandas.
+    """
+    if columnar:
+        frames = _adbc_frames(path, sql, chunk_rows)
+        if frames is not None:
+            yield from frames
+            return
+    if chunk_rows is None:
+        yield _query(conn, sql)
+        return
+    yield from pd.read_sql_query(sql, conn, chunksize=chunk_rows)
+
+
+class ColumnarReadFailed(Exception):  # noqa: N818 (a signal, not an error)
+    """The columnar reader met what it does not vouch for: read with ``sqlite3`` instead."""
+
+
+def _adbc_frames(path: Path, sql: str, chunk_rows: int | None) -> Iterator[pd.DataFrame] | None:
+    """Batches of ``sql`` read by ADBC's SQLite driver, as DataFrames of int64 columns
+    (nullable ``Int64`` where a batch has NULLs); ``None`` when the driver is not
+    installed or cannot open the file."""
+    try:
+        from adbc_driver_sqlite import dbapi  # lazy: only the SQLite import reads through it
+    except ImportError:
+        return None
+    try:
+        conn = dbapi.connect(f"file:{quote(str(path))}?mode=ro")
+    except Exception:  # noqa: BLE001 (any failure: the sqlite3 reader words it)
+        return None
+
+    def frames() -> Iterator[pd.DataFrame]:
+        cursor = conn.cursor()
+        try:
+            cursor.adbc_statement.set_options(
+                **{"adbc.sqlite.query.batch_rows": str(chunk_rows or _ADBC_BATCH_ROWS)}
+            )
+            cursor.execute(sql)
+            reader = cursor.fetch_record_batch()
+            pending: list[pd.DataFrame] = []
+            for batch in reader:
+                frame = _batch_frame(batch)
+                if chunk_rows is None:
+                    pending.append(frame)
+                else:
+                    yield frame
+            if chunk_rows is None:
+                yield (pd.concat(pending, ignore_index=True) if len(pending) > 1 else
+                       pending[0] if pending else _empty_frame(reader.schema))
+        except ColumnarReadFailed:
+            raise
+        except Exception as exc:  # noqa: BLE001 (a type the driver refuses mid-way, ...)
+            raise ColumnarReadFailed(str(exc)) from exc
+        finally:
+            cursor.close()
+            conn.close()
+
+    return frames()
+
+
+def _batch_frame(batch: Any) -> pd.DataFrame:
+    """An Arrow batch of integer (or all-NULL) columns as a DataFrame; anything else raises
+    :class:`ColumnarReadFailed`."""
+    import pyarrow as pa  # (loaded with the driver already)
+
+    columns: dict[str, Any] = {}
+    for name, column in zip(batch.schema.names, batch.columns, strict=True):
+        if pa.types.is_null(column.type):
+            columns[name] = missing_int_column(len(column))
+        elif column.type == pa.int64():
+            if column.null_count:
+                mask = column.is_null().to_numpy(zero_copy_only=False)
+                values = column.fill_null(0).to_numpy().copy()
+                columns[name] = pd.arrays.IntegerArray(values, mask)
+            else:
+                columns[name] = column.to_numpy().copy()
+        else:
+            raise ColumnarReadFailed(f"column {name} holds {column.type}")
+    return pd.DataFrame(columns, index=pd.RangeIndex(batch.num_rows), copy=False)
+
+
+def _empty_frame(schema: Any) -> pd.DataFrame:
+    return pd.DataFrame({name: np.zeros(0, dtype=np.int64) for name in schema.names})
+
+
 def _read_kernels(conn: sqlite3.Connection, tables: dict[str, str], path: Path) -> pd.DataFrame:
     sql, strings = kernel_query(conn, tables, path)
     kernel = tables[KERNEL_TABLE.lower()]
-    frame = _query(conn, sql + " ORDER BY k.start, k.rowid")
+    ordered = sql + " ORDER BY k.start, k.rowid"
+    try:
+        (frame,) = kernel_frames(conn, path, ordered)
+    except ColumnarReadFailed:
+        (frame,) = kernel_frames(conn, path, ordered, columnar=False)
     # a correlation id reused by two runtime rows must not duplicate the launch
     frame = frame.drop_duplicates("_row", keep="first").drop(columns="_row")
     if len(frame) == 0:
         raise HilsimError(f"{path}: no kernel launches recorded ({kernel} is empty)")
+    frame = resolve_names(frame, read_string_table(conn, strings))
     missing = frame["name"].isna().to_numpy()
     if missing.any():
         row = int(np.flatnonzero(missing)[0])
@@ -403,9 +569,8 @@ def attribute_launches(
     result = np.full(n, None, dtype=object)
     if len(rows) == 0:
         return result
-    q_tid = frame["call_tid"].to_numpy()[rows].astype(np.int64)
-    q_start = frame["call_start"].to_numpy()[rows].astype(np.int64)
-    q_end = frame["call_end"].to_numpy()[rows].astype(np.int64)
+    q_tid, q_start, q_end = (_known_ints(frame[c], rows) for c in
+                             ("call_tid", "call_start", "call_end"))
     start = regions["start_ns"].to_numpy(dtype=np.int64)
     end = regions["end_ns"].to_numpy(dtype=np.int64)
     paths = regions["path"].to_numpy(dtype=object)
@@ -425,6 +590,13 @@ def attribute_launches(
     ok = found >= 0
     result[rows[ok]] = paths[found[ok]]
     return result
+
+
+def _known_ints(values: pd.Series, rows: np.ndarray) -> np.ndarray:
+    """The int64 values of ``rows`` (rows that hold a value) of a column."""
+    if isinstance(values.dtype, pd.Int64Dtype):
+        return values.to_numpy(dtype=np.int64, na_value=0)[rows]
+    return values.to_numpy()[rows].astype(np.int64)
 
 
 def export_meta(conn: sqlite3.Connection, tables: dict[str, str]) -> dict[str, str]:

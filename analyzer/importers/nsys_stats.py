@@ -29,7 +29,12 @@ Numbers may carry locale grouping inside quotes (``"1,234"``).
 ...``, ``Processing [...] with [...]...``, ``NOTICE: ...``, blank lines); everything
 before the first line that is a known header is skipped.
 
-Two readers give the same table. The fast one (:func:`_read_fast`) takes the header
+Three readers give the same table, tried in this order. The columnar one
+(:func:`read_arrow`) memory-maps the file and lets Arrow's multi-threaded CSV reader
+convert only the columns the caller needs (integers straight to int64, names, devices
+and triples as dictionaries, worked out once per distinct value); it vouches only for a
+plain file (integer nanoseconds, every row well formed, UTF-8) and returns ``None`` for
+anything else. The fast one (:func:`_read_fast`) takes the header
 from the first lines of the file and lets pandas' C parser read only the columns used,
 numbers straight to float64 and names, devices and triples as categoricals (their
 parsing runs once per distinct value); a row cut short at the end of the file is found
@@ -42,16 +47,22 @@ text and every cell as a string and names the file, line and column of the probl
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
+import mmap
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
 
 from hilsim.core.errors import HilsimError
 from hilsim.core.schema import normalize_launches
@@ -230,19 +241,24 @@ def _read_text(path: Path) -> str:
         ) from exc
 
 
-def read_nsys_stats_csv(path: str | Path) -> pd.DataFrame:
+def read_nsys_stats_csv(path: str | Path, columns: Iterable[str] | None = None) -> pd.DataFrame:
     """Read ``nsys stats --format csv`` output (``cuda_gpu_trace`` or
     ``cuda_kern_exec_trace``, any Nsight Systems version from 2021 on) into a
     bundle-v1 launches table (:func:`hilsim.core.schema.normalize_launches`).
 
-    ``frame.attrs`` gets ``nsys_report`` (which report was read) and
+    ``columns``: the launch columns the caller reads (default: all); the columnar reader
+    then converts only these plus what every table needs (:data:`ALWAYS_READ`: start,
+    duration, name, and the columns that tell a repeated record apart); the others are
+    null. ``frame.attrs`` gets ``nsys_report`` (which report was read) and
     ``dropped_non_kernel_rows`` (memcpy/memset rows of ``cuda_gpu_trace``).
     Raises :class:`HilsimError` (one line naming the file, and the 1-based line
     number or the column) for input that is not such a CSV, is truncated, has no
     kernel rows or holds a non-numeric value where a number belongs.
     """
     source = Path(path)
-    parsed = _read_fast(source)
+    parsed = read_arrow(source, columns)
+    if parsed is None:
+        parsed = _read_fast(source)
     if parsed is None:
         parsed = read_exact(source)
     out, report, dropped = parsed
@@ -250,6 +266,270 @@ def read_nsys_stats_csv(path: str | Path) -> pd.DataFrame:
     launches.attrs["nsys_report"] = report
     launches.attrs["dropped_non_kernel_rows"] = dropped
     return launches
+
+
+# ----------------------------------------------------------------------------- columnar path
+
+#: launch columns every read converts, whatever the caller asked for: the launch order
+#: and identity (start, duration, name) and the columns that tell a kernel record from a
+#: repeated one (:data:`hilsim.core.schema.DUPLICATE_KEY_COLUMNS`; ``stream`` is also the
+#: overlap warning's stream count)
+ALWAYS_READ: tuple[str, ...] = (
+    "start_ns", "duration_ns", "name", "device", "stream", "correlation_id",
+)
+# Integers the float64 path of the other readers holds exactly: a column with a larger
+# magnitude is left to them, so every reader gives the same table.
+_EXACT_IN_FLOAT = 2**53
+# Bytes per block of the columnar reader (each block is parsed by one thread).
+_ARROW_BLOCK_BYTES = 1 << 22
+# Bytes checked at a time for UTF-8 (a multiple of the page size).
+_CHECK_BLOCK_BYTES = 1 << 24
+_DEVICE_RE = re.compile(r"(?:^|\()\s*(\d+)\s*\)?\s*$", re.ASCII)
+_DIGITS_RE = re.compile(r"[0-9]+", re.ASCII)
+
+
+def _is_utf8(path: Path) -> bool:
+    """Whether the file is UTF-8 text, window by window of a read-only memory map (each
+    window released once checked, so the file is never resident in this process): an
+    all-ASCII window is one vectorised maximum, any other is decoded."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        with open(path, "rb") as handle:
+            if os.fstat(handle.fileno()).st_size == 0:
+                return True
+            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+                data = np.frombuffer(mapped, dtype=np.uint8)
+                for start in range(0, len(data), _CHECK_BLOCK_BYTES):
+                    window = data[start : start + _CHECK_BLOCK_BYTES]
+                    if int(window.max()) >= 0x80 or decoder.getstate()[0]:
+                        decoder.decode(window.tobytes())
+                    if hasattr(mapped, "madvise"):
+                        mapped.madvise(mmap.MADV_DONTNEED, start, len(window))
+                del data, window
+            decoder.decode(b"", final=True)
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
+    return True
+
+
+def _dictionary_codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
+    """(int32 code per row, -1 for null; the distinct texts) of a dictionary column."""
+    column = column.unify_dictionaries()
+    values = column.chunk(0).dictionary if column.num_chunks else pa.array([], pa.string())
+    if column.num_chunks == 1:
+        indices = column.chunk(0).indices
+    else:
+        indices = pa.concat_arrays([chunk.indices for chunk in column.chunks])
+    codes = indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
+    return codes, values.to_pylist()
+
+
+def _int_column(column: pa.ChunkedArray) -> np.ndarray | pd.api.extensions.ExtensionArray:
+    """int64 values, or a nullable ``Int64`` array when some cells were empty."""
+    if column.null_count:
+        mask = column.is_null().to_numpy(zero_copy_only=False)
+        values = column.fill_null(0).to_numpy().astype(np.int64, copy=True)
+        return pd.arrays.IntegerArray(values, mask)
+    return column.to_numpy().astype(np.int64, copy=False)
+
+
+def _fits_float(column: pa.ChunkedArray) -> bool:
+    """Every value below 2^53 in magnitude (exactly a float64 of the other readers)."""
+    if len(column) == column.null_count:
+        return True
+    low, high = pc.min_max(column).values()
+    return low.as_py() > -_EXACT_IN_FLOAT and high.as_py() < _EXACT_IN_FLOAT
+
+
+def _per_value(codes: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """``table[code]`` per row (``table``: a float per text, NaN for none), NaN where the
+    code is -1; int64 when every row has a value (what the float readers' column holds
+    after the int64 check, without the float round trip)."""
+    if not np.isnan(table).any() and (len(codes) == 0 or int(codes.min()) >= 0):
+        return table.astype(np.int64)[codes]
+    out = np.append(table.astype(np.float64), np.nan)
+    return out[codes]
+
+
+def _triple_values(texts: list[str]) -> np.ndarray | None:
+    """(texts, 3) floats of "x y z" cells; ``None`` unless each is three ASCII integers."""
+    out = np.empty((len(texts), 3), dtype=np.float64)
+    for row, text in enumerate(texts):
+        parts = text.split()
+        if len(parts) != 3 or not all(_DIGITS_RE.fullmatch(part) for part in parts):
+            return None
+        out[row] = [float(part) for part in parts]
+    return out
+
+
+def _device_values(texts: list[str]) -> np.ndarray | None:
+    """Device ordinal per text (``"NVIDIA A100 (0)"`` -> 0, ``"3"`` -> 3, else NaN) as
+    :func:`_device_numbers` reads them; ``None`` for text that is not ASCII."""
+    if not all(text.isascii() for text in texts):
+        return None
+    out = np.full(len(texts), np.nan)
+    for row, text in enumerate(texts):
+        found = _DEVICE_RE.search(text.strip())
+        if found:
+            out[row] = float(found.group(1))
+    return out
+
+
+def _arrow_types(
+    layout: FastLayout, wanted: set[str]
+) -> dict[str, tuple[str, str, pa.DataType]] | None:
+    """Positional label -> (schema column, kind, Arrow type) of the columns to convert;
+    ``None`` when one needs the float readers (a time or size in another unit)."""
+    text = pa.dictionary(pa.int32(), pa.string())
+    out: dict[str, tuple[str, str, pa.DataType]] = {}
+    for target, (position, _column, kind, _unit) in layout.columns.items():
+        needed = target in wanted or (kind == "triple" and any(
+            f"{target}_{axis}" in wanted for axis in "xyz"))
+        if layout.report == GPU_TRACE and target == "grid_x":
+            needed = True  # tells kernel rows from memcpy/memset rows
+        if not needed:
+            continue
+        if kind == "time" and layout.factors[target] != 1.0:
+            return None
+        kinds = {"time": pa.int64(), "int": pa.int64(), "size": pa.float64()}
+        out[f"c{position}"] = (target, kind, kinds.get(kind, text))
+    return out
+
+
+def arrow_table(source: Path, layout: FastLayout, types: dict[str, pa.DataType]) -> pa.Table | None:
+    """The body of ``source`` (from its header line on) parsed by Arrow's CSV reader, only
+    the positional columns in ``types`` converted; ``None`` when Arrow refuses a row or a
+    cell, or the file is not UTF-8 (the other readers then word the problem).
+
+    Arrow splits rows as pandas' C parser does (a quote opens a quoted value only at the
+    start of a cell, ``""`` inside it is one quote, a quoted value may hold line breaks)
+    with one difference: a quote still open at the end of the file ends the last value
+    where pandas refuses the file. :func:`read_arrow` refuses that case (the last line's
+    quotes or a name holding a line break) before it vouches for the table."""
+    if not _is_utf8(source):
+        return None
+    try:
+        with pa.OSFile(str(source)) as body:
+            body.seek(layout.body_offset)
+            return pa_csv.read_csv(
+                body,
+                read_options=pa_csv.ReadOptions(
+                    column_names=[f"c{i}" for i in range(layout.n_fields)],
+                    skip_rows=1,  # the header line
+                    block_size=_ARROW_BLOCK_BYTES,
+                ),
+                # a quoted value may hold line breaks, as the other readers allow
+                parse_options=pa_csv.ParseOptions(newlines_in_values=True),
+                convert_options=pa_csv.ConvertOptions(
+                    include_columns=list(types),
+                    column_types=types,
+                    null_values=[""],
+                    strings_can_be_null=False,
+                    quoted_strings_can_be_null=True,
+                ),
+            )
+    except (pa.ArrowException, OSError, ValueError):
+        return None
+
+
+def read_arrow(
+    source: Path, columns: Iterable[str] | None = None
+) -> tuple[pd.DataFrame, str, int] | None:
+    """The launch columns of a plain file, read by Arrow's multi-threaded CSV reader.
+
+    ``columns``: the schema columns wanted besides :data:`ALWAYS_READ` (``None``: all);
+    the others are not converted. Returns what :func:`read_exact` returns, or ``None``
+    when the file is anything but plain: not UTF-8, a row with another field count, a
+    cell that is not an integer where integer nanoseconds belong, a time in another
+    unit, a name that is blank, a value beyond 2^53, a negative duration, no kernel rows
+    (the other readers then read it and word any error). Names, devices and "x y z"
+    triples are worked out once per distinct text.
+    """
+    layout = fast_layout(source)
+    if layout is None:
+        return None
+    every = {target for target, _kind in
+             (*_GPU_TRACE_COLUMNS.values(), *_KERN_EXEC_COLUMNS.values())}
+    wanted = set(ALWAYS_READ) | (every if columns is None else set(columns))
+    if "grid_x" in wanted or "block_x" in wanted:
+        wanted |= {"grid", "block"}
+    plan = _arrow_types(layout, wanted)
+    if plan is None:
+        return None
+    last = _last_line(source, layout.size)
+    if last is None or last[1].count('"') % 2:
+        return None  # a quote left open at the end (or a tail the other readers must read)
+    table = arrow_table(source, layout, {label: kind for label, (_, _, kind) in plan.items()})
+    if table is None or table.num_rows == 0 or not check_last_row(source, layout):
+        return None
+
+    dropped = 0
+    kernel_rows: np.ndarray | None = None
+    names_column = f"c{layout.columns['name'][0]}"
+    name_codes, name_texts = _dictionary_codes(table.column(names_column))
+    stripped = [text.strip() for text in name_texts]
+    if (name_codes < 0).any() or any(not text or "\n" in text or "\r" in text
+                                     for text in stripped):
+        return None  # (a line break: a quoted name over lines, or a quote left open)
+    if layout.report == GPU_TRACE:
+        grid = layout.columns.get("grid_x")
+        if grid is not None:
+            is_kernel = table.column(f"c{grid[0]}").is_valid().to_numpy(zero_copy_only=False)
+        else:
+            copies = np.array([text.startswith("[CUDA ") for text in stripped], dtype=bool)
+            is_kernel = ~copies[name_codes]
+        dropped = int((~is_kernel).sum())
+        if dropped:
+            kernel_rows = is_kernel
+    if dropped == table.num_rows:
+        return None  # no kernel rows: the other readers word it
+
+    def rows(values: Any) -> Any:
+        return values if kernel_rows is None else values[kernel_rows]
+
+    out: dict[str, Any] = {}
+    for label, (target, kind, _arrow_type) in plan.items():
+        column = table.column(label)
+        if kind in ("time", "int"):
+            if not _fits_float(column):
+                return None
+            out[target] = rows(_int_column(column))
+        elif kind == "size":
+            numbers = column.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+            out[target] = np.round(rows(numbers) * layout.factors[target])
+        elif kind == "text":
+            codes = rows(name_codes)
+            used = np.unique(codes)
+            categories, inverse = np.unique(
+                np.array([stripped[i] for i in used], dtype=object), return_inverse=True
+            )
+            renumber = np.full(len(stripped), -1, dtype=np.int32)
+            renumber[used] = inverse
+            out[target] = pd.Categorical.from_codes(
+                renumber[codes], categories=pd.Index(categories, dtype=object)
+            )
+        else:
+            codes, texts = _dictionary_codes(column)
+            codes = rows(codes)
+            if kind == "device":
+                devices = _device_values(texts)
+                if devices is None:
+                    return None
+                out[target] = _per_value(codes, devices)
+            else:
+                triple = _triple_values(texts)
+                if triple is None or (codes < 0).any():
+                    return None
+                for index, axis in enumerate("xyz"):
+                    out[f"{target}_{axis}"] = _per_value(codes, triple[:, index])
+    del table
+    duration = out["duration_ns"]
+    if isinstance(duration, pd.api.extensions.ExtensionArray) or (duration < 0).any():
+        return None  # an empty or negative duration: the other readers name the line
+    if isinstance(out["start_ns"], pd.api.extensions.ExtensionArray):
+        return None
+    frame = pd.DataFrame(out, index=pd.RangeIndex(len(duration)), copy=False)
+    return frame, layout.report, dropped
 
 
 # ----------------------------------------------------------------------------- fast path

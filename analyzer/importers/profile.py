@@ -32,13 +32,13 @@ from hilsim.core.errors import HilsimError
 # readers), which keeps both commands' start-up as short as a bundle read needs.
 
 
-def _csv_bundle(path: Path, fmt: str) -> Bundle:
+def _csv_bundle(path: Path, fmt: str, columns: Iterable[str] | None = None) -> Bundle:
     from hilsim.analyzer.importers import nsys_stats, wide_durations  # lazy: see above
 
     if fmt == "wide-durations-csv":
         launches, tool = wide_durations.read_wide_durations(path), "wide duration table"
     else:
-        launches, tool = nsys_stats.read_nsys_stats_csv(path), "nsys stats"
+        launches, tool = nsys_stats.read_nsys_stats_csv(path, columns), "nsys stats"
     manifest = csv_manifest(path, fmt, tool, launches.attrs.get("dropped_non_kernel_rows"))
     return Bundle(launches=launches, manifest=manifest)
 
@@ -53,9 +53,9 @@ def csv_manifest(path: Path, fmt: str, tool: str, dropped: int | None) -> dict[s
     )
 
 
-def _read(path: Path, fmt: str) -> Bundle:
+def _read(path: Path, fmt: str, columns: Iterable[str] | None = None) -> Bundle:
     if fmt in ("nsys-gpu-trace-csv", "nsys-kern-exec-csv", "wide-durations-csv"):
-        return _csv_bundle(path, fmt)
+        return _csv_bundle(path, fmt, columns)
     if fmt == "sqlite":
         from hilsim.analyzer.importers.nsys_sqlite import bundle_from_nsys_sqlite  # lazy
 
@@ -111,8 +111,13 @@ def import_profile(
     ncu: str | Path | None = None,
     ncu_join: str = "order",
     ncu_first_launch: int = 0,
+    columns: Iterable[str] | None = None,
 ) -> Bundle:
-    """Import a foreign profile (and optional ncu CSV) into an in-memory bundle."""
+    """Import a foreign profile (and optional ncu CSV) into an in-memory bundle.
+
+    ``columns``: the launch columns the caller reads (default: all); a reader that can
+    skip the others (the nsys stats CSV) leaves them null.
+    """
     source = Path(path)
     if source.is_dir():
         raise HilsimError(
@@ -125,7 +130,7 @@ def import_profile(
     if source.suffix in (".nsys-rep", ".qdrep"):
         bundle = _read_report(source)
     else:
-        bundle = _read(source, resolve_format(source, fmt))
+        bundle = _read(source, resolve_format(source, fmt), columns)
     warnings = list(bundle.launches.attrs.get("warnings") or [])
     if warnings:
         bundle.manifest["warnings"] = [*bundle.manifest.get("warnings", []), *warnings]
@@ -158,14 +163,15 @@ def import_profile(
 def load_profile(path: str | Path, columns: Iterable[str] | None = None) -> Bundle:
     """A bundle folder, or any importable profile file, as a Bundle.
 
-    ``columns``: of a bundle folder, read only these launch columns (see
-    :func:`~hilsim.core.bundle.read_bundle`); a profile file is imported whole.
+    ``columns``: read only these launch columns (of a bundle folder, see
+    :func:`~hilsim.core.bundle.read_bundle`; of a profile file, where its reader can
+    skip the others).
     """
     source = Path(path)
     if source.is_dir():
         return read_bundle(source, columns=columns)
     if not source.exists():
         raise HilsimError(f"{source}: no such file or bundle folder")
-    bundle = import_profile(source)
+    bundle = import_profile(source, columns=columns)
     bundle.path = source
     return bundle

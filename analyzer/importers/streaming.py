@@ -182,11 +182,15 @@ class LaunchWriter:
 
     def _abandon(self, reason: str) -> None:
         """Close and remove the first file, then raise :class:`Fallback`."""
+        self.discard()
+        raise Fallback(reason)
+
+    def discard(self) -> None:
+        """Close and remove the first file (the rows are to be read again)."""
         if self._writer is not None:
             self._writer.close()
             self._writer = None
         (self.folder / _STAGE).unlink(missing_ok=True)
-        raise Fallback(reason)
 
     def _join_tail(self, chunk: pd.DataFrame, starts: np.ndarray) -> pd.DataFrame:
         """The held-back launches of the last start, then ``chunk`` without the launches
@@ -371,13 +375,6 @@ def _import_csv(source: Path, fmt: str, folder: Path, block_bytes: int) -> dict[
 # ----------------------------------------------------------------------------- SQLite
 
 
-def _sqlite_chunks(
-    conn: sqlite3.Connection, sql: str, order: str, chunk_rows: int
-) -> Iterator[pd.DataFrame]:
-    # the in-memory importer's reader (nsys_sqlite._query: pd.read_sql_query), in chunks
-    yield from pd.read_sql_query(f"{sql} ORDER BY {order}", conn, chunksize=chunk_rows)
-
-
 def _import_sqlite_rows(
     conn: sqlite3.Connection,
     tables: dict[str, str],
@@ -386,14 +383,42 @@ def _import_sqlite_rows(
     order: str,
     chunk_rows: int,
     nvtx: tuple[pd.DataFrame, np.ndarray, np.ndarray] | None,
+    columnar: bool = True,
 ) -> tuple[LaunchWriter, int]:
     from hilsim.analyzer.importers import nsys_sqlite  # lazy: see the note above
 
     sql, strings = nsys_sqlite.kernel_query(conn, tables, source)
+    string_table = nsys_sqlite.read_string_table(conn, strings)
     writer = LaunchWriter(folder, str(source))
+    chunks = nsys_sqlite.kernel_frames(
+        conn, source, f"{sql} ORDER BY {order}", chunk_rows, columnar=columnar
+    )
+    try:
+        return _write_sqlite_chunks(
+            chunks, writer, string_table, source, strings, tables[nsys_sqlite.KERNEL_TABLE.lower()],
+            nvtx,
+        )
+    except nsys_sqlite.ColumnarReadFailed:
+        writer.discard()
+        raise
+    finally:
+        chunks.close()
+
+
+def _write_sqlite_chunks(
+    chunks: Iterator[pd.DataFrame],
+    writer: LaunchWriter,
+    string_table: Any,
+    source: Path,
+    strings: str,
+    kernel_table: str,
+    nvtx: tuple[pd.DataFrame, np.ndarray, np.ndarray] | None,
+) -> tuple[LaunchWriter, int]:
+    from hilsim.analyzer.importers import nsys_sqlite  # lazy: see the note above
+
     last_row: Any = None
     with_region = 0
-    for frame in _sqlite_chunks(conn, sql, order, chunk_rows):
+    for frame in chunks:
         # a correlation id reused by two runtime rows must not duplicate the launch
         frame = frame.drop_duplicates("_row", keep="first")
         if last_row is not None:
@@ -401,7 +426,8 @@ def _import_sqlite_rows(
         if len(frame) == 0:
             continue
         last_row = frame["_row"].iloc[-1]
-        frame = frame.drop(columns="_row").reset_index(drop=True)
+        frame = nsys_sqlite.resolve_names(frame.drop(columns="_row").reset_index(drop=True),
+                                          string_table)
         missing = frame["name"].isna().to_numpy()
         if missing.any():
             row = writer.rows_in + int(np.flatnonzero(missing)[0])
@@ -412,8 +438,7 @@ def _import_sqlite_rows(
         writer.add(frame.drop(columns=["call_tid", "call_start", "call_end", "global_pid"]))
     if writer.rows_in == 0:
         raise HilsimError(
-            f"{source}: no kernel launches recorded ({tables[nsys_sqlite.KERNEL_TABLE.lower()]} "
-            "is empty)"
+            f"{source}: no kernel launches recorded ({kernel_table} is empty)"
         )
     return writer, with_region
 
@@ -432,14 +457,22 @@ def _import_sqlite(source: Path, folder: Path, chunk_rows: int) -> dict[str, Any
             regions, kind, tid = nsys_sqlite.nvtx_regions(nvtx_frame)
             nvtx = (regions, kind, tid)
         meta = nsys_sqlite.export_meta(conn, tables)
-        try:  # rowid order is start order in nsys's exports: no sort
-            writer, with_region = _import_sqlite_rows(
-                conn, tables, source, folder, "k.rowid", chunk_rows, nvtx
-            )
-        except Fallback:  # not in start order: SQLite sorts them (on disk, bounded memory)
-            writer, with_region = _import_sqlite_rows(
-                conn, tables, source, folder, "k.start, k.rowid", chunk_rows, nvtx
-            )
+        columnar = True
+        while True:
+            try:  # rowid order is start order in nsys's exports: no sort
+                try:
+                    writer, with_region = _import_sqlite_rows(
+                        conn, tables, source, folder, "k.rowid", chunk_rows, nvtx, columnar
+                    )
+                except Fallback:  # not in start order: SQLite sorts them (on disk)
+                    writer, with_region = _import_sqlite_rows(
+                        conn, tables, source, folder, "k.start, k.rowid", chunk_rows, nvtx,
+                        columnar,
+                    )
+                break
+            except nsys_sqlite.ColumnarReadFailed:  # a column that is not all integers
+                (folder / _STAGE).unlink(missing_ok=True)
+                columnar = False
         device = nsys_sqlite.device_info(conn, tables, writer.device_counts)
     except (sqlite3.Error, pd.errors.DatabaseError) as exc:
         raise nsys_sqlite.database_error(source, exc) from exc

@@ -581,16 +581,26 @@ def _cluster_records(
 ) -> list[dict[str, Any]]:
     """Plan cluster records; means, standard deviations and modes by bincount."""
     k = sizes.size
+    # (full-length temporaries are reused in place and dropped when done: at 50M launches
+    # each is 0.4 GB)
     lab = labels[member]
-    dur = durations[member].astype(np.float64)
+    dev = durations[member].astype(np.float64)
     safe = np.maximum(sizes, 1)
-    means = np.bincount(lab, weights=dur, minlength=k) / safe
-    dev = dur - means[lab]
-    stds = np.sqrt(np.bincount(lab, weights=dev * dev, minlength=k) / safe)
+    means = np.bincount(lab, weights=dev, minlength=k) / safe
+    dev -= means[lab]
+    dev *= dev
+    stds = np.sqrt(np.bincount(lab, weights=dev, minlength=k) / safe)
+    del dev
     kernel = launches["kernel"]
     codes = kernel.cat.codes.to_numpy(dtype=np.int64)[member]
     width = int(codes.max()) + 2 if codes.size else 1
-    keys, counts = np.unique(lab * width + (codes + 1), return_counts=True)
+    codes += 1
+    codes += lab * width  # the (group, kernel) key of each launch, from 0 to k * width - 1
+    del lab
+    per_key = np.bincount(codes, minlength=k * width)
+    del codes
+    keys = np.flatnonzero(per_key)  # ascending, as np.unique gives them
+    counts = per_key[keys]
     key_group = keys // width
     order = np.lexsort((-counts, key_group))  # per group, most frequent first
     firsts = order[np.r_[True, np.diff(key_group[order]) != 0]]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from hilsim.analyzer.compare import launch_columns
 from hilsim.analyzer.facade import Profile
 from hilsim.analyzer.report import print_comparison
 from hilsim.cli.options import parse_method_params
@@ -83,10 +84,12 @@ def compare_cmd(
     launches or more are marked "no reduction" and kept off the Pareto front.
     """
     per_method = parse_method_params(params)
-    with status(f"reading {profile}"):
-        loaded = Profile.load(profile)
-        other = Profile.load(holdout) if holdout else None
     names = [m.strip() for m in method_list.split(",") if m.strip()]
+    # only the launch columns the compared methods read (the others stay on disk)
+    columns = launch_columns(names)
+    with status(f"reading {profile}"):
+        loaded = Profile.load(profile, columns=columns)
+        other = Profile.load(holdout, columns=columns) if holdout else None
     with progress_bar("comparing methods", None) as advance:
         comparison = loaded.compare(
             names,

@@ -183,6 +183,22 @@ def checked_int64(
     never a wrapped int64. Text that is not a number is null for optional columns and
     refused for ``required`` ones; ``nonnegative`` refuses values below 0.
     """
+    exact = _exact_int64(values)
+    if exact is not None:  # int64 already: nothing can be out of range or text
+        ints, null = exact
+        if required and null.any():
+            row = int(np.flatnonzero(null)[0])
+            raise HilsimError(f"{source}: row {row}: {column} must be a number, got "
+                              f"{shown_value(pd.NA)}")
+        if nonnegative:
+            negative = (ints < 0) & ~null
+            if negative.any():
+                row = int(np.flatnonzero(negative)[0])
+                raise HilsimError(
+                    f"{source}: row {row}: {column} must be a non-negative number, "
+                    f"got {shown_value(ints[row])}"
+                )
+        return ints if required else pd.arrays.IntegerArray(ints, null)
     raw = values.reset_index(drop=True) if isinstance(values, pd.Series) else pd.Series(values)
     numeric = pd.to_numeric(raw, errors="coerce")
     kind = numeric.dtype.kind
@@ -225,6 +241,23 @@ def checked_int64(
     if required:
         return ints
     return pd.arrays.IntegerArray(ints, null.copy())
+
+
+def _exact_int64(
+    values: pd.Series | np.ndarray | list | pd.api.extensions.ExtensionArray,
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """(int64 values, null mask) of a column that holds int64 already (a numpy int64
+    array, or pandas' int64 or nullable ``Int64``), without a conversion or a copy of
+    the values; ``None`` for anything else (it goes through the full check)."""
+    array = values.array if isinstance(values, pd.Series) else values
+    if isinstance(array, pd.arrays.IntegerArray) and array.dtype == pd.Int64Dtype():
+        ints = array.to_numpy(dtype=np.int64, na_value=0)
+        return ints, np.asarray(array.isna(), dtype=bool).copy()
+    if isinstance(array, pd.arrays.NumpyExtensionArray):
+        array = array.to_numpy()
+    if isinstance(array, np.ndarray) and array.dtype == np.int64:
+        return array, np.zeros(len(array), dtype=bool)
+    return None
 
 
 def shown_value(value: object) -> str:
