@@ -45,6 +45,22 @@ LIMITS: dict[str, Limit] = {
             16,
             "rows a bundle table may hold per byte of its parquet file (real bundles: < 1)",
         ),
+        Limit(
+            "max_input_bytes",
+            4 << 30,
+            "bytes of one input file read whole (a spec, plan, config or simulator log; "
+            "inflated, for a .gz)",
+        ),
+        Limit(
+            "max_archive_members",
+            50_000,
+            "members of a source tarball (the GPGPU-Sim tree: 681)",
+        ),
+        Limit(
+            "max_archive_bytes",
+            1 << 30,
+            "bytes a source tarball may extract to (the GPGPU-Sim tree: 12 MB)",
+        ),
     )
 }
 
