@@ -66,6 +66,7 @@ import numpy as np
 import pandas as pd
 
 from hilsim.core.errors import HilsimError
+from hilsim.core.inputs import open_input
 from hilsim.core.plan import Plan
 
 #: PKA section 3.2: the rolling window ("the last n cycles", n = 3000).
@@ -428,9 +429,8 @@ def read_cta_trace(
     """
     source = Path(path)
     try:
-        frame = pd.read_csv(source)
-    except FileNotFoundError as exc:
-        raise HilsimError(f"{source}: no such CTA trace") from exc
+        with open_input(source, "a CTA trace (CSV)") as handle:  # regular files only
+            frame = pd.read_csv(handle)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise HilsimError(f"{source}: not a readable CSV ({exc})") from exc
     frame.columns = [str(c).strip() for c in frame.columns]

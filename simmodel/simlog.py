@@ -43,16 +43,15 @@ is reported as truncated, naming the file.
 
 from __future__ import annotations
 
-import gzip
 import os
 import re
-import zlib
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from hilsim.core.errors import HilsimError
+from hilsim.core.inputs import read_maybe_gzip
 
 #: log key -> clear column name (counters); the per-kernel facts are handled apart
 LOG_COUNTERS: dict[str, str] = {
@@ -114,8 +113,6 @@ _SCALARS = {
 LAUNCH_MARK = "hilsim-launch "
 
 _LINE = re.compile(r"^\s*([A-Za-z_][\w\[\] ]*?)\s*=\s*(\S+)")
-#: the first two bytes of a gzip file
-GZIP_MAGIC = b"\x1f\x8b"
 
 _END_MARKERS = ("gpgpu_simulation_time", "GPGPU-Sim: *** exit detected ***")
 
@@ -242,21 +239,11 @@ def read_log_text(path: str | os.PathLike[str]) -> str:
     """The text of a simulation log, plain or gzip-compressed (``*.gz``, or the gzip magic).
 
     Shipped logs are compressed (``sim.log.gz``): GPGPU-Sim's option dump and statistics
-    compress about 20x. Errors name the file in one line.
+    compress about 20x. Read by :func:`hilsim.core.inputs.read_maybe_gzip`: regular files
+    only (a FIFO or ``/dev/zero`` is refused), inflated at most ``max_decompression_ratio``
+    times. Errors name the file in one line.
     """
-    p = Path(path)
-    try:
-        with p.open("rb") as fh:
-            raw = fh.read()
-    except FileNotFoundError:
-        raise HilsimError(f"{p}: no such simulation log") from None
-    except IsADirectoryError:
-        raise HilsimError(f"{p}: is a folder; pass the log files") from None
-    if raw[:2] == GZIP_MAGIC:
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise HilsimError(f"{p}: damaged gzip file ({exc})") from None
+    raw = read_maybe_gzip(path, "a simulation log")  # regular files, inflation guarded
     return raw.decode("utf-8", errors="replace")
 
 

@@ -23,7 +23,7 @@ from hilsim.analyzer.sweep.tasks import Task, build_tasks
 from hilsim.analyzer.sweep.worker import one_line, run_task
 
 from hilsim.core.errors import HilsimError
-from hilsim.core.files import write_text_atomic
+from hilsim.core.files import folder_lock, write_text_atomic
 
 #: the digest cache of profile files (path, size, mtime -> sha256) in the output folder
 DIGESTS = ".digests.json"
@@ -86,9 +86,23 @@ def run_sweep(
     ``scheduler`` (``tcp://HOST:PORT``) uses an existing Dask cluster; otherwise an
     embedded ``LocalCluster`` of :func:`local_workers` single-threaded worker processes
     on 127.0.0.1 runs the tasks. ``on_event("start", n)`` is called with the number of
-    tasks to run, then ``on_event("row", row)`` per finished task.
+    tasks to run, then ``on_event("row", row)`` per finished task. The folder is locked
+    (:func:`hilsim.core.files.folder_lock`): a second sweep into it refuses at once.
     """
-    output.mkdir(parents=True, exist_ok=True)
+    with folder_lock(output, "sweep"):  # (re-entrant: the command holds it already)
+        return _run_locked(spec, output, scheduler, workers, retry_failed, on_event,
+                           checkpoint_seconds)
+
+
+def _run_locked(
+    spec: SweepSpec,
+    output: Path,
+    scheduler: str | None,
+    workers: int | None,
+    retry_failed: bool,
+    on_event: Callable[[str, dict[str, Any] | int], None] | None,
+    checkpoint_seconds: float,
+) -> SweepOutcome:
     digests_path = output / DIGESTS
     try:
         digest_cache = json.loads(digests_path.read_text()) if digests_path.is_file() else {}

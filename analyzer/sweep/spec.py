@@ -16,6 +16,7 @@ from hilsim.analyzer.examples import EXAMPLES
 from hilsim.simmodel.gpgpusim.cards import normalize_options
 
 from hilsim.core.errors import HilsimError
+from hilsim.core.inputs import input_kind, read_input_text
 
 _SPEC_KEYS = {"seeds", "simulate", "cards", "workloads", "methods"}
 _WORKLOAD_KEYS = {
@@ -90,13 +91,21 @@ def _unknown(source: Path, where: str, table: dict[str, Any], allowed: set[str])
         )
 
 
-def _resolve(base: Path, value: Any, source: Path, where: str) -> Path:
+def _resolve(
+    base: Path, value: Any, source: Path, where: str, what: str = "a file or folder"
+) -> Path:
+    """``value`` as a path relative to the spec's folder; it must be a regular file or a
+    folder (a FIFO or a device would hang or never end a digest)."""
     if not isinstance(value, str) or not value:
         raise _fail(source, f"{where}: expected a path string, got {value!r}")
     path = Path(value).expanduser()
     path = path if path.is_absolute() else base / path
-    if not path.exists():
+    if not os.path.lexists(path):
         raise _fail(source, f"{where}: {path} does not exist")
+    try:
+        input_kind(path, what)
+    except HilsimError as exc:
+        raise _fail(source, f"{where}: {exc}") from None
     return path.resolve()
 
 
@@ -252,12 +261,11 @@ def parse_spec(data: dict[str, Any], source: Path, base: Path | None = None) -> 
 def load_spec(path: str | Path) -> SweepSpec:
     """Read a TOML sweep spec (paths in it are relative to its folder)."""
     source = Path(path)
+    text = read_input_text(source, "a sweep spec (TOML)")  # regular files only, bounded
     try:
-        data = tomllib.loads(source.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise HilsimError(f"{source}: no such sweep spec") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HilsimError(f"{source}: cannot read ({exc})") from exc
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise HilsimError(f"{source}: not valid TOML ({exc})") from exc
+        raise HilsimError(f"{source}: not valid TOML ({exc})") from None
+    except RecursionError:
+        raise HilsimError(f"{source}: not valid TOML (nested too deeply)") from None
     return parse_spec(data, source)

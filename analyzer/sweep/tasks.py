@@ -17,11 +17,12 @@ from hilsim.analyzer import methods
 from hilsim.analyzer.sweep.spec import SIM_TIMEOUT, SweepSpec, Workload
 
 from hilsim.core.errors import HilsimError
+from hilsim.core.inputs import input_kind, open_input
 
 
 def _file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    with open_input(path, "a profile file or bundle manifest") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -34,9 +35,9 @@ def content_sha256(path: Path, cache: dict[str, Any] | None = None) -> str:
     table). A file: its sha256, remembered in ``cache`` under its path,
     size and modification time so a rerun does not hash it again.
     """
-    if path.is_dir():
+    if input_kind(path, "a bundle folder or a profile file") == "folder":
         manifest = path / "manifest.json"
-        if not manifest.is_file():
+        if not manifest.exists():
             raise HilsimError(f"{path}: not a hilsim bundle (no manifest.json)")
         return _file_sha256(manifest)
     stat = path.stat()

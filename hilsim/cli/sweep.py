@@ -37,7 +37,7 @@ from hilsim.analyzer.sweep import (
 )
 from hilsim.core.console import err, out
 from hilsim.core.errors import HilsimError
-from hilsim.core.files import write_text_atomic
+from hilsim.core.files import folder_lock, write_text_atomic
 from hilsim.core.formatting import percent
 
 
@@ -86,9 +86,11 @@ def sweep_cmd(
     if scheduler and not scheduler.startswith(("tcp://", "tls://", "inproc://", "ucx://")):
         raise HilsimError(f"--scheduler {scheduler!r}: expected an address like tcp://HOST:PORT")
     spec = load_spec(spec_path)
-    with _progress() as on_event:
-        outcome = run_sweep(spec, output, scheduler, workers, retry_failed, on_event)
-    _report(spec, outcome, output)
+    # one sweep at a time writes into a folder (results, summaries, compare folders)
+    with folder_lock(output, "sweep"):
+        with _progress() as on_event:
+            outcome = run_sweep(spec, output, scheduler, workers, retry_failed, on_event)
+        _report(spec, outcome, output)
 
 
 class _progress:
