@@ -235,3 +235,27 @@ def tarball_of_empty_files(path: Path, count: int) -> Path:
 
 #: the shipped GPGPU-Sim example: bundles, plans, logs, timing config (its README)
 SIMULATED_V100 = Path(__file__).parent.parent / "analyzer" / "examples" / "simulated-v100"
+
+
+#: a real GPGPU-Sim log: transformer_step's first step on SM7_QV100 (4 SMs), 29 kernels,
+#: with hilsim-launch and hilsim-region marks (tests/data/gpgpusim/README.md)
+GPGPUSIM_LOG = DATA / "gpgpusim" / "transformer_step1.SM7_QV100-4sm.log"
+
+
+def gpgpusim_log(folder: Path, edit=None, name: str = "sim.log", text: str | None = None) -> Path:
+    """The real GPGPU-Sim log with ``edit(text) -> text`` applied (``.gz`` names are
+    written compressed)."""
+    text = GPGPUSIM_LOG.read_text(encoding="utf-8") if text is None else text
+    if edit is not None:
+        text = edit(text)
+    path = folder / name
+    data = text.encode("utf-8")
+    path.write_bytes(gzip.compress(data, mtime=0) if name.endswith(".gz") else data)
+    return path
+
+
+def replace_values(text: str, key: str, value: str) -> str:
+    """Every ``key = N`` line of a simulator log with its value replaced by ``value``."""
+    import re
+
+    return re.sub(rf"^({re.escape(key)}\s*=\s*)\S+", rf"\g<1>{value}", text, flags=re.M)
