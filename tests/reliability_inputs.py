@@ -259,3 +259,25 @@ def replace_values(text: str, key: str, value: str) -> str:
     import re
 
     return re.sub(rf"^({re.escape(key)}\s*=\s*)\S+", rf"\g<1>{value}", text, flags=re.M)
+
+
+def cli(argv: list[str]) -> tuple[int, list[str], str]:
+    """``hilsim ARGV`` in this process, without the fuzz tier's time limit (for whole
+    commands that take longer than it on a loaded machine): (exit code, stderr lines,
+    stdout). Exit 2 must be exactly one ``hilsim: error:`` line; exit 0 only warnings."""
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from hilsim.cli.main import main
+
+    err, out = io.StringIO(), io.StringIO()
+    with redirect_stderr(err), redirect_stdout(out):
+        code = main([str(a) for a in argv])
+    lines = err.getvalue().splitlines()
+    assert "Traceback" not in err.getvalue(), err.getvalue()[-2000:]
+    assert code in (0, 2), (argv, code, lines)
+    if code == 2:
+        assert len(lines) == 1 and lines[0].startswith("hilsim: error: "), lines
+    else:
+        assert all(line.startswith("hilsim: warning: ") for line in lines), lines
+    return code, lines, out.getvalue()

@@ -52,6 +52,11 @@ LIMITS: dict[str, Limit] = {
             "inflated, for a .gz)",
         ),
         Limit(
+            "max_seeds",
+            10_000,
+            "seeds of one evaluate, compare, recommend or sweep (each seed is a plan)",
+        ),
+        Limit(
             "max_archive_members",
             50_000,
             "members of a source tarball (the GPGPU-Sim tree: 681)",
@@ -100,6 +105,15 @@ def set_limit(assignment: str) -> None:
 def reset() -> None:
     """Forget ``--limit`` overrides (each CLI invocation starts from the defaults)."""
     _overrides.clear()
+
+
+def check_seeds(count: int, source: object = "--seeds") -> int:
+    """``count`` if it is a number of seeds this run may use (1 to ``max_seeds``)."""
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise HilsimError(f"{source}: expected a number of seeds >= 1, got {count!r}")
+    if count > value("max_seeds"):
+        raise exceeded(source, "max_seeds", f"{count} seeds")
+    return count
 
 
 def exceeded(source: object, name: str, detail: str) -> HilsimError:
