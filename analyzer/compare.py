@@ -48,6 +48,7 @@ from hilsim.analyzer.evaluate import score_plan
 from hilsim.analyzer.tablecache import TableCache
 from hilsim.analyzer.tracecheck import bundle_warnings, method_warnings
 
+from hilsim.core import limits
 from hilsim.core.bundle import Bundle, hilsim_version
 from hilsim.core.errors import HilsimError
 from hilsim.core.files import write_bytes_atomic
@@ -382,8 +383,14 @@ def compare_methods(
     """
     if budget not in BUDGET_KINDS:
         raise HilsimError(f"compare: budget must be one of {', '.join(BUDGET_KINDS)}")
-    if seeds < 1:
-        raise HilsimError("compare: --seeds must be at least 1")
+    limits.check_seeds(seeds, "compare: --seeds")
+    if workers is not None and (isinstance(workers, bool) or workers < 1):
+        raise HilsimError(f"compare: --workers must be at least 1, got {workers!r}")
+    if budget_of is not None and budget_of not in methods.available():
+        raise HilsimError(
+            f"compare: --budget-of {budget_of!r}: not a method (one of "
+            f"{', '.join(methods.available())}, or none)"
+        )
     params = params or {}
     available = methods.available()
     names = available if not names or names == ["all"] else names

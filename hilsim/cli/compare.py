@@ -13,6 +13,7 @@ from hilsim.analyzer.facade import Profile
 from hilsim.analyzer.report import print_comparison
 from hilsim.cli.options import parse_method_params
 from hilsim.core.console import progress_bar, status
+from hilsim.core.errors import HilsimError
 
 
 @click.command("compare")
@@ -87,6 +88,9 @@ def compare_cmd(
         loaded = Profile.load(profile)
         other = Profile.load(holdout) if holdout else None
     names = [m.strip() for m in method_list.split(",") if m.strip()]
+    if not names:
+        raise HilsimError(f"compare: --methods {method_list!r}: no method named (give names "
+                          "separated by commas, or 'all')")
     with progress_bar("comparing methods", None) as advance:
         comparison = loaded.compare(
             names,
