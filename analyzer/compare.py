@@ -48,9 +48,11 @@ from hilsim.analyzer.evaluate import score_plan
 from hilsim.analyzer.tablecache import TableCache
 from hilsim.analyzer.tracecheck import bundle_warnings, method_warnings
 
+from hilsim.core import limits
 from hilsim.core.bundle import Bundle, hilsim_version
 from hilsim.core.errors import HilsimError
 from hilsim.core.files import write_bytes_atomic
+from hilsim.core.plottext import plain_text
 
 #: the ``schema`` of the comparison document (``compare.json``)
 COMPARE_SCHEMA = "hilsim.compare/1"
@@ -401,8 +403,14 @@ def compare_methods(
     """
     if budget not in BUDGET_KINDS:
         raise HilsimError(f"compare: budget must be one of {', '.join(BUDGET_KINDS)}")
-    if seeds < 1:
-        raise HilsimError("compare: --seeds must be at least 1")
+    limits.check_seeds(seeds, "compare: --seeds")
+    if workers is not None and (isinstance(workers, bool) or workers < 1):
+        raise HilsimError(f"compare: --workers must be at least 1, got {workers!r}")
+    if budget_of is not None and budget_of not in methods.available():
+        raise HilsimError(
+            f"compare: --budget-of {budget_of!r}: not a method (one of "
+            f"{', '.join(methods.available())}, or none)"
+        )
     params = params or {}
     available = methods.available()
     names = available if not names or names == ["all"] else names
@@ -595,6 +603,18 @@ def pareto_front(points: list[tuple[float, float]]) -> list[int]:
 ERROR_LINEAR_BELOW_PCT = 0.1
 
 
+def _drawable(summary: dict[str, Any]) -> bool:
+    values = [summary.get("hmean_speedup"), summary.get("mean_error")]
+    if not all(isinstance(v, (int, float)) and np.isfinite(v) for v in values):
+        return False
+    return bool(values[0] > 0) and all(
+        isinstance(summary.get(k, 1.0), (int, float)) and np.isfinite(summary.get(k, 1.0))
+        and summary.get(k, 1.0) >= 0
+        for k in ("min_speedup", "max_speedup", "min_error", "max_error")
+    ) and summary.get("min_speedup", 1.0) > 0
+
+
+@plain_text()
 def pareto_plot(
     summaries: list[dict[str, Any]],
     path: str | Path,
@@ -609,12 +629,17 @@ def pareto_plot(
     speedup when the summary has them (``min_error``/``max_error``,
     ``min_speedup``/``max_speedup``). The error axis is symmetric-log: linear below
     :data:`ERROR_LINEAR_BELOW_PCT` %, so an error of exactly 0 is drawn at 0, not clipped.
-    Rows marked ``no_reduction`` are hollow and left off the front.
+    Rows marked ``no_reduction`` are hollow and left off the front. Rows without a
+    finite positive speedup and a finite error (a method whose every seed failed) cannot be
+    placed and are left out. Names are drawn as given (:class:`~hilsim.core.plottext.
+    plain_text`: a ``$`` in a workload or method label is not mathtext).
     """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    summaries = [s for s in summaries if _drawable(s)]
 
     if summaries and "pareto" in summaries[0]:
         front = {i for i, s in enumerate(summaries) if s.get("pareto")}

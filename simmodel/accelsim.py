@@ -16,9 +16,9 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from hilsim.core.errors import HilsimError
+from hilsim.core.inputs import read_input_text
 
 
 @dataclass(frozen=True)
@@ -53,16 +53,9 @@ class OptionFile:
 
 
 def read_text(path: str | os.PathLike[str]) -> str:
-    """A text file's content; one-line errors name the file."""
-    p = Path(path)
-    try:
-        return p.read_text(encoding="utf-8", errors="strict")
-    except FileNotFoundError:
-        raise HilsimError(f"{p}: no such file") from None
-    except IsADirectoryError:
-        raise HilsimError(f"{p}: is a directory, expected a file") from None
-    except UnicodeDecodeError as exc:
-        raise HilsimError(f"{p}: not UTF-8 text (byte {exc.start})") from None
+    """A text file's content; one-line errors name the file (the bounded reader of every
+    input: regular files only)."""
+    return read_input_text(path, "a text file")
 
 
 def parse_options(text: str, where: str = "<options>") -> OptionFile:

@@ -17,6 +17,7 @@ kept: device timings are specified in ns; give ``dram_latency`` as well to chang
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,6 +86,12 @@ def counters_from_bundle(bundle: Bundle) -> pd.DataFrame:
                       axis=1)
     return frame
 
+#: the range of a varied value (bytes, cycles, MHz, GB/s, counts): past it the model's
+#: sums overflow or its divisions lose every digit, and no GPU is that far from another
+MIN_VALUE = 1e-6
+MAX_VALUE = 1e15
+
+
 def vary(config: TimingConfig, spec: str) -> TimingConfig:
     """A copy of ``config`` with one variation applied (``"l2_size=x2"``, ``"sm_count=40"``).
 
@@ -124,6 +131,11 @@ def vary(config: TimingConfig, spec: str) -> TimingConfig:
         value: float = base * number
     else:
         value = number
+    if not (MIN_VALUE <= value <= MAX_VALUE):
+        raise HilsimError(
+            f"--vary {spec!r}: gives {dotted} = {value:g}, outside what the model computes "
+            f"with ({MIN_VALUE:g} to {MAX_VALUE:g})"
+        )
     vtype = vtype_for(dotted)
     final: int | float = max(1, round(value)) if vtype is int else float(value)
     unit = (
@@ -235,8 +247,15 @@ def dse(
     rows: list[DseRow] = []
     base_full = base_sampled = 0.0
     for label, cfg in configs:
-        full, sampled, binding = _totals(cfg, counters_all, ids, weights, config)
+        with np.errstate(all="ignore"):
+            full, sampled, binding = _totals(cfg, counters_all, ids, weights, config)
         clock = float(model.model_params(cfg).clock_mhz.value)
+        if not all(math.isfinite(v) and v > 0 for v in (full, sampled, clock)):
+            where = "the configuration" if label == "baseline" else f"--vary {label!r}"
+            raise HilsimError(
+                f"dse: {where} gives no finite positive cycles (full {full:g}, sampled "
+                f"{sampled:g} at {clock:g} MHz): the model cannot compute this variation"
+            )
         if label == "baseline":
             base_full, base_sampled = full / clock, sampled / clock
         true_s, est_s = base_full / (full / clock), base_sampled / (sampled / clock)

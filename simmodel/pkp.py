@@ -66,7 +66,9 @@ import numpy as np
 import pandas as pd
 
 from hilsim.core.errors import HilsimError
+from hilsim.core.inputs import open_input
 from hilsim.core.plan import Plan
+from hilsim.core.schema import names_agree
 
 #: PKA section 3.2: the rolling window ("the last n cycles", n = 3000).
 WINDOW_CYCLES = 3000
@@ -96,6 +98,8 @@ class IpcTimeline:
         total_instructions: the launch's instructions, when known (trace-driven
             simulators know it); sharpens the projection and lets grids smaller
             than a wave stop early.
+        kernel: the name the simulator gave the launch, when known: checked against
+            the plan's name of the launch by :func:`project_plan`.
     """
 
     cycles: np.ndarray
@@ -104,6 +108,7 @@ class IpcTimeline:
     total_ctas: int
     ctas_per_wave: int
     total_instructions: float | None = None
+    kernel: str | None = None
 
     def __post_init__(self) -> None:
         cycles = np.asarray(self.cycles, dtype=np.float64).ravel()
@@ -288,6 +293,26 @@ def project_launch(
     )
 
 
+def _check_kernel_names(plan: Plan, timelines: list[IpcTimeline], ids: np.ndarray) -> None:
+    """One line at the first sampled launch whose timeline names another kernel than the
+    plan does (launch marks of the run not matching the profile)."""
+    if "name" not in plan.samples or any(t.kernel is None for t in timelines):
+        return
+    profiled = plan.samples["name"].astype(str).to_numpy(dtype=object)
+    simulated = np.array([t.kernel for t in timelines], dtype=object)
+    known = (profiled != "") & (simulated != "")
+    bad = np.zeros(len(ids), dtype=bool)
+    if known.any():
+        bad[known] = ~names_agree(simulated[known].astype(str), profiled[known].astype(str))
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise HilsimError(
+            f"pkp: launch {int(ids[k])} is {profiled[k]!r} in the plan but its timeline is of "
+            f"{simulated[k]!r} ({int(bad.sum())} of {len(bad)} disagree): the run's launch "
+            "marks do not match the profile"
+        )
+
+
 def project_plan(
     plan: Plan,
     timelines: Mapping[int, IpcTimeline],
@@ -312,6 +337,7 @@ def project_plan(
             f"pkp: no IPC timeline for {len(missing)} of the plan's {ids.size} sampled launches "
             f"(first: launch {missing[0]})"
         )
+    _check_kernel_names(plan, [timelines[int(i)] for i in ids], ids)
     results = [project_launch(timelines[int(i)], window_cycles, s, relative) for i in ids]
     projected = np.array([r.projected_cycles for r in results])
     stopped = np.array([r.stop_cycle for r in results])
@@ -428,9 +454,8 @@ def read_cta_trace(
     """
     source = Path(path)
     try:
-        frame = pd.read_csv(source)
-    except FileNotFoundError as exc:
-        raise HilsimError(f"{source}: no such CTA trace") from exc
+        with open_input(source, "a CTA trace (CSV)") as handle:  # regular files only
+            frame = pd.read_csv(handle)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise HilsimError(f"{source}: not a readable CSV ({exc})") from exc
     frame.columns = [str(c).strip() for c in frame.columns]

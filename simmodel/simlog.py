@@ -43,16 +43,15 @@ is reported as truncated, naming the file.
 
 from __future__ import annotations
 
-import gzip
 import os
 import re
-import zlib
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from hilsim.core.errors import HilsimError
+from hilsim.core.inputs import read_maybe_gzip
 
 #: log key -> clear column name (counters); the per-kernel facts are handled apart
 LOG_COUNTERS: dict[str, str] = {
@@ -114,10 +113,105 @@ _SCALARS = {
 LAUNCH_MARK = "hilsim-launch "
 
 _LINE = re.compile(r"^\s*([A-Za-z_][\w\[\] ]*?)\s*=\s*(\S+)")
-#: the first two bytes of a gzip file
-GZIP_MAGIC = b"\x1f\x8b"
+#: a launch mark's id: ASCII digits only (``str.isdigit`` also passes superscripts and other
+#: scripts' digits, which ``int`` then refuses)
+_MARK = re.compile(r"hilsim-launch +([0-9]+)(?:\s|$)", re.ASCII)
+_INT64_LIMIT = 2**63
+#: per-kernel facts that are counts: a value that is not a number is an error (not missing)
+_COUNTS = frozenset({"kernel_launch_uid", "gpu_sim_cycle", "gpu_sim_insn", "gpu_tot_sim_cycle",
+                     "gpu_tot_sim_insn"})
+#: log key of each scalar column (for messages)
+_KEY_OF = {column: key for key, column in _SCALARS.items()} | {
+    column: key for key, column in LOG_COUNTERS.items()
+}
 
 _END_MARKERS = ("gpgpu_simulation_time", "GPGPU-Sim: *** exit detected ***")
+
+
+def _launch_mark(digits: str, where: str, lineno: int) -> int:
+    if len(digits) > 19 or int(digits) >= _INT64_LIMIT:
+        raise HilsimError(
+            f"{where}: line {lineno}: launch mark {digits[:24]}{'...' if len(digits) > 24 else ''}"
+            " is not a launch id (past 2^63)"
+        )
+    return int(digits)
+
+
+def _check_values(frame: pd.DataFrame, lines: np.ndarray, where: str) -> None:
+    """One-line error at the first kernel whose statistics cannot be true, checked against
+    each other: every value finite; ``kernel_launch_uid`` a positive integer below 2^63;
+    ``gpu_sim_cycle`` > 0 and ``gpu_sim_insn`` >= 0; running totals that never decrease;
+    a kernel's ``gpu_sim_cycle`` / ``gpu_sim_insn`` equal to the growth of
+    ``gpu_tot_sim_cycle`` / ``gpu_tot_sim_insn`` since the kernel before (as in every real
+    log; the first kernel's may not exceed the total); counters >= 0; no launch marked
+    twice."""
+
+    def fail(row: int, message: str) -> HilsimError:
+        return HilsimError(
+            f"{where}: kernel {row + 1} ({frame['kernel'].iloc[row]}, line "
+            f"{int(lines[row])}): {message}"
+        )
+
+    def first(mask: np.ndarray) -> int | None:
+        found = np.flatnonzero(mask)
+        return int(found[0]) if found.size else None
+
+    numeric = [c for c in frame.columns if c not in ("kernel", "launch_id")]
+    for column in numeric:
+        values = frame[column].to_numpy(dtype=np.float64)
+        row = first(np.isinf(values))
+        if row is not None:
+            raise fail(row, f"{_KEY_OF.get(column, column)} = {values[row]}")
+    rules = (
+        ("uid", lambda v: (v < 1) | (v >= _INT64_LIMIT) | (v != np.floor(v)),
+         "is not a launch uid (an integer from 1 to 2^63)"),
+        ("cycles", lambda v: v <= 0, "a kernel runs for at least one cycle"),
+        ("instructions", lambda v: v < 0, "is negative"),
+        ("tot_cycles", lambda v: v < 0, "is negative"),
+        ("tot_instructions", lambda v: v < 0, "is negative"),
+    )
+    for column, bad, why in rules:
+        if column in frame:
+            values = frame[column].to_numpy(dtype=np.float64)
+            row = first(bad(np.nan_to_num(values, nan=1.0)))
+            if row is not None:
+                raise fail(row, f"{_KEY_OF[column]} = {values[row]:g}: {why}")
+    for per, tot in (("cycles", "tot_cycles"), ("instructions", "tot_instructions")):
+        if tot not in frame:
+            continue
+        total = frame[tot].to_numpy(dtype=np.float64)
+        growth = np.diff(total)
+        row = first(growth < 0)
+        if row is not None:
+            raise fail(row + 1, f"{_KEY_OF[tot]} decreases ({total[row]:g} -> "
+                       f"{total[row + 1]:g}): not one simulation's log")
+        if per not in frame:
+            continue
+        own = frame[per].to_numpy(dtype=np.float64)
+        off = np.zeros(own.size, dtype=bool)  # (NaN, a missing line, compares False)
+        off[1:] = np.abs(own[1:] - growth) > 0.5
+        off[0] = own[0] > total[0] + 0.5
+        row = first(off)
+        if row is not None:
+            since = "since the start" if row == 0 else "since the kernel before"
+            grew = total[0] if row == 0 else growth[row - 1]
+            raise fail(row, f"{_KEY_OF[per]} = {own[row]:g} but {_KEY_OF[tot]} grew by "
+                       f"{grew:g} {since}: contradictory statistics")
+    counters = [c for c in LOG_COUNTERS.values() if c in frame]
+    if counters:
+        values = frame[counters].to_numpy(dtype=np.float64)
+        negative = np.argwhere(values < 0)
+        if len(negative):
+            row, col = negative[0]
+            raise fail(int(row), f"{_KEY_OF[counters[col]]} = {values[row, col]:g} is negative")
+    if "launch_id" in frame:
+        ids = frame["launch_id"].to_numpy(dtype=np.float64)
+        seen = pd.Series(ids).duplicated(keep="first").to_numpy() & ~np.isnan(ids)
+        row = first(seen)
+        if row is not None:
+            before = int(np.flatnonzero(ids == ids[row])[0])
+            raise fail(row, f"launch {int(ids[row])} is marked twice (also kernel {before + 1}):"
+                       " a block repeated or logs of two runs joined")
 
 
 def _number(text: str) -> float:
@@ -151,7 +245,7 @@ def parse_simlog(text: str, where: str = "<sim log>", counters: str = "cumulativ
     per_stream = False
     marked: int | None = None
     for lineno, line in enumerate(text.splitlines(), start=1):
-        if line.startswith("kernel_name"):
+        if line.startswith("kernel_name") and "=" in line:
             current = {"kernel": line.split("=", 1)[1].strip(), "_line": lineno}
             if marked is not None:
                 current["launch_id"] = marked
@@ -159,9 +253,9 @@ def parse_simlog(text: str, where: str = "<sim log>", counters: str = "cumulativ
             blocks.append(current)
             continue
         if line.startswith(LAUNCH_MARK):
-            fields = line.split()
-            if len(fields) >= 2 and fields[1].isdigit():
-                marked = int(fields[1])
+            mark = _MARK.match(line)
+            if mark:
+                marked = _launch_mark(mark.group(1), where, lineno)
             continue
         if _END_MARKERS[0] in line or _END_MARKERS[1] in line:  # (no generator: 2.7M lines)
             last_end = lineno
@@ -174,7 +268,10 @@ def parse_simlog(text: str, where: str = "<sim log>", counters: str = "cumulativ
             continue
         key, value = match.group(1).strip(), match.group(2)
         if key in _SCALARS and _SCALARS[key] not in current:
-            current[_SCALARS[key]] = _number(value)
+            number = _number(value)
+            if number != number and key in _COUNTS:  # (NaN: the text is not a number)
+                raise HilsimError(f"{where}: line {lineno}: {key} = {value[:40]!r} is not a number")
+            current[_SCALARS[key]] = number
         elif key in LOG_COUNTERS and LOG_COUNTERS[key] not in current:
             current[LOG_COUNTERS[key]] = _number(value)
     if not blocks:
@@ -189,7 +286,9 @@ def parse_simlog(text: str, where: str = "<sim log>", counters: str = "cumulativ
             f"({last['kernel']}, line {last['_line']}) is incomplete; the simulation "
             "did not finish or the log was cut"
         )
-    frame = pd.DataFrame(blocks).drop(columns="_line")
+    frame = pd.DataFrame(blocks)
+    lines = frame.pop("_line").to_numpy(dtype=np.int64)
+    _check_values(frame, lines, where)
     frame.insert(0, "sim_launch", np.arange(len(frame), dtype=np.int64))
     for per, tot in (("cycles", "tot_cycles"), ("instructions", "tot_instructions")):
         if tot in frame:
@@ -197,6 +296,14 @@ def parse_simlog(text: str, where: str = "<sim log>", counters: str = "cumulativ
             frame[per] = frame[per].fillna(delta) if per in frame else delta
     if "cycles" not in frame:
         raise HilsimError(f"{where}: no gpu_sim_cycle or gpu_tot_sim_cycle lines")
+    missing = np.flatnonzero(~(frame["cycles"].to_numpy(dtype=np.float64) > 0))
+    if missing.size:
+        row = int(missing[0])
+        raise HilsimError(
+            f"{where}: kernel {row + 1} ({frame['kernel'].iloc[row]}, line {int(lines[row])}): "
+            "no gpu_sim_cycle and no growth of gpu_tot_sim_cycle: its statistics block is "
+            "incomplete"
+        )
     if per_stream:
         # only the first kernel's rows are its own (no other kernel has added to any key)
         dropped = [c for c in _BREAKDOWN_COLUMNS if c in frame.columns]
@@ -242,21 +349,11 @@ def read_log_text(path: str | os.PathLike[str]) -> str:
     """The text of a simulation log, plain or gzip-compressed (``*.gz``, or the gzip magic).
 
     Shipped logs are compressed (``sim.log.gz``): GPGPU-Sim's option dump and statistics
-    compress about 20x. Errors name the file in one line.
+    compress about 20x. Read by :func:`hilsim.core.inputs.read_maybe_gzip`: regular files
+    only (a FIFO or ``/dev/zero`` is refused), inflated at most ``max_decompression_ratio``
+    times. Errors name the file in one line.
     """
-    p = Path(path)
-    try:
-        with p.open("rb") as fh:
-            raw = fh.read()
-    except FileNotFoundError:
-        raise HilsimError(f"{p}: no such simulation log") from None
-    except IsADirectoryError:
-        raise HilsimError(f"{p}: is a folder; pass the log files") from None
-    if raw[:2] == GZIP_MAGIC:
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise HilsimError(f"{p}: damaged gzip file ({exc})") from None
+    raw = read_maybe_gzip(path, "a simulation log")  # regular files, inflation guarded
     return raw.decode("utf-8", errors="replace")
 
 

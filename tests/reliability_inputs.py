@@ -121,3 +121,163 @@ def ncu_kernel_names() -> list[str]:
     rows = list(csv.reader(NCU_RAW.read_text(encoding="utf-8").splitlines()[2:]))
     column = rows[0].index("Kernel Name")
     return [row[column] for row in rows[2:]]
+
+
+# ------------------------------------------------------------------ source tarballs
+
+
+def tar_file(name: str, data: bytes = b"x", pax: dict[str, str] | None = None,
+             mode: int = 0o644) -> tuple[Any, bytes]:
+    """A regular member (``pax``: PAX header records written as given)."""
+    import tarfile
+
+    info = tarfile.TarInfo(name)
+    info.mode = mode
+    if pax:
+        info.pax_headers = dict(pax)
+    return info, data
+
+
+def tar_link(name: str, target: str, hard: bool = False) -> tuple[Any, None]:
+    """A symbolic (or ``hard``) link member."""
+    import tarfile
+
+    info = tarfile.TarInfo(name)
+    info.type = tarfile.LNKTYPE if hard else tarfile.SYMTYPE
+    info.linkname = target
+    return info, None
+
+
+def tar_dir(name: str) -> tuple[Any, None]:
+    """A folder member."""
+    import tarfile
+
+    info = tarfile.TarInfo(name)
+    info.type = tarfile.DIRTYPE
+    info.mode = 0o755
+    return info, None
+
+
+def tarball(path: Path, members: list[tuple[Any, bytes | None]]) -> Path:
+    """A gzip-compressed PAX tarball of ``members`` (from :func:`tar_file` and friends)."""
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+        for info, data in members:
+            if data is not None:
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+            else:
+                tar.addfile(info)
+    return path
+
+
+def tarball_realpath_attack(path: Path, dest: Path, levels_up: int = 1) -> Path:
+    """The CVE-2025-4517 construction against extraction into ``dest``: folders of long
+    names reached through one-letter symbolic links until the expanded path passes
+    PATH_MAX (where ``os.path.realpath`` stops resolving), a link ``escape`` that then
+    points ``levels_up`` folders above ``dest``, a hard link through it to
+    ``escape/flag`` (a file outside), written over, and a new ``escape/newfile``."""
+    import os
+
+    steps = "abcdefghijklmnop"
+    max_path = os.pathconf(dest.parent, "PC_PATH_MAX")
+    component = "d" * ((max_path - len(str(dest)) - 1) // (len(steps) + 1))
+    members: list[tuple[Any, bytes | None]] = []
+    prefix = ""
+    for step in steps:
+        members.append(tar_dir(os.path.join(prefix, component)))
+        members.append(tar_link(os.path.join(prefix, step), component))
+        prefix = os.path.join(prefix, component)
+    long_link = os.path.join(*steps, "l" * 254)
+    members.append(tar_link(long_link, os.path.join(*[".."] * len(steps))))
+    members.append(tar_link("escape", os.path.join(long_link, *[".."] * levels_up)))
+    members.append(tar_link("flaglink", os.path.join("escape", "flag"), hard=True))
+    members.append(tar_file("flaglink", b"overwrite"))
+    members.append(tar_file("escape/newfile", b"new"))
+    return tarball(path, members)
+
+
+def tarball_of_zeros(path: Path, declared: int, members: int = 1) -> Path:
+    """A .tar.gz of ``members`` files of ``declared`` zero bytes each, written as
+    concatenated gzip members (one compressed MiB of zeros repeated), so a 4 GiB tree
+    costs ~4 MB and no time to build."""
+    import gzip
+    import tarfile
+
+    mib = gzip.compress(b"\0" * (1 << 20), mtime=0)
+    with open(path, "wb") as out:
+        for index in range(members):
+            info = tarfile.TarInfo(f"top/zeros{index}.bin")
+            info.size = declared
+            out.write(gzip.compress(info.tobuf(format=tarfile.PAX_FORMAT), mtime=0))
+            whole, rest = divmod(declared, 1 << 20)
+            for _ in range(whole):
+                out.write(mib)
+            pad = rest + (-declared % 512)
+            if pad:
+                out.write(gzip.compress(b"\0" * pad, mtime=0))
+        out.write(gzip.compress(b"\0" * 1024, mtime=0))
+    return path
+
+
+def tarball_of_empty_files(path: Path, count: int) -> Path:
+    """A .tar.gz of ``count`` empty files (headers only)."""
+    import gzip
+    import tarfile
+
+    blocks = b"".join(tarfile.TarInfo(f"top/f{i}").tobuf(format=tarfile.USTAR_FORMAT)
+                      for i in range(count))
+    path.write_bytes(gzip.compress(blocks + b"\0" * 1024, mtime=0))
+    return path
+
+
+#: the shipped GPGPU-Sim example: bundles, plans, logs, timing config (its README)
+SIMULATED_V100 = Path(__file__).parent.parent / "analyzer" / "examples" / "simulated-v100"
+
+
+#: a real GPGPU-Sim log: transformer_step's first step on SM7_QV100 (4 SMs), 29 kernels,
+#: with hilsim-launch and hilsim-region marks (tests/data/gpgpusim/README.md)
+GPGPUSIM_LOG = DATA / "gpgpusim" / "transformer_step1.SM7_QV100-4sm.log"
+
+
+def gpgpusim_log(folder: Path, edit=None, name: str = "sim.log", text: str | None = None) -> Path:
+    """The real GPGPU-Sim log with ``edit(text) -> text`` applied (``.gz`` names are
+    written compressed)."""
+    text = GPGPUSIM_LOG.read_text(encoding="utf-8") if text is None else text
+    if edit is not None:
+        text = edit(text)
+    path = folder / name
+    data = text.encode("utf-8")
+    path.write_bytes(gzip.compress(data, mtime=0) if name.endswith(".gz") else data)
+    return path
+
+
+def replace_values(text: str, key: str, value: str) -> str:
+    """Every ``key = N`` line of a simulator log with its value replaced by ``value``."""
+    import re
+
+    return re.sub(rf"^({re.escape(key)}\s*=\s*)\S+", rf"\g<1>{value}", text, flags=re.M)
+
+
+def cli(argv: list[str]) -> tuple[int, list[str], str]:
+    """``hilsim ARGV`` in this process, without the fuzz tier's time limit (for whole
+    commands that take longer than it on a loaded machine): (exit code, stderr lines,
+    stdout). Exit 2 must be exactly one ``hilsim: error:`` line; exit 0 only warnings."""
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from hilsim.cli.main import main
+
+    err, out = io.StringIO(), io.StringIO()
+    with redirect_stderr(err), redirect_stdout(out):
+        code = main([str(a) for a in argv])
+    lines = err.getvalue().splitlines()
+    assert "Traceback" not in err.getvalue(), err.getvalue()[-2000:]
+    assert code in (0, 2), (argv, code, lines)
+    if code == 2:
+        assert len(lines) == 1 and lines[0].startswith("hilsim: error: "), lines
+    else:
+        assert all(line.startswith("hilsim: warning: ") for line in lines), lines
+    return code, lines, out.getvalue()

@@ -39,6 +39,8 @@ def _second_block(text: str, cycle: int, tot_cycle: int, l2: int) -> str:
     block = block.replace("kernel_launch_uid = 1", "kernel_launch_uid = 2")
     block = block.replace("gpu_sim_cycle = 18803", f"gpu_sim_cycle = {cycle}")
     block = block.replace("gpu_tot_sim_cycle = 18803", f"gpu_tot_sim_cycle = {tot_cycle}")
+    # the running instruction total grows by this kernel's instructions (as in a real log)
+    block = block.replace("gpu_tot_sim_insn = 15728640", "gpu_tot_sim_insn = 31457280")
     return block.replace("L2_total_cache_accesses = 393216", f"L2_total_cache_accesses = {l2}")
 
 

@@ -181,10 +181,10 @@ def test_simulating_tasks_and_keys(tmp_path) -> None:
     workload = two_cards.workloads[0]
     assert workload.program == (str(binary.resolve()), "--steps", "1")
     assert workload.sim_options == {"-gpgpu_n_clusters": "4"}
-    # keys of a sweep that does not simulate are those of before simulate existed
+    # keys of a sweep that does not simulate: the inputs, the workload and its method table
     for task in build_tasks(plain):
-        payload = json.dumps([task.workload_digest, None, "stem", task.params, task.seed, None],
-                             sort_keys=True)
+        payload = json.dumps([task.workload_digest, None, "stem", task.params, task.seed, None,
+                              {"workload": task.workload, "entry": 0}], sort_keys=True)
         assert task.key == hashlib.sha256(payload.encode()).hexdigest()
         assert task.card is None and task.program is None
     # every seed on every card of the top-level list; a workload's own card wins

@@ -127,11 +127,12 @@ def test_cli_sim_and_model_paths(tmp_path, monkeypatch):
     plan.save(tmp_path / "plan.json")
     logs = tmp_path / "logs"
     logs.mkdir()
-    blocks = []
+    blocks, total = [], 0
     for i, (name, cyc) in enumerate([("_Z1fv", 1100), ("k2", 4400)], start=1):
+        total += cyc  # the running total grows by each kernel's cycles, as in a real log
         blocks.append(
             f"kernel_name = {name}\nkernel_launch_uid = {i}\ngpu_sim_cycle = {cyc}\n"
-            f"gpu_sim_insn = 10\ngpu_tot_sim_cycle = 0\ngpgpu_simulation_time = 1\n"
+            f"gpu_sim_insn = 10\ngpu_tot_sim_cycle = {total}\ngpgpu_simulation_time = 1\n"
         )
     from hilsim.core.schema import kernel_base_name
 

@@ -44,6 +44,7 @@ from hilsim.analyzer.importers.nsys_sqlite import attribute_launches, nvtx_regio
 from hilsim.core.bundle import Bundle, default_manifest
 from hilsim.core.demangle import demangle
 from hilsim.core.errors import HilsimError
+from hilsim.core.inputs import open_input
 from hilsim.core.schema import normalize_launches, shown_value
 
 FORMAT = "cupti-records"
@@ -74,24 +75,18 @@ _INTEGER_FIELDS: tuple[str, ...] = (
 
 
 def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    try:
-        handle = open(path, encoding="utf-8")  # noqa: SIM115
-    except FileNotFoundError as exc:
-        raise HilsimError(f"{path}: no such file") from exc
-    except OSError as exc:
-        raise HilsimError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    """(line number, record) of each non-blank line. Read as bytes and decoded line by
+    line, so an undecodable byte is reported on its own line (a text-mode reader decodes
+    blocks ahead and would blame the line before)."""
+    handle = open_input(path, "a CUPTI records file")  # regular files only
     with handle:
-        number = 0
-        while True:
+        for number, raw in enumerate(handle, start=1):
             try:
-                line = handle.readline()
+                line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise HilsimError(
-                    f"{path}: line {number + 1}: not UTF-8 text (byte {exc.start})"
-                ) from exc
-            if not line:
-                return
-            number += 1
+                    f"{path}: line {number}: not UTF-8 text (byte {exc.start} of the line)"
+                ) from None
             if not line.strip():
                 continue
             try:

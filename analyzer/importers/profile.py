@@ -22,9 +22,10 @@ from typing import Any
 from hilsim.analyzer.importers import FORMATS
 from hilsim.analyzer.tracecheck import trace_warnings
 
-from hilsim.core import limits
 from hilsim.core.bundle import Bundle, default_manifest, read_bundle
 from hilsim.core.errors import HilsimError
+from hilsim.core.files import recover
+from hilsim.core.inputs import check_file, input_kind
 
 # Each format's reader is imported inside the function that reads that format: `hilsim
 # plan BUNDLE` then loads no reader, and `hilsim import FILE` only its own (sqlite3 for
@@ -124,9 +125,7 @@ def import_profile(
             f"{source}: is a directory, expected a profile file (a bundle folder is "
             "already imported)"
         )
-    if not source.is_file():
-        raise HilsimError(f"{source}: no such file")
-    limits.check_sparse(source)
+    check_file(source, "a profile file")  # regular files only (no FIFO, no device)
     if source.suffix in (".nsys-rep", ".qdrep"):
         bundle = _read_report(source)
     else:
@@ -168,10 +167,11 @@ def load_profile(path: str | Path, columns: Iterable[str] | None = None) -> Bund
     skip the others).
     """
     source = Path(path)
-    if source.is_dir():
+    # a bundle whose --force replacement was interrupted between its two renames (no
+    # RENAME_EXCHANGE) is moved back before the path is looked at
+    recover(source)
+    if input_kind(source, "a bundle folder or a profile file") == "folder":
         return read_bundle(source, columns=columns)
-    if not source.exists():
-        raise HilsimError(f"{source}: no such file or bundle folder")
     bundle = import_profile(source, columns=columns)
     bundle.path = source
     return bundle

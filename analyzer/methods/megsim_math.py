@@ -53,8 +53,9 @@ SIGMA2_FLOOR = 1e-12
 #: constraints of the k-means + BIC search, shared by bundles and frame tables
 SEARCH_CONSTRAINTS: dict[str, Constraints] = {
     "threshold": [Interval(float, 0, 1)],
-    "k_max": [Interval(int, 1, None)],
-    "n_init": [Interval(int, 1, None)],
+    # bounded: each K of 1..k_max runs n_init k-means fits (k_max=50, n_init=3 by default)
+    "k_max": [Interval(int, 1, 1000)],
+    "n_init": [Interval(int, 1, 100)],
     "patience": [Interval(int, 1, None)],
     "seed": [SEED],
 }

@@ -144,7 +144,8 @@ class PKA(Method):
     launch_columns: ClassVar[tuple[str, ...] | None] = LAUNCH_RESOURCE_COLUMNS
     parameter_constraints: ClassVar[dict[str, Constraints]] = {
         "target_error": [Interval(float, 0, 1, closed="neither")],
-        "k_max": [Interval(int, 1, None)],
+        # bounded: one k-means fit per K = 1..k_max (PKA: "typically from 1 to 20")
+        "k_max": [Interval(int, 1, 1000)],
         "pca_variance": [Interval(float, 0, 1, closed="right")],
         "minibatch_threshold": [Interval(int, 1, None)],
         "seed": [SEED],

@@ -92,7 +92,8 @@ class STEM(Method):
     launch_columns: ClassVar[tuple[str, ...] | None] = LAUNCH_CONFIG_COLUMNS
     parameter_constraints: ClassVar[dict[str, Constraints]] = {
         "epsilon": [Interval(float, 0, 1, closed="neither")],
-        "confidence": [Interval(float, 0, 1, closed="neither")],
+        # from 1e-6: below it the normal quantile z rounds to 0 and Eq. 6 divides by it
+        "confidence": [Interval(float, 1e-6, 1, closed="left")],
         "seed": [SEED],
         "by_config": [BOOLEAN],
         "root": [BOOLEAN],

@@ -53,7 +53,13 @@ from hilsim.analyzer.sweep.results import (
     results_frame,
     write_results,
 )
-from hilsim.analyzer.sweep.runner import DIGESTS, SweepOutcome, local_workers, run_sweep
+from hilsim.analyzer.sweep.runner import (
+    DIGESTS,
+    SweepOutcome,
+    local_workers,
+    parse_scheduler,
+    run_sweep,
+)
 from hilsim.analyzer.sweep.spec import (
     SIM_TIMEOUT,
     MethodGrid,
@@ -62,7 +68,7 @@ from hilsim.analyzer.sweep.spec import (
     load_spec,
     parse_spec,
 )
-from hilsim.analyzer.sweep.summary import SIM_SUMMARY, SUMMARY, sim_summary, summarize
+from hilsim.analyzer.sweep.summary import SIM_SUMMARY, SUMMARY, csv_safe, sim_summary, summarize
 from hilsim.analyzer.sweep.tasks import Task, build_tasks, content_sha256, task_key
 from hilsim.analyzer.sweep.worker import run_task
 
@@ -81,10 +87,12 @@ __all__ = [
     "Task",
     "Workload",
     "build_tasks",
+    "csv_safe",
     "empty_results",
     "content_sha256",
     "load_spec",
     "local_workers",
+    "parse_scheduler",
     "parse_spec",
     "read_results",
     "results_frame",

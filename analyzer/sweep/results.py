@@ -4,6 +4,7 @@ dtypes of :data:`RESULT_TYPES`, rewritten atomically (sorted by task key)."""
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import pyarrow.parquet as pq
 
 from hilsim.core.errors import HilsimError
 from hilsim.core.files import write_bytes_atomic
+from hilsim.core.inputs import open_input
 
 RESULTS = "results.parquet"
 
@@ -74,12 +76,17 @@ def results_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
 
 
 def read_results(folder: Path) -> pd.DataFrame:
-    """``results.parquet`` of an earlier run in ``folder`` (empty if none)."""
+    """``results.parquet`` of an earlier run in ``folder`` (empty if none), with the
+    columns and types of :data:`RESULT_TYPES`; a table that does not have them (a file
+    edited or written by something else) is one line naming the column."""
     path = folder / RESULTS
-    if not path.is_file():
+    if not os.path.lexists(path):
         return empty_results()
     try:
-        frame = pd.read_parquet(path)
+        with open_input(path, "the sweep's results table (parquet)") as handle:
+            frame = pd.read_parquet(handle)
+    except HilsimError:
+        raise
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds
         raise HilsimError(f"{path}: cannot read the earlier results ({exc})") from exc
     for column in SIM_COLUMNS:  # a table from before simulate: those columns empty
@@ -88,7 +95,28 @@ def read_results(folder: Path) -> pd.DataFrame:
     missing = [c for c in RESULT_COLUMNS if c not in frame.columns]
     if missing:
         raise HilsimError(f"{path}: not a sweep results table (missing {', '.join(missing)})")
-    return frame[list(RESULT_COLUMNS)]
+    frame = frame[list(RESULT_COLUMNS)].copy()
+    for column, dtype in RESULT_TYPES.items():
+        values = frame[column]
+        if dtype == "object":
+            present = values.dropna()  # (a column without values reads back as NaN floats)
+            kind = pd.api.types.infer_dtype(present, skipna=True) if len(present) else "empty"
+            if kind not in ("string", "empty"):
+                raise HilsimError(
+                    f"{path}: column {column} holds {kind} values, not text: not a results "
+                    "table this version wrote (move it away to start afresh)"
+                )
+            continue
+        if str(values.dtype) == dtype:
+            continue
+        try:
+            frame[column] = pd.to_numeric(values).astype(dtype)
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise HilsimError(
+                f"{path}: column {column} is not {dtype} ({' '.join(str(exc).split())[:80]}): "
+                "not a results table this version wrote (move it away to start afresh)"
+            ) from None
+    return frame
 
 
 def write_results(folder: Path, frame: pd.DataFrame) -> Path:

@@ -23,7 +23,8 @@ from hilsim.analyzer.sweep.tasks import Task, build_tasks
 from hilsim.analyzer.sweep.worker import one_line, run_task
 
 from hilsim.core.errors import HilsimError
-from hilsim.core.files import write_text_atomic
+from hilsim.core.files import folder_lock, write_text_atomic
+from hilsim.core.inputs import read_input_text
 
 #: the digest cache of profile files (path, size, mtime -> sha256) in the output folder
 DIGESTS = ".digests.json"
@@ -42,6 +43,56 @@ class SweepOutcome:
     where: str
 
 
+def _read_digests(path: Path) -> dict[str, Any]:
+    """The digest cache of an earlier run: ``{path: {"stamp": str, "sha256": str}}``.
+
+    It is this command's own cache, so anything else in its place (damaged JSON, a list,
+    entries of other types) is dropped and the digests are computed again; a path that is
+    not a regular file is refused (:mod:`hilsim.core.inputs`).
+    """
+    if not os.path.lexists(path):
+        return {}
+    try:
+        data = json.loads(read_input_text(path, "the sweep's digest cache (JSON)"))
+    except (ValueError, RecursionError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {
+        str(key): entry
+        for key, entry in data.items()
+        if isinstance(entry, dict)
+        and isinstance(entry.get("stamp"), str)
+        and isinstance(entry.get("sha256"), str)
+    }
+
+
+def parse_scheduler(address: str) -> str:
+    """``address`` if it names a Dask scheduler this command can reach: ``tcp://HOST:PORT``
+    (or ``tls://HOST:PORT`` with TLS configured in Dask's configuration); else one line.
+
+    ``inproc://`` (a scheduler in this very process) and ``ucx://`` (the optional UCX
+    transport) are refused: a sweep's command line never has the one, and hilsim does not
+    ship the other.
+    """
+    scheme, sep, rest = address.partition("://")
+    if not sep or scheme not in ("tcp", "tls"):
+        raise HilsimError(
+            f"--scheduler {address!r}: expected tcp://HOST:PORT (or tls://HOST:PORT with TLS "
+            "configured in Dask's configuration)"
+        )
+    host, colon, port = rest.rpartition(":")
+    if host.startswith("[") != host.endswith("]"):
+        host = ""
+    if not colon or not host.strip("[]") or not port.isascii() or not port.isdigit() or not (
+        0 < int(port) < 65536
+    ):
+        raise HilsimError(
+            f"--scheduler {address!r}: expected {scheme}://HOST:PORT with a port in 1-65535"
+        )
+    return address
+
+
 def _worker_bytes(spec: SweepSpec) -> int:
     """Memory one worker needs at its peak (compare's factor on the largest profile).
 
@@ -56,9 +107,9 @@ def _worker_bytes(spec: SweepSpec) -> int:
                 continue
             if path.is_dir():
                 try:
-                    manifest = json.loads((path / "manifest.json").read_text())
+                    manifest = json.loads(read_input_text(path / "manifest.json"))
                     size += 250 * int(manifest.get("n_launches", 0))
-                except (OSError, ValueError, TypeError):
+                except (HilsimError, OSError, ValueError, TypeError, AttributeError, OverflowError):
                     size += sum(f.stat().st_size for f in path.iterdir() if f.is_file())
             else:
                 size += path.stat().st_size
@@ -86,14 +137,25 @@ def run_sweep(
     ``scheduler`` (``tcp://HOST:PORT``) uses an existing Dask cluster; otherwise an
     embedded ``LocalCluster`` of :func:`local_workers` single-threaded worker processes
     on 127.0.0.1 runs the tasks. ``on_event("start", n)`` is called with the number of
-    tasks to run, then ``on_event("row", row)`` per finished task.
+    tasks to run, then ``on_event("row", row)`` per finished task. The folder is locked
+    (:func:`hilsim.core.files.folder_lock`): a second sweep into it refuses at once.
     """
-    output.mkdir(parents=True, exist_ok=True)
+    with folder_lock(output, "sweep"):  # (re-entrant: the command holds it already)
+        return _run_locked(spec, output, scheduler, workers, retry_failed, on_event,
+                           checkpoint_seconds)
+
+
+def _run_locked(
+    spec: SweepSpec,
+    output: Path,
+    scheduler: str | None,
+    workers: int | None,
+    retry_failed: bool,
+    on_event: Callable[[str, dict[str, Any] | int], None] | None,
+    checkpoint_seconds: float,
+) -> SweepOutcome:
     digests_path = output / DIGESTS
-    try:
-        digest_cache = json.loads(digests_path.read_text()) if digests_path.is_file() else {}
-    except (OSError, ValueError):
-        digest_cache = {}
+    digest_cache = _read_digests(digests_path)
     tasks = build_tasks(spec, digest_cache)
     sim_root = output.resolve() / "sim"
     tasks = [
@@ -166,10 +228,13 @@ def _run_on_dask(
     try:
         if scheduler:
             try:
-                client = Client(scheduler, timeout="20s")
-            except (OSError, TimeoutError) as exc:
+                client = Client(parse_scheduler(scheduler), timeout="20s")
+            except HilsimError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - refused, timed out, TLS not configured
                 raise HilsimError(
-                    f"sweep: cannot reach the Dask scheduler {scheduler} ({exc})"
+                    f"sweep: cannot reach the Dask scheduler {scheduler} "
+                    f"({type(exc).__name__}: {exc})"
                 ) from exc
             n_workers = len(client.scheduler_info(n_workers=-1).get("workers", {}))
             if n_workers == 0:

@@ -15,7 +15,9 @@ from hilsim.analyzer import methods
 from hilsim.analyzer.examples import EXAMPLES
 from hilsim.simmodel.gpgpusim.cards import normalize_options
 
+from hilsim.core import limits
 from hilsim.core.errors import HilsimError
+from hilsim.core.inputs import input_kind, read_input_text
 
 _SPEC_KEYS = {"seeds", "simulate", "cards", "workloads", "methods"}
 _WORKLOAD_KEYS = {
@@ -24,6 +26,12 @@ _WORKLOAD_KEYS = {
 #: seconds before a simulation is killed (``hilsim simulate``'s default)
 SIM_TIMEOUT = 4 * 3600.0
 _METHOD_KEYS = {"name", "params"}
+#: names a workload may not take: the files and folders the sweep writes beside its folders
+RESERVED_NAMES = frozenset({"results.parquet", "summary.csv", "sim_summary.csv", "sim"})
+#: characters of a workload's name (it names a folder and appears in tables and plots)
+MAX_NAME = 128
+#: method seeds are integers in [0, 2**32) (``hilsim.analyzer.methods.params.SEED``)
+SEED_LIMIT = 2**32
 
 
 @dataclass(frozen=True)
@@ -90,13 +98,21 @@ def _unknown(source: Path, where: str, table: dict[str, Any], allowed: set[str])
         )
 
 
-def _resolve(base: Path, value: Any, source: Path, where: str) -> Path:
+def _resolve(
+    base: Path, value: Any, source: Path, where: str, what: str = "a file or folder"
+) -> Path:
+    """``value`` as a path relative to the spec's folder; it must be a regular file or a
+    folder (a FIFO or a device would hang or never end a digest)."""
     if not isinstance(value, str) or not value:
         raise _fail(source, f"{where}: expected a path string, got {value!r}")
     path = Path(value).expanduser()
     path = path if path.is_absolute() else base / path
-    if not path.exists():
+    if not os.path.lexists(path):
         raise _fail(source, f"{where}: {path} does not exist")
+    try:
+        input_kind(path, what)
+    except HilsimError as exc:
+        raise _fail(source, f"{where}: {exc}") from None
     return path.resolve()
 
 
@@ -122,9 +138,7 @@ def _workload(base: Path, entry: Any, index: int, source: Path) -> Workload:
     holdout = (
         _resolve(base, entry["holdout"], source, f"{where}.holdout") if "holdout" in entry else None
     )
-    name = entry.get("name", default_name)
-    if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
-        raise _fail(source, f"{where}.name: {name!r} is not a usable folder name")
+    name = _workload_name(entry.get("name", default_name), f"{where}.name", source)
     return Workload(name, path, holdout, *_simulation(base, entry, where, source))
 
 
@@ -200,21 +214,50 @@ def _method(entry: Any, index: int, source: Path) -> MethodGrid:
     return grid
 
 
+def _seeds(value: Any, source: Path) -> list[int]:
+    """``seeds``: a count (seeds 0..N-1) or a list of seeds, each a method seed (an integer
+    in [0, 2**32)), at most ``max_seeds`` of them (the list is built in memory)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        limits.check_seeds(value, f"{source}: seeds")
+        return list(range(value))
+    if isinstance(value, list) and value and all(
+        isinstance(s, int) and not isinstance(s, bool) and 0 <= s < SEED_LIMIT for s in value
+    ):
+        limits.check_seeds(len(value), f"{source}: seeds")
+        return sorted(set(value))
+    shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:60] + "..."
+    raise _fail(
+        source, f"seeds: expected a count >= 1 or a list of seeds in [0, 2**32), got {shown}"
+    )
+
+
+def _workload_name(name: Any, where: str, source: Path) -> str:
+    """A workload's name: the name of its output folder, so a usable and free one."""
+    ok = (
+        isinstance(name, str)
+        and 0 < len(name) <= MAX_NAME
+        and len(name.encode("utf-8", "surrogatepass")) <= 255
+        and "/" not in name
+        and not name.startswith(".")
+        and name.isprintable()
+        and name not in RESERVED_NAMES
+    )
+    if not ok:
+        shown = repr(name) if len(repr(name)) <= 60 else repr(name)[:60] + "..."
+        raise _fail(
+            source,
+            f"{where}: {shown} is not a usable folder name (1-{MAX_NAME} printable "
+            "characters, no '/', not starting with '.', not one of the sweep's own files "
+            f"{', '.join(sorted(RESERVED_NAMES))})",
+        )
+    return name
+
+
 def parse_spec(data: dict[str, Any], source: Path, base: Path | None = None) -> SweepSpec:
     """Validate a spec's tables; one-line :class:`HilsimError` naming the key on a problem."""
     base = base if base is not None else source.parent
     _unknown(source, "spec", data, _SPEC_KEYS)
-    seeds_value = data.get("seeds", 10)
-    if isinstance(seeds_value, int) and not isinstance(seeds_value, bool) and seeds_value >= 1:
-        seeds = list(range(seeds_value))
-    elif (
-        isinstance(seeds_value, list)
-        and seeds_value
-        and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds_value)
-    ):
-        seeds = sorted(set(seeds_value))
-    else:
-        raise _fail(source, f"seeds: expected a count >= 1 or a list of seeds, got {seeds_value!r}")
+    seeds = _seeds(data.get("seeds", 10), source)
     simulate = data.get("simulate", False)
     if not isinstance(simulate, bool):
         raise _fail(source, f"simulate: expected true or false, got {simulate!r}")
@@ -252,12 +295,11 @@ def parse_spec(data: dict[str, Any], source: Path, base: Path | None = None) -> 
 def load_spec(path: str | Path) -> SweepSpec:
     """Read a TOML sweep spec (paths in it are relative to its folder)."""
     source = Path(path)
+    text = read_input_text(source, "a sweep spec (TOML)")  # regular files only, bounded
     try:
-        data = tomllib.loads(source.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise HilsimError(f"{source}: no such sweep spec") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HilsimError(f"{source}: cannot read ({exc})") from exc
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise HilsimError(f"{source}: not valid TOML ({exc})") from exc
+        raise HilsimError(f"{source}: not valid TOML ({exc})") from None
+    except RecursionError:
+        raise HilsimError(f"{source}: not valid TOML (nested too deeply)") from None
     return parse_spec(data, source)

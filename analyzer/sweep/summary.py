@@ -12,6 +12,23 @@ from hilsim.analyzer.compare import MethodResult
 
 SUMMARY = "summary.csv"
 SIM_SUMMARY = "sim_summary.csv"
+#: first characters that make a spreadsheet read a cell as a formula (OWASP, CSV injection)
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every text cell that a spreadsheet would run as a formula (a workload
+    name or label starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return)
+    prefixed with ``'``, which spreadsheets show as text; numbers are left as they are."""
+    out = frame.copy()
+    for column in out.columns:
+        values = out[column]
+        if not (pd.api.types.is_object_dtype(values) or pd.api.types.is_string_dtype(values)):
+            continue
+        risky = values.map(lambda v: isinstance(v, str) and v.startswith(FORMULA_STARTS))
+        if risky.any():
+            out[column] = values.where(~risky, "'" + values[risky].astype(str))
+    return out
 
 
 def summarize(results: pd.DataFrame, workload: str) -> dict[str, Any]:

@@ -17,11 +17,12 @@ from hilsim.analyzer import methods
 from hilsim.analyzer.sweep.spec import SIM_TIMEOUT, SweepSpec, Workload
 
 from hilsim.core.errors import HilsimError
+from hilsim.core.inputs import input_kind, open_input
 
 
 def _file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    with open_input(path, "a profile file or bundle manifest") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -34,9 +35,9 @@ def content_sha256(path: Path, cache: dict[str, Any] | None = None) -> str:
     table). A file: its sha256, remembered in ``cache`` under its path,
     size and modification time so a rerun does not hash it again.
     """
-    if path.is_dir():
+    if input_kind(path, "a bundle folder or a profile file") == "folder":
         manifest = path / "manifest.json"
-        if not manifest.is_file():
+        if not manifest.exists():
             raise HilsimError(f"{path}: not a hilsim bundle (no manifest.json)")
         return _file_sha256(manifest)
     stat = path.stat()
@@ -95,16 +96,22 @@ def task_key(
     seed: int,
     card: str | None,
     simulation: dict[str, Any] | None = None,
+    workload: str | None = None,
+    entry: int | None = None,
 ) -> str:
     """sha256 over a task's inputs: what makes two tasks the same.
 
-    ``simulation`` (a simulating task's program, its digest and the card's overrides)
-    is part of the key only when given, so keys of sweeps that do not simulate stay
-    what they were.
+    ``workload`` (its name in the spec) and ``entry`` (the index of its ``[[methods]]``
+    table) are part of the key: two workloads whose profiles have the same bytes, or two
+    identical method tables, are different tasks whose rows must not collapse into one
+    (one Dask key, one row). ``simulation`` (a simulating task's program, its digest and
+    the card's overrides) is part of the key only when given.
     """
     inputs: list[Any] = [workload_digest, holdout_digest, method, params, seed, card]
     if simulation is not None:
         inputs.append(simulation)
+    if workload is not None or entry is not None:
+        inputs.append({"workload": workload, "entry": entry})
     payload = json.dumps(inputs, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
 
@@ -121,9 +128,27 @@ def _simulation_inputs(workload: Workload, cache: dict[str, Any] | None) -> dict
     }
 
 
+def _labels(spec: SweepSpec) -> list[list[str]]:
+    """Each method table's grid labels, made unique across tables (see build_tasks)."""
+    seen: set[str] = set()
+    out = []
+    for entry, grid in enumerate(spec.methods):
+        labels = []
+        for label, _ in grid.settings():
+            labels.append(label if label not in seen else f"{label} #{entry}")
+            seen.add(label)
+        out.append(labels)
+    return out
+
+
 def build_tasks(spec: SweepSpec, digest_cache: dict[str, Any] | None = None) -> list[Task]:
-    """Every task of ``spec``, grouped by workload then method (deterministic methods once)."""
+    """Every task of ``spec``, grouped by workload then method (deterministic methods once).
+
+    A grid point that two ``[[methods]]`` tables both give keeps its label in the first
+    and gets `` #N`` (N, the table's index) in the others, so summaries keep them apart.
+    """
     tasks: list[Task] = []
+    labels = _labels(spec)
     for workload in spec.workloads:
         digest = content_sha256(workload.path, digest_cache)
         hold = content_sha256(workload.holdout, digest_cache) if workload.holdout else None
@@ -132,15 +157,16 @@ def build_tasks(spec: SweepSpec, digest_cache: dict[str, Any] | None = None) -> 
         if spec.simulate:
             cards = [workload.card] if workload.card else list(spec.cards)
             simulation = _simulation_inputs(workload, digest_cache)
-        for grid in spec.methods:
+        for entry, grid in enumerate(spec.methods):
             stochastic = methods.get(grid.name).stochastic
-            for label, params in grid.settings():
+            for point, (_, params) in enumerate(grid.settings()):
+                label = labels[entry][point]
                 for seed in spec.seeds if stochastic else spec.seeds[:1]:
                     for card in cards:
                         tasks.append(
                             Task(
                                 task_key(digest, hold, grid.name, params, seed, card,
-                                         simulation),
+                                         simulation, workload.name, entry),
                                 workload.name,
                                 str(workload.path),
                                 str(workload.holdout) if workload.holdout else None,

@@ -9,6 +9,7 @@ import os
 import socket
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +68,10 @@ def run_task(task: Task) -> dict[str, Any]:
         message=None,
     )
     t_task = time.perf_counter()
-    with _WORKER_LOCK:
+    # numpy/pandas/sklearn warnings (0/0, a k-means that converged early) are checked
+    # where they matter and never printed: a worker's stderr is the user's terminal
+    with _WORKER_LOCK, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         try:
             t0 = time.perf_counter()
             bundle = _load(task.path, task.workload_digest)

@@ -23,6 +23,7 @@ from hilsim.analyzer.validate.numbers import Validation, silicon_metric
 
 from hilsim.core.bundle import Bundle
 from hilsim.core.plan import Plan
+from hilsim.core.plottext import plain_text
 
 MAX_SCATTER = 5000
 SCATTER_SEED = 0
@@ -47,6 +48,7 @@ def _plt() -> Any:
     return plt
 
 
+@plain_text()
 def scatter_png(sim: np.ndarray, hw: np.ndarray, title: str) -> str | None:
     """Log-log scatter of simulated vs silicon values (subsampled with a fixed seed)."""
     ok = np.isfinite(sim) & np.isfinite(hw) & (sim > 0) & (hw > 0)
@@ -72,6 +74,7 @@ def scatter_png(sim: np.ndarray, hw: np.ndarray, title: str) -> str | None:
     return _png(fig)
 
 
+@plain_text()
 def histograms_png(
     bundle: Bundle,
     plan: Plan,
@@ -170,6 +173,7 @@ def histograms_png(
     return _png(fig)
 
 
+@plain_text()
 def pareto_png(results: list[dict[str, Any]], n_launches: int = 0) -> str:
     """Speedup vs total error of several plans (STEM Fig. 9), via compare.pareto_plot."""
     summaries = [

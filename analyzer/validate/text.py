@@ -6,6 +6,7 @@ Plain text only: the HTML page (:mod:`hilsim.analyzer.validate.page`) escapes it
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 import numpy as np
@@ -69,12 +70,21 @@ def decomposition_rows(
     return kernels, counters
 
 
+def markdown_text(text: str) -> str:
+    """``text`` safe inside markdown (a kernel or plan name): HTML-escaped, since
+    markdown renders raw HTML (a name like ``<script>`` stays text), with ``|`` escaped
+    (it would split a table cell) and line breaks as spaces."""
+    escaped = html.escape(" ".join(str(text).split()), quote=False)
+    return escaped.replace("|", "\\|")
+
+
 def decomposition_markdown(label: str, d: dict[str, Any]) -> str:
-    """The decomposition of one plan as markdown tables (totals, kernels, counters)."""
+    """The decomposition of one plan as markdown tables (totals, kernels, counters); names
+    (the plan's label, kernels) through :func:`markdown_text`."""
     kernels, counters = decomposition_rows(d)
     t = d["totals"]
     lines = [
-        f"### {label}: configuration vs sampling error (PKA Table 4)",
+        f"### {markdown_text(label)}: configuration vs sampling error (PKA Table 4)",
         "",
         f"configuration {signed(t['configuration_error'])}, sampling "
         f"{signed(t['sampling_error'])}, total {signed(t['total_error'])} "
@@ -89,6 +99,6 @@ def decomposition_markdown(label: str, d: dict[str, Any]) -> str:
     for title, rows in (("kernel", kernels), ("counter", counters)):
         lines.append("| " + " | ".join([title, *DECOMPOSITION_COLUMNS]) + " |")
         lines.append("|" + "---|" * (1 + len(DECOMPOSITION_COLUMNS)))
-        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        lines += ["| " + " | ".join([markdown_text(r[0]), *r[1:]]) + " |" for r in rows]
         lines.append("")
     return "\n".join(lines)

@@ -14,6 +14,7 @@ from hilsim.analyzer.facade import Profile
 from hilsim.analyzer.report import print_comparison
 from hilsim.cli.options import parse_method_params
 from hilsim.core.console import progress_bar, status
+from hilsim.core.errors import HilsimError
 
 
 @click.command("compare")
@@ -85,6 +86,9 @@ def compare_cmd(
     """
     per_method = parse_method_params(params)
     names = [m.strip() for m in method_list.split(",") if m.strip()]
+    if not names:
+        raise HilsimError(f"compare: --methods {method_list!r}: no method named (give names "
+                          "separated by commas, or 'all')")
     # only the launch columns the compared methods read (the others stay on disk)
     columns = launch_columns(names)
     with status(f"reading {profile}"):

@@ -8,7 +8,6 @@ table and writes ``hilsim.dse/1`` JSON.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -17,7 +16,7 @@ from rich.table import Table
 from hilsim.analyzer.evaluate import check_compatible
 from hilsim.core.bundle import read_bundle
 from hilsim.core.console import out
-from hilsim.core.files import write_text_atomic
+from hilsim.core.jsonfile import write_json
 from hilsim.core.plan import load_plan
 from hilsim.simmodel.dse import counters_from_bundle, dse
 from hilsim.simmodel.presets import load_timing_config
@@ -56,5 +55,5 @@ def dse_cmd(bundle_path: Path, plan_path: Path, config_spec: str,
                       f"{r.sampled_speedup:.3f}", f"{100 * r.speedup_error:.2f}%", binding)
     out.print(table)
     if output is not None:
-        write_text_atomic(output, json.dumps(result.to_dict(), indent=1) + "\n")
+        write_json(output, result.to_dict())
         out.print(f"wrote {output}")

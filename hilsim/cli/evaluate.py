@@ -13,6 +13,7 @@ from hilsim.analyzer import methods
 from hilsim.analyzer.facade import Profile
 from hilsim.analyzer.report import print_summary, write_result
 from hilsim.cli.options import parse_params
+from hilsim.core import limits
 from hilsim.core.console import progress_bar, status
 from hilsim.core.errors import HilsimError
 
@@ -62,6 +63,8 @@ def evaluate_cmd(
     if (plan_path is None) == (method_name is None):
         raise HilsimError("evaluate: give either --plan PLAN.json or --method NAME")
     method = methods.create(method_name, **parse_params(params)) if method_name else None
+    if method is not None:
+        limits.check_seeds(seeds, "evaluate: --seeds")
     # scoring reads names and durations; planning what the method reads
     columns = () if method is None else method.launch_columns
     with status(f"reading {profile}"):

@@ -45,9 +45,10 @@ def setup_cmd(source: Path | None, git_url: str | None, commit: str | None,
     """Check the toolchain and build GPGPU-Sim (idempotent)."""
     started = time.monotonic()
     tc = find_toolchain()
-    click.echo(f"toolchain: nvcc {tc.cuda_version} ({tc.nvcc}), gcc {tc.gcc_version}", err=True)
+    # progress goes to stdout: on an error stderr holds the one error line only
+    click.echo(f"toolchain: nvcc {tc.cuda_version} ({tc.nvcc}), gcc {tc.gcc_version}")
     build = ensure_build(source=source, git_url=git_url, commit=commit, cache_dir=cache_dir,
-                         jobs=jobs, toolchain=tc, progress=lambda m: click.echo(m, err=True))
+                         jobs=jobs, toolchain=tc, progress=click.echo)
     click.echo(f"GPGPU-Sim {build.key}: {build.lib_dir}/libcudart.so "
                f"(setup took {time.monotonic() - started:.1f} s)")
 

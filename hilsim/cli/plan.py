@@ -47,9 +47,9 @@ def plan_cmd(profile: Path, method_name: str, params: tuple[str, ...], output: P
         loaded = Profile.load(profile, columns=method.launch_columns)
     with status(f"planning with {method_name}"):
         plan = loaded.plan(method)
-    for line in plan.diagnostics["trace_warnings"]:
-        warn(line)
     plan.save(output)
+    for line in plan.diagnostics["trace_warnings"]:  # warnings only once the plan is written
+        warn(line)
     out.print(
         f"wrote {output}: {method_name}, {len(plan.clusters)} clusters, "
         f"{plan.n_samples} launches to simulate of {loaded.n_launches}"

@@ -6,6 +6,7 @@ protocol and the confidence rule.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import click
@@ -14,6 +15,7 @@ from hilsim.analyzer.compare import format_speedup
 from hilsim.analyzer.facade import Profile
 from hilsim.analyzer.recommend import default_candidates, result_table, winner_plan
 from hilsim.analyzer.report import write_result
+from hilsim.core import limits
 from hilsim.core.console import out, progress_bar, status
 from hilsim.core.errors import HilsimError
 
@@ -51,6 +53,9 @@ def recommend_cmd(profile: Path, target_error: str, holdout: Path | None, seeds:
     """Choose the sampling method and parameters with the highest speedup whose error
     stays under --target-error (its --quantile over --seeds), and write its plan."""
     target = parse_error(target_error)
+    limits.check_seeds(seeds, "recommend: --seeds")
+    if not (math.isfinite(budget_s) and budget_s > 0):
+        raise HilsimError(f"recommend: --budget {budget_s!r}: expected seconds > 0")
     with status(f"reading {profile}"):
         loaded = Profile.load(profile)
         other = Profile.load(holdout) if holdout else None

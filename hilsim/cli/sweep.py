@@ -30,14 +30,16 @@ from hilsim.analyzer.sweep import (
     SUMMARY,
     SweepOutcome,
     SweepSpec,
+    csv_safe,
     load_spec,
+    parse_scheduler,
     run_sweep,
     sim_summary,
     summarize,
 )
 from hilsim.core.console import err, out
 from hilsim.core.errors import HilsimError
-from hilsim.core.files import write_text_atomic
+from hilsim.core.files import folder_lock, write_text_atomic
 from hilsim.core.formatting import percent
 
 
@@ -83,12 +85,14 @@ def sweep_cmd(
         raise HilsimError("--workers: expected 1 or more")
     if scheduler and workers:
         raise HilsimError("--workers sizes the embedded cluster; with --scheduler the cluster's")
-    if scheduler and not scheduler.startswith(("tcp://", "tls://", "inproc://", "ucx://")):
-        raise HilsimError(f"--scheduler {scheduler!r}: expected an address like tcp://HOST:PORT")
+    if scheduler:
+        parse_scheduler(scheduler)
     spec = load_spec(spec_path)
-    with _progress() as on_event:
-        outcome = run_sweep(spec, output, scheduler, workers, retry_failed, on_event)
-    _report(spec, outcome, output)
+    # one sweep at a time writes into a folder (results, summaries, compare folders)
+    with folder_lock(output, "sweep"):
+        with _progress() as on_event:
+            outcome = run_sweep(spec, output, scheduler, workers, retry_failed, on_event)
+        _report(spec, outcome, output)
 
 
 class _progress:
@@ -141,7 +145,7 @@ def _report(spec: SweepSpec, outcome: SweepOutcome, output: Path) -> None:
             )
         for summary in result["methods"]:
             frames.append({"workload": workload.name, **summary})
-    write_text_atomic(output / SUMMARY, pd.DataFrame(frames).to_csv(index=False))
+    write_text_atomic(output / SUMMARY, csv_safe(pd.DataFrame(frames)).to_csv(index=False))
     if spec.simulate:
         _report_simulation(results, output)
     out.print(
@@ -155,7 +159,7 @@ def _report(spec: SweepSpec, outcome: SweepOutcome, output: Path) -> None:
 def _report_simulation(results: Any, output: Path) -> None:
     """The simulated figures per workload, card and grid point (sim_summary.csv)."""
     table = sim_summary(results)
-    write_text_atomic(output / SIM_SUMMARY, table.to_csv(index=False))
+    write_text_atomic(output / SIM_SUMMARY, csv_safe(table).to_csv(index=False))
 
     def pct(v: Any) -> str:
         return "-" if v is None or v != v else percent(v)

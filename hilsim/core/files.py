@@ -12,9 +12,16 @@ a half-written file. The rules (``docs/limits.md``, "Writes"):
   complete old bundle or the complete new one. Where the exchange is not available the
   old folder is moved aside first and, should the process die before the new one is in
   place, the next writer (or reader through :func:`recover`) moves it back.
+* **Only regular files and folders are replaced.** An output path that holds a device
+  node, a FIFO, a socket or a symbolic link (``-o /dev/null``) is refused in one line
+  before anything is written, and checked again just before the rename; a file output
+  never replaces a folder, a folder output never replaces a file. An output whose parent
+  path runs through a file (``-o FILE/sub``) is refused naming that file.
 * **Leftovers.** Temporary siblings are named ``.<name>.<pid>.<random>.tmp`` (``.old``
-  for a replaced folder); the next write to the same output removes those whose process
-  is gone.
+  for a replaced folder); the next write to the same output (file or folder) removes
+  those whose process is gone, and so does the next reader of a bundle.
+* **Folder locks.** :func:`folder_lock` holds an exclusive ``flock`` on a folder that
+  several runs write into over time (a sweep's output): a second run refuses at once.
 * **Permissions.** Files and folders get the permissions a plain ``open``/``mkdir``
   would give under the user's umask (``0666 & ~umask``, ``0777 & ~umask``), not the
   0600 of ``mkstemp``.
@@ -26,12 +33,16 @@ import contextlib
 import ctypes
 import ctypes.util
 import errno
+import fcntl
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
+
+from hilsim.core.errors import HilsimError
 
 _RENAME_NOREPLACE = 1
 _RENAME_EXCHANGE = 2
@@ -72,6 +83,61 @@ def _renameat2(source: Path, target: Path, flags: int) -> bool:
     raise OSError(code, os.strerror(code), str(target))
 
 
+def _what(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISLNK, "a symbolic link"), (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"), (stat.S_ISREG, "a file"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def check_output(path: str | os.PathLike[str], folder: bool = False) -> Path:
+    """Refuse an output path that must not be replaced (see the module doc): one that
+    holds anything but a regular file (``folder``: a real folder), or whose parent path
+    runs through a file. Returns ``path``."""
+    target = Path(path)
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    except NotADirectoryError:
+        mode = None  # a parent is not a folder: named below
+    if mode is not None:
+        wanted = stat.S_ISDIR(mode) if folder else stat.S_ISREG(mode)
+        if not wanted:
+            expected = "a folder" if folder else "a regular file"
+            raise HilsimError(
+                f"{target}: is {_what(mode)}; an output replaces only {expected} "
+                "(choose another path)"
+            )
+        return target
+    for parent in target.parents:
+        try:
+            parent_mode = os.stat(parent).st_mode
+        except FileNotFoundError:
+            continue
+        except NotADirectoryError:
+            continue
+        if not stat.S_ISDIR(parent_mode):
+            raise HilsimError(
+                f"{target}: {parent} is {_what(parent_mode)}, not a folder: cannot create "
+                "the output inside it"
+            )
+        break
+    return target
+
+
+def _make_parent(target: Path) -> None:
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        check_output(target)  # names the file on the way
+        raise
+
+
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
     """Write ``text`` to ``path`` through a temporary file in the same folder."""
     return write_bytes_atomic(path, text.encode("utf-8"))
@@ -90,10 +156,13 @@ def open_atomic(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
 
     For streamed writes (one line at a time); on an exception the temporary file is
     removed and ``path`` is untouched. ``mode`` is ``"w"`` (UTF-8 text) or ``"wb"``.
-    The file gets ``0666 & ~umask`` (as ``open`` would create it).
+    The file gets ``0666 & ~umask`` (as ``open`` would create it). ``path`` may hold
+    only a regular file (:func:`check_output`, before writing and again before the
+    rename); temporary files of killed writers of ``path`` are removed first.
     """
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    target = check_output(path)
+    _make_parent(target)
+    recover(target)
     fd, tmp = tempfile.mkstemp(
         prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent
     )
@@ -104,6 +173,7 @@ def open_atomic(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
+        check_output(target)  # (a device node may have appeared meanwhile)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -130,10 +200,14 @@ def recover(path: str | os.PathLike[str]) -> None:
     """
     target = Path(path)
     parent = target.parent
-    if not parent.is_dir():
+    if not target.name or not parent.is_dir():
         return
     prefix = f".{target.name}."
-    for item in sorted(parent.iterdir()):
+    try:
+        items = sorted(parent.iterdir())
+    except OSError:  # a folder we may read from but not list: nothing to clean
+        return
+    for item in items:
         name = item.name
         if not name.startswith(prefix) or not name.endswith((".tmp", ".old")):
             continue
@@ -168,6 +242,7 @@ def _move_into_place(tmp: Path, target: Path, overwrite: bool) -> None:
             if not overwrite:
                 raise FileExistsError(str(target)) from exc
             # (appeared meanwhile: replace it below)
+    check_output(target, folder=True)  # never swap a device node or a file into tmp
     if _renameat2(tmp, target, _RENAME_EXCHANGE):
         _remove(tmp)  # tmp holds the old content now
         return
@@ -192,7 +267,8 @@ def atomic_directory(path: str | os.PathLike[str], overwrite: bool = False) -> I
     recover(target)
     if (target.exists() or target.is_symlink()) and not overwrite:
         raise FileExistsError(str(target))
-    target.parent.mkdir(parents=True, exist_ok=True)
+    check_output(target, folder=True)
+    _make_parent(target)
     tmp = Path(
         tempfile.mkdtemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
     )
@@ -203,3 +279,53 @@ def atomic_directory(path: str | os.PathLike[str], overwrite: bool = False) -> I
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+#: folders this process holds a :func:`folder_lock` on: resolved path -> (fd, depth)
+_LOCKED: dict[str, list[int]] = {}
+LOCK_NAME = ".hilsim.lock"
+
+
+@contextlib.contextmanager
+def folder_lock(path: str | os.PathLike[str], what: str = "run") -> Iterator[Path]:
+    """Hold an exclusive lock on folder ``path`` (created if missing) for the block.
+
+    The lock is an ``flock`` on ``path/.hilsim.lock``, which records the holder's pid; a
+    second process refuses at once in one line naming that pid. Re-entrant within one
+    process (a library call inside a command that already holds it). The lock file stays
+    (empty of meaning once released: the kernel drops the lock when its holder exits, also
+    after kill -9).
+    """
+    folder = check_output(path, folder=True)
+    _make_parent(folder / LOCK_NAME)
+    key = str(folder.resolve())
+    held = _LOCKED.get(key)
+    if held is not None:
+        held[1] += 1
+        try:
+            yield folder
+        finally:
+            held[1] -= 1
+        return
+    lock = folder / LOCK_NAME
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666 & ~_umask())
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+            raise HilsimError(
+                f"{folder}: another {what} (pid {holder}) is writing into this folder; wait "
+                "for it to finish or choose another folder"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        _LOCKED[key] = [fd, 1]
+        try:
+            yield folder
+        finally:
+            del _LOCKED[key]
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

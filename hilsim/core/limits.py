@@ -45,6 +45,27 @@ LIMITS: dict[str, Limit] = {
             16,
             "rows a bundle table may hold per byte of its parquet file (real bundles: < 1)",
         ),
+        Limit(
+            "max_input_bytes",
+            4 << 30,
+            "bytes of one input file read whole (a spec, plan, config or simulator log; "
+            "inflated, for a .gz)",
+        ),
+        Limit(
+            "max_seeds",
+            10_000,
+            "seeds of one evaluate, compare, recommend or sweep (each seed is a plan)",
+        ),
+        Limit(
+            "max_archive_members",
+            50_000,
+            "members of a source tarball (the GPGPU-Sim tree: 681)",
+        ),
+        Limit(
+            "max_archive_bytes",
+            1 << 30,
+            "bytes a source tarball may extract to (the GPGPU-Sim tree: 12 MB)",
+        ),
     )
 }
 
@@ -84,6 +105,15 @@ def set_limit(assignment: str) -> None:
 def reset() -> None:
     """Forget ``--limit`` overrides (each CLI invocation starts from the defaults)."""
     _overrides.clear()
+
+
+def check_seeds(count: int, source: object = "--seeds") -> int:
+    """``count`` if it is a number of seeds this run may use (1 to ``max_seeds``)."""
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise HilsimError(f"{source}: expected a number of seeds >= 1, got {count!r}")
+    if count > value("max_seeds"):
+        raise exceeded(source, "max_seeds", f"{count} seeds")
+    return count
 
 
 def exceeded(source: object, name: str, detail: str) -> HilsimError:

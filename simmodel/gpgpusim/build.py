@@ -25,21 +25,19 @@ import contextlib
 import fcntl
 import hashlib
 import json
-import lzma
 import os
 import re
 import shutil
 import signal
 import subprocess
-import tarfile
 import tempfile
 import time
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hilsim.simmodel.gpgpusim.extract import safe_extract
 from hilsim.simmodel.gpgpusim.toolchain import SCRIPT, Toolchain, find_toolchain
 
 from hilsim.core.errors import HilsimError
@@ -249,41 +247,6 @@ def find_build(cache_dir: str | os.PathLike[str] | None = None) -> SimBuild | No
 # --- getting the source -------------------------------------------------------------
 
 
-def safe_extract(tarball: Path, dest: Path) -> Path:
-    """Extract ``tarball`` into ``dest``; return the source root (its single top folder).
-
-    Refuses absolute names, ``..``, links that point outside, devices and fifos
-    (``tarfile``'s ``data`` filter plus an explicit check, so the refusal names the
-    member): one-line :class:`HilsimError`.
-    """
-    dest = dest.resolve()
-    try:
-        with tarfile.open(tarball) as tar:
-            members = tar.getmembers()
-            for m in members:
-                target = (dest / m.name).resolve()
-                if m.name.startswith("/") or not target.is_relative_to(dest):
-                    raise HilsimError(f"{tarball}: member {m.name!r} would land outside {dest}")
-                if m.issym() or m.islnk():
-                    base = dest if m.islnk() else target.parent
-                    link = (base / m.linkname).resolve()
-                    if m.linkname.startswith("/") or not link.is_relative_to(dest):
-                        raise HilsimError(
-                            f"{tarball}: link {m.name!r} -> {m.linkname!r} points outside {dest}"
-                        )
-                elif not (m.isfile() or m.isdir()):
-                    raise HilsimError(f"{tarball}: member {m.name!r} is a device or fifo")
-            tar.extractall(dest, filter="data")
-    except (tarfile.TarError, EOFError, zlib.error, lzma.LZMAError, OSError) as exc:
-        if isinstance(exc, OSError) and not isinstance(exc, tarfile.ReadError) and exc.errno:
-            raise HilsimError(f"{tarball}: cannot extract ({exc.strerror or exc})") from None
-        raise HilsimError(f"{tarball}: truncated or not a tar archive ({exc})") from None
-    tops = [p for p in dest.iterdir()]
-    if len(tops) == 1 and tops[0].is_dir() and not tops[0].is_symlink():
-        return tops[0]
-    return dest
-
-
 def apply_patches(tree: Path, log: Path, patches: list[Path] | None = None) -> list[str]:
     """Apply ``patches`` (default: the shipped set) to ``tree``; their names, in order.
 
@@ -444,7 +407,13 @@ def _build_into(
     started = time.time()
     say(f"building GPGPU-Sim {commit[:7]} into {final} (log: {log})")
     if tarball is not None:
-        extracted = safe_extract(tarball, tmp / "extract")
+        (tmp / "extract").mkdir()
+
+        def note(line: str) -> None:
+            with log.open("a", encoding="utf-8") as handle:
+                handle.write(f"extract: {line}\n")
+
+        extracted = safe_extract(tarball, tmp / "extract", note)
         extracted.rename(tmp / TREE)
         shutil.rmtree(tmp / "extract", ignore_errors=True)
         full_commit = commit

@@ -27,6 +27,7 @@ Per-launch counters are named as Nsight Compute names them where the meaning mat
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -70,6 +71,12 @@ DERIVED_METRICS: tuple[str, ...] = (
     "launch__registers_per_thread",
     "launch__shared_mem_per_block_static",
 )
+#: region nesting accepted from ``hilsim-region push`` marks (every path is stored whole,
+#: so depth and path length bound the regions table; real NVTX ranges nest < 10 deep)
+MAX_REGION_DEPTH = 64
+MAX_REGION_PATH = 4096
+#: a core clock above this (MHz) is not a clock domain of any GPU
+MAX_CLOCK_MHZ = 100_000.0
 #: bytes per DRAM access: burst length x bus width (QV100: 2 x 16 B); overridden by the log
 DRAM_ATOM_BYTES = 32
 
@@ -90,7 +97,7 @@ _EVENT = re.compile(
     r"|-gpgpu_dram_burst_length\s+(?P<bl>\d+)(?:\s+#.*)?\s*"
     r"|\s*\*\*\* GPGPU-Sim Simulator Version (?P<version>\S+).*"
     r")$",
-    re.M,
+    re.M | re.ASCII,
 )
 SNIFF_MARKERS: tuple[str, ...] = ("*** GPGPU-Sim Simulator Version", "GPGPU-Sim PTX: ")
 
@@ -134,6 +141,13 @@ def scan_log(text: str, where: str) -> dict[str, Any]:
             name = m.group("rname").strip() or "(unnamed)"
             if m.group("rop") == "push":
                 parent = regions[stack[-1]][1] + "/" if stack else ""
+                if len(stack) >= MAX_REGION_DEPTH or len(parent) + len(name) > MAX_REGION_PATH:
+                    line = text.count("\n", 0, m.start()) + 1
+                    raise HilsimError(
+                        f"{where}: line {line}: region {name[:40]!r} nested {len(stack) + 1} "
+                        f"deep (path of {len(parent) + len(name)} characters): past "
+                        f"{MAX_REGION_DEPTH} levels or {MAX_REGION_PATH} characters"
+                    )
                 regions.append([name, parent + name, len(stack), done, None])
                 stack.append(len(regions) - 1)
             elif stack:
@@ -151,15 +165,28 @@ def scan_log(text: str, where: str) -> dict[str, Any]:
 
 
 def core_clock_mhz(options: dict[str, str], where: str, clock_mhz: float | None) -> float:
-    if clock_mhz:
-        return float(clock_mhz)
-    clocks = options.get("clocks")
-    if not clocks:
+    """The core clock (MHz): ``clock_mhz`` when given, else the first field of the log's
+    ``-gpgpu_clock_domains``; one line unless it is a frequency (0 < f <= 100 GHz)."""
+    if clock_mhz is not None:
+        text, shown = str(clock_mhz), f"--clock-mhz {clock_mhz}"
+    else:
+        clocks = options.get("clocks")
+        if not clocks:
+            raise HilsimError(
+                f"{where}: no '-gpgpu_clock_domains' line (the simulator's option dump) to "
+                "turn cycles into ns; pass the core clock (--clock-mhz)"
+            )
+        text, shown = clocks.split(":")[0], f"-gpgpu_clock_domains {clocks}"
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (math.isfinite(value) and 0 < value <= MAX_CLOCK_MHZ):
         raise HilsimError(
-            f"{where}: no '-gpgpu_clock_domains' line (the simulator's option dump) to turn "
-            "cycles into ns; pass the core clock (--clock-mhz)"
+            f"{where}: {shown}: the core clock {text!r} is not a frequency in MHz "
+            f"(0 < f <= {MAX_CLOCK_MHZ:g}); pass the core clock (--clock-mhz)"
         )
-    return float(clocks.split(":")[0])
+    return value
 
 
 def parse_gpgpusim_log(

@@ -135,6 +135,7 @@ def read_timelines(run: str | os.PathLike[str]) -> dict[int, IpcTimeline]:
     # gpu_tot_sim_insn before each kernel: the instructions of the kernels before it
     befores = np.cumsum(stats["instructions"].to_numpy(np.int64)) - stats[
         "instructions"].to_numpy(np.int64)
+    check_coverage(samples, stats, befores, log)
     for row, before in zip(stats.itertuples(index=False), befores.tolist(), strict=True):
         cycles, insn, ctas = int(row.cycles), int(row.instructions), int(row.ctas)
         lo, hi = np.searchsorted(keys, [before, before + 1])
@@ -168,13 +169,51 @@ def read_timelines(run: str | os.PathLike[str]) -> dict[int, IpcTimeline]:
         out[int(row.launch_id)] = IpcTimeline(
             cycles=window_cycles, instructions=window_insn, ctas_finished=window_done,
             total_ctas=max(ctas, 1), ctas_per_wave=max(min(wave, ctas), 1),
-            total_instructions=float(insn),
+            total_instructions=float(insn), kernel=str(row.kernel),
         )
     return out
 
 
-__all__ = ["VISUALIZER_OPTIONS", "find_visualizer_log", "read_samples", "read_timelines",
-           "slim_visualizer"]
+def check_coverage(samples: dict[str, np.ndarray], stats, befores: np.ndarray,
+                   log: Path) -> None:
+    """One line unless the visualizer samples belong to the run of ``log`` and cover it.
+
+    Every sample's ``globaltotinsncount`` must be the instructions before one of the log's
+    kernels (else the two files are of different runs), and a kernel of ``cycles`` gets
+    about ``cycles // F`` samples (``F``, the sampling period, read from the spacing of
+    consecutive samples of one kernel): one with two or more periods and fewer than
+    ``cycles // F - 1`` samples means the visualizer log was cut.
+    """
+    keys = samples["tot_insn"]
+    known = np.isin(keys, befores)
+    if not known.all():
+        first = int(np.flatnonzero(~known)[0])
+        raise HilsimError(
+            f"{log}: visualizer sample {first + 1} (globaltotinsncount {int(keys[first])}) "
+            "matches no kernel of the log: the visualizer log is of another run"
+        )
+    order = np.lexsort((samples["cycles"], keys))
+    same = np.diff(keys[order]) == 0
+    gaps = np.diff(samples["cycles"][order])[same]
+    gaps = gaps[gaps > 0]
+    if gaps.size == 0:
+        return
+    period = float(np.median(gaps))
+    counts = np.searchsorted(np.sort(keys), befores, side="right") - np.searchsorted(
+        np.sort(keys), befores, side="left")
+    expected = np.floor(stats["cycles"].to_numpy(np.float64) / period)
+    short = np.flatnonzero((expected >= 2) & (counts < expected - 1))
+    if short.size:
+        k = int(short[0])
+        raise HilsimError(
+            f"{log}: the visualizer log holds {int(counts[k])} samples of kernel {k + 1} "
+            f"({stats['kernel'].iloc[k]}), whose {int(stats['cycles'].iloc[k])} cycles give "
+            f"{int(expected[k])} at one every {period:g} cycles: the visualizer log was cut"
+        )
+
+
+__all__ = ["VISUALIZER_OPTIONS", "check_coverage", "find_visualizer_log", "read_samples",
+           "read_timelines", "slim_visualizer"]
 
 
 def slim_visualizer(text: str) -> str:
