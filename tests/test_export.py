@@ -69,7 +69,8 @@ def test_bare_list_in_launch_order(tmp_path):
     assert klist.read_text().split() == ["kernel-3.traceg", "kernel-5.traceg", "kernel-8.traceg"]
     assert weights == tmp_path / "sampled.weights.csv"
     table = pd.read_csv(weights)
-    assert list(table.columns) == ["launch_id", "trace_file", "weight", "cluster", "name"]
+    assert list(table.columns) == ["launch_id", "trace_file", "weight", "cluster", "name",
+                                   "role"]
     assert list(table["launch_id"]) == [2, 4, 7]
     klist, _ = write_kernelslist(plan, tmp_path / "sampled.g", first_trace_id=11)
     assert klist.read_text().split()[0] == "kernel-13.traceg"
