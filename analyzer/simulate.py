@@ -25,7 +25,9 @@ in the reported simulated time.
 reads), ``cold.log`` (the cold run, when there was one), ``samples.csv`` (per sample: warm,
 cold and placed cycles and counters, the state variance), ``plan.json`` (the plan with
 the warm-up it was simulated with), ``launches.txt`` (the warm run's launch list) and
-``simulate.json`` (the summary :func:`simulate_plan` returns). The simulator runs in a
+``simulate.json`` (the summary :func:`simulate_plan` returns), and the warm run's
+visualizer log when the card writes one (``hilsim pkp --gpgpusim-log OUT``). The simulator
+runs in a
 temporary folder outside ``OUT``: nothing in ``OUT`` is removed or half-written; files of a
 previous simulation there are replaced only with ``force``. A failed run's folder is kept
 and named in the error.
@@ -59,6 +61,7 @@ from hilsim.simmodel.export import check_simulated_names
 from hilsim.simmodel.gpgpusim.cards import normalize_options
 from hilsim.simmodel.gpgpusim.logprofile import core_clock_mhz, scan_log
 from hilsim.simmodel.gpgpusim.run import run_program
+from hilsim.simmodel.gpgpusim.visualizer import VISUALIZER_GLOB
 from hilsim.simmodel.simlog import parse_simlog
 
 from hilsim.core.bundle import Bundle, write_bundle
@@ -283,7 +286,11 @@ class _Runner:
         self.runs.append(result)
         return result
 
-    def cleanup(self) -> None:
+    def cleanup(self, keep_logs: bool = False) -> None:
+        """Remove the work folder; with ``keep_logs`` keep it when a run wrote a log (the
+        error that ends the simulation names it)."""
+        if keep_logs and any(self.work.glob("*/run/sim.log")):
+            return
         shutil.rmtree(self.work, ignore_errors=True)
 
 
@@ -402,7 +409,8 @@ def simulate_plan(
                            full_cycles, bundle)
         _write_outputs(out_dir, plan, spec, k, warm, cold, placement, summary)
     except HilsimError:
-        raise  # the failed run's folder stays: its log is named in the error
+        runner.cleanup(keep_logs=True)  # a failed run's log stays: the error names it
+        raise
     except BaseException:
         runner.cleanup()
         raise
@@ -470,8 +478,10 @@ def _summary(plan: Plan, plan_path: Path, spec: Warmup, k: int, runner: _Runner,
                            str(run.log_path), None)
     source = plan.source or {}
     n_full = int(source.get("n_launches") or 0)
+    full_from = "given" if full_cycles is not None else None
     if full_cycles is None and source.get("total_duration_ns"):
         full_cycles = float(source["total_duration_ns"]) * clock / 1000.0
+        full_from = "profile"
     simulated = float(sum(r.cycles for r in runner.runs))
     cpu = float(sum(r.run.cpu_s for r in runner.runs))
     estimate = placement.estimate()
@@ -500,6 +510,7 @@ def _summary(plan: Plan, plan_path: Path, spec: Warmup, k: int, runner: _Runner,
         "sampled_cycles": warm.sample_cycles,
         "simulated_cycles": simulated,
         "full_cycles": full_cycles,
+        "full_cycles_from": full_from,
         "cycle_fraction": (simulated / full_cycles) if full_cycles else None,
         "simulated_time_speedup": (full_cycles / simulated) if full_cycles and simulated
         else None,
@@ -527,6 +538,11 @@ def _write_outputs(out_dir: Path, plan: Plan, spec: Warmup, k: int, warm: ListRu
         _copy_log(cold.run.log_path, out_dir / COLD_LOG)
     elif (out_dir / COLD_LOG).exists():  # a replaced simulation's: not this one's
         (out_dir / COLD_LOG).unlink()
+    # the warm run's visualizer log (with -O -visualizer_enabled=1), for hilsim pkp
+    for old in out_dir.glob(VISUALIZER_GLOB):
+        old.unlink()
+    for found in sorted(warm.run.run_dir.glob(VISUALIZER_GLOB)):
+        _copy_log(found, out_dir / found.name)
     write_text_atomic(out_dir / LAUNCH_LIST,
                       "\n".join(str(int(i)) for i in warm.launch_ids) + "\n")
     buffer = io.StringIO()

@@ -42,7 +42,7 @@ from hilsim.core.bundle import Bundle
 #: simulator column they compare with
 MISS_METRICS: tuple[tuple[str, str], ...] = (
     ("lts__t_sectors_lookup_miss.sum", "l2_misses"),
-    ("dram__sectors_read.sum", "dram_sectors_read"),
+    ("dram__sectors_read.sum", "dram_read_sectors"),
 )
 #: a profiled miss count above the warm run's by more than this (sectors, or this share of
 #: the warm run's misses, whichever is larger) sends the sample to the cold run

@@ -252,3 +252,38 @@ def test_importing_the_report_leaves_matplotlib_unloaded():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "LOADED []" in done.stdout
+
+
+def test_interval_words_follow_the_numbers():
+    """The banner names the larger error from the numbers beside it (it said "the
+    simulator's error, not sampling, dominates" next to "simulator 0.00%, sampling 9.32%")."""
+    from hilsim.analyzer.validate.numbers import interval_note
+
+    base = {"interval_covers_silicon": False}
+    sampling_larger = interval_note({**base, "configuration_error": 0.0,
+                                     "sampling_error": 0.0932})
+    assert "sampling error (+9.32%) is larger than the configuration error (+0.00%)" \
+        in sampling_larger
+    config_larger = interval_note({**base, "configuration_error": -0.05,
+                                   "sampling_error": 0.01})
+    assert config_larger.startswith("the simulator's configuration error (-5.00%) is larger")
+    unknown = interval_note({**base, "configuration_error": None, "sampling_error": None})
+    assert "unknown without a full simulation" in unknown
+    assert interval_note({"interval_covers_silicon": True, "configuration_error": 0.3,
+                          "sampling_error": 0.0}) == ""
+
+
+def test_state_variance_widens_the_interval():
+    bundle = _bundle()
+    plan = _plan(bundle)
+    plan.sampling = "random"  # one draw per cluster: the profiled CoV gives its variance
+    plan.clusters = [{**c, "mean_ns": 1000.0, "std_ns": 100.0} for c in plan.clusters]
+    cycles = np.array([1100.0, 2200.0, 1100.0, 4400.0])
+    plain = validate_plan(plan, bundle, SimResults(cycles), 1000.0)["headline"]
+    widened = validate_plan(plan, bundle, SimResults(cycles, state_variance=400.0**2),
+                            1000.0)["headline"]
+    lo, hi = plain["interval_cycles"]
+    wlo, whi = widened["interval_cycles"]
+    half, whalf = (hi - lo) / 2, (whi - wlo) / 2
+    assert whalf == pytest.approx(np.hypot(half, 1.959963984540054 * 400.0))
+    assert widened["state_sd_cycles"] == pytest.approx(400.0)

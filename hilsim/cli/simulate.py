@@ -33,15 +33,17 @@ def summary_lines(s: dict) -> list[str]:
         est += f"; 95% interval [{lo:,.0f}, {hi:,.0f}], selection and state"
     est += ")"
     if s["full_cycles"]:
-        est += (f" vs {s['full_cycles']:,.0f} in the full run "
+        whose = ("the profile's total at this card's clock"
+                 if s.get("full_cycles_from") == "profile" else "the full run")
+        est += (f" vs {s['full_cycles']:,.0f}, {whose} "
                 f"({100 * s['estimate_error_signed']:+.2f}%)")
     lines.append(est)
     line = (f"simulated {s['launches_simulated']:,} launches in {len(s['runs'])} run(s) for "
             f"{s['samples']:,} samples: {s['simulated_cycles']:,.0f} simulated cycles, "
             f"warm-up and cold runs included")
     if s["full_cycles"]:
-        line += (f" ({100 * s['cycle_fraction']:.2f}% of the full run: simulated-time "
-                 f"speedup {s['simulated_time_speedup']:.1f}x)")
+        line += (f" ({100 * s['cycle_fraction']:.2f}% of {s['full_cycles']:,.0f}: "
+                 f"simulated-time speedup {s['simulated_time_speedup']:.1f}x)")
     lines.append(line)
     cpu = f"simulator: {s['sim_cpu_s']:.1f} CPU s, {s['sim_wall_s']:.1f} s wall"
     if s.get("cpu_time_speedup"):

@@ -1,0 +1,196 @@
+"""Warm-up of sampled launches: the plan's warm-up field, the warm-up windows, and the
+placement of each sample between its warm and cold run (``analyzer/warmstate.py``).
+
+The placement is checked on hand cases (each rule with the mutant it catches named) and
+on the shipped example's real runs of the STEM plan: the warm run (``l2-fill``), the cold
+run and the reference card's full run (``analyzer/examples/simulated-v100``).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from hilsim.analyzer.warmstate import (
+    colder_than_warm,
+    place_samples,
+    profiled_misses,
+    warmer_than_profile,
+)
+
+from hilsim.core.bundle import Bundle, default_manifest
+from hilsim.core.errors import HilsimError
+from hilsim.core.plan import (
+    Plan,
+    Warmup,
+    load_plan,
+    parse_warmup,
+    warmup_launches,
+)
+
+
+def test_warmup_text_round_trips_and_refuses_nonsense() -> None:
+    for text in ("none", "l2-fill", "preceding:3", "l2-fill+preceding:2", "auto",
+                 "l2-fill+cold-bound"):
+        assert parse_warmup(parse_warmup(text).label) == parse_warmup(text)
+    assert parse_warmup("bracket") == Warmup(l2_fill=True, cold_bound=True)
+    assert parse_warmup("auto").auto and parse_warmup("auto").cold_bound
+    assert parse_warmup("L2-Fill + preceding:4") == Warmup(preceding=4, l2_fill=True)
+    assert parse_warmup("l2-fill").sim_options() == {"-gpgpu_perf_sim_memcpy": "1"}
+    # the warm run of no fill states the option explicitly (a card may default to 1)
+    assert parse_warmup("preceding:1").sim_options() == {"-gpgpu_perf_sim_memcpy": "0"}
+    for bad in ("warm", "preceding:x", "preceding:-1", "l2-fill+hot"):
+        with pytest.raises(HilsimError, match="warm-up"):
+            parse_warmup(bad)
+
+
+def test_windows_of_neighbouring_samples_are_merged() -> None:
+    every, is_sample = warmup_launches(np.array([10, 2, 12, 30]), 3)
+    # 2 -> 0..2 (clipped at 0); 10 -> 7..10; 12 -> 9..12 (shares 9, 10); 30 -> 27..30
+    assert every.tolist() == [0, 1, 2, 7, 8, 9, 10, 11, 12, 27, 28, 29, 30]
+    assert every[is_sample].tolist() == [2, 10, 12, 30]
+    none, mask = warmup_launches(np.array([5, 1]), 0)
+    assert none.tolist() == [1, 5] and mask.all()
+
+
+def _plan(**extra) -> Plan:
+    samples = pd.DataFrame({"launch_id": [1, 4], "weight": [2.0, 3.0], "cluster": [0, 1],
+                            "draws": [1, 1]})
+    return Plan(method="stem", params={"seed": 0}, source={"n_launches": 6}, clusters=[],
+                samples=samples, **extra)
+
+
+def test_plan_records_its_warmup_and_old_plans_still_read(tmp_path) -> None:
+    path = _plan(warmup=parse_warmup("l2-fill+preceding:2")).save(tmp_path / "p.json")
+    assert json.loads(path.read_text())["warmup"]["preceding"] == 2
+    assert load_plan(path).warmup == Warmup(preceding=2, l2_fill=True)
+    old = _plan().save(tmp_path / "old.json")
+    assert "warmup" not in json.loads(old.read_text())
+    assert load_plan(old).warmup is None
+    data = json.loads(path.read_text())
+    for bad, match in (({"preceding": -1}, "preceding"), ({"l2_fill": "yes"}, "l2_fill"),
+                       ([1], "must be a JSON object")):
+        data["warmup"] = bad
+        (tmp_path / "bad.json").write_text(json.dumps(data))
+        with pytest.raises(HilsimError, match=match):
+            load_plan(tmp_path / "bad.json")
+
+
+def _stats(ids, cycles, misses, kernel="k") -> pd.DataFrame:
+    return pd.DataFrame({"launch_id": ids, "kernel": kernel, "cycles": cycles,
+                         "l2_misses": misses, "instructions": [100.0] * len(ids)})
+
+
+def test_placement_by_profiled_misses_hand_case() -> None:
+    samples = pd.DataFrame({"launch_id": [1, 4, 5], "weight": [2.0, 3.0, 1.0],
+                            "cluster": [0, 1, 2]})
+    warm = _stats([1, 4, 5], [100.0, 200.0, 300.0], [0.0, 10.0, 50.0])
+    cold = _stats([1, 4], [180.0, 260.0], [80.0, 70.0])
+    profiled = np.array([20.0, 40.0, 50.0])
+    placed = place_samples(samples, warm, cold, profiled, "lts__t_sectors_lookup_miss.sum")
+    t = placed.table
+    # sample 1: (20 - 0) / (80 - 0) = 0.25 of the way to cold: 100 + 0.25 * 80 = 120
+    # sample 4: (40 - 10) / (70 - 10) = 0.5: 200 + 0.5 * 60 = 230
+    # sample 5: not run cold: its warm cycles, no state variance
+    # (mutants: t from the cold side (m_cold - m_profile) gives 160 and 230 -> caught by
+    # sample 1; interpolating misses but not cycles leaves 100 -> caught)
+    assert t["cycles"].tolist() == pytest.approx([120.0, 230.0, 300.0])
+    assert t["position"].tolist() == pytest.approx([0.25, 0.5, 0.0])
+    assert t["state_variance"].tolist() == pytest.approx([80.0**2 / 12, 60.0**2 / 12, 0.0])
+    assert placed.state_variance == pytest.approx(4 * 80.0**2 / 12 + 9 * 60.0**2 / 12)
+    assert placed.estimate() == pytest.approx(2 * 120 + 3 * 230 + 300)
+    assert placed.summary()["state_correction"] == pytest.approx(
+        (2 * 120 + 3 * 230 + 300) / (2 * 100 + 3 * 200 + 300) - 1)
+    # counters move with the same position
+    assert t["l2_misses"].tolist() == pytest.approx([20.0, 40.0, 50.0])
+    assert placed.method == "profile"
+
+
+def test_placement_clips_and_ignores_a_cold_run_that_missed_no_more() -> None:
+    samples = pd.DataFrame({"launch_id": [0, 1], "weight": [1.0, 1.0], "cluster": [0, 1]})
+    warm = _stats([0, 1], [100.0, 100.0], [0.0, 30.0])
+    cold = _stats([0, 1], [150.0, 90.0], [40.0, 30.0])
+    placed = place_samples(samples, warm, cold, np.array([400.0, 60.0]))
+    # sample 0: the profile is colder than the cold run: clipped at the cold end
+    # sample 1: the cold run missed no more than the warm one: the state did not show
+    assert placed.table["cycles"].tolist() == pytest.approx([150.0, 100.0])
+    assert placed.table["position"].tolist() == pytest.approx([1.0, 0.0])
+
+
+def test_pilot_placement_without_profiled_misses() -> None:
+    samples = pd.DataFrame({"launch_id": [0, 1, 2], "weight": [1.0, 1.0, 1.0],
+                            "cluster": [0, 1, 2]})
+    warm = pd.DataFrame({"launch_id": [0, 1, 2], "kernel": ["a", "a", "b"],
+                         "cycles": [100.0, 200.0, 100.0], "l2_misses": [0.0, 0.0, 0.0]})
+    cold = pd.DataFrame({"launch_id": [0], "kernel": ["a"], "cycles": [150.0],
+                         "l2_misses": [9.0]})
+    placed = place_samples(samples, warm, cold, None)
+    # kernel a's ratio 1.5 predicts launch 1's cold cycles (300); kernel b has no pilot
+    # sample: the pooled ratio (1.5); every sample at the midpoint
+    assert placed.method == "pilot"
+    assert placed.table["cycles"].tolist() == pytest.approx([125.0, 250.0, 125.0])
+    assert placed.table["state_variance"].tolist() == pytest.approx(
+        [50.0**2 / 12, 100.0**2 / 12, 50.0**2 / 12])
+
+
+def test_no_cold_run_no_profile_is_the_warm_run_unchanged() -> None:
+    samples = pd.DataFrame({"launch_id": [3], "weight": [5.0], "cluster": [0]})
+    placed = place_samples(samples, _stats([3], [70.0], [1.0]), None, None)
+    assert placed.method == "warm" and placed.estimate() == 350.0
+    assert placed.state_variance == 0.0
+
+
+def test_which_samples_the_cold_run_needs() -> None:
+    warm = np.array([0.0, 0.0, 100.0, 100.0])
+    profiled = np.array([10.0, 20.0, 105.0, 200.0])
+    # tolerance: 16 sectors or 10% of the warm run's misses, whichever is larger
+    assert colder_than_warm(profiled, warm).tolist() == [False, True, False, True]
+    assert warmer_than_profile(np.array([0.0, 100.0]), np.array([17.0, 105.0])).tolist() == [
+        True, False]
+
+
+def test_profiled_misses_prefers_l2_then_dram_sectors() -> None:
+    launches = pd.DataFrame({"launch_id": [0, 1]})
+    metrics = pd.DataFrame({"launch_id": [1, 0], "dram__sectors_read.sum": [7.0, 3.0]})
+    b = Bundle(launches=launches, metrics=metrics, manifest=default_manifest())
+    metric, column, values = profiled_misses(b, np.array([0, 1]))
+    assert (metric, column, values.tolist()) == ("dram__sectors_read.sum",
+                                                 "dram_read_sectors", [3.0, 7.0])
+    metrics["lts__t_sectors_lookup_miss.sum"] = [1.0, 2.0]
+    assert profiled_misses(b, np.array([1]))[0] == "lts__t_sectors_lookup_miss.sum"
+    assert profiled_misses(b, np.array([5])) is None  # a sample without a metrics row
+
+
+def test_placement_of_the_shipped_warm_and_cold_runs() -> None:
+    """The shipped example's STEM runs on the reference card (real GPGPU-Sim logs): the
+    placement recomputed from the two logs and the profile equals what ``hilsim simulate``
+    wrote, and the warmed estimate is within 1% of the full run where the samples run
+    alone (no warm-up: the shipped cold log's samples) were 8% off in the same example."""
+    from hilsim.analyzer.importers.profile import load_profile
+    from hilsim.analyzer.simexample import shipped_example
+    from hilsim.simmodel.simlog import read_simlog
+
+    ex = shipped_example()
+    folder = ex.sim_folder("stem", "reference")
+    bundle = load_profile(ex.reference)
+    plan = load_plan(ex.plan("stem"))
+    samples = plan.samples.sort_values("launch_id").reset_index(drop=True)
+    ids = samples["launch_id"].to_numpy()
+    metric, column, misses = profiled_misses(bundle, ids)
+    placed = place_samples(samples, read_simlog(folder / "sampled.log.gz"),
+                           read_simlog(folder / "cold.log.gz"), misses, metric, column)
+    shipped = pd.read_csv(folder / "samples.csv")
+    np.testing.assert_allclose(placed.table["cycles"], shipped["cycles"], rtol=1e-12)
+    np.testing.assert_allclose(placed.table["state_variance"], shipped["state_variance"],
+                               rtol=1e-12)
+    full = float(bundle.metrics["gpu__cycles_elapsed.max"].sum())
+    assert abs(placed.estimate() / full - 1) < 0.01
+    # the warm run alone (L2 filled, no cold bound) is too warm here: -1.5%
+    assert placed.estimate("cycles_warm") / full - 1 < -0.01
+    # the samples that also ran cold were colder in the profile than in the warm run
+    ran_cold = np.isfinite(placed.table["cycles_cold"].to_numpy())
+    assert ran_cold.sum() == 20
+    assert colder_than_warm(misses[ran_cold],
+                            placed.table["misses_warm"].to_numpy()[ran_cold]).all()
