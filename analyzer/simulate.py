@@ -15,17 +15,20 @@ after their warm-up (the ``K`` launches before each, cycles discarded; the L2 fi
 the host's copies); with ``cold-bound`` the samples the profile shows colder than their
 warm run are simulated once more without warm-up (*cold run*) and each is placed between
 the two by its profiled L2 misses (:mod:`hilsim.analyzer.warmstate`), which also gives the
-state term of the estimate's 95% interval. ``auto`` raises ``K`` (1, 2, 4, ...) while the
-warm run stays colder than the profile for more than :data:`AUTO_COLD_SHARE` of the
-sampled cycles, as long as the warm-up's cycles stay within ``budget`` times the samples'.
+state term of the estimate's 95% interval. ``auto`` runs the samples the warm run
+leaves colder than the profile again with ``K`` = 1, 2, 4, 8 launches before each (only
+those samples: the cost follows the need), while they hold more than
+:data:`AUTO_COLD_SHARE` of the sampled cycles, the previous ``K`` helped, and the warm-up
+stays within ``budget`` times the samples' own profiled time.
 Every simulated cycle (warm-up launches, cold run, runs ``auto`` tried and dropped) counts
 in the reported simulated time.
 
 **Output folder.** ``OUT`` gets ``sampled.log`` (the warm run, what ``validate --sim OUT``
-reads), ``cold.log`` (the cold run, when there was one), ``samples.csv`` (per sample: warm,
-cold and placed cycles and counters, the state variance), ``plan.json`` (the plan with
-the warm-up it was simulated with), ``launches.txt`` (the warm run's launch list) and
-``simulate.json`` (the summary :func:`simulate_plan` returns), and the warm run's
+reads), ``warm-precedingK.log`` (``auto``'s longer warm-ups, when it ran any),
+``cold.log`` (the cold run, when there was one), ``samples.csv`` (per sample: warm, cold
+and placed cycles and counters, the warm-up kept, the state variance), ``plan.warmup.json`` (the
+plan with the warm-up it was simulated with), ``launches.txt`` (the warm run's launch
+list) and ``simulate.json`` (the summary :func:`simulate_plan` returns), and the warm run's
 visualizer log when the card writes one (``hilsim pkp --gpgpusim-log OUT``). The simulator
 runs in a
 temporary folder outside ``OUT``: nothing in ``OUT`` is removed or half-written; files of a
@@ -51,6 +54,7 @@ from hilsim.analyzer.evaluate import confidence_interval
 from hilsim.analyzer.importers.gpgpusim_log import bundle_from_gpgpusim_log
 from hilsim.analyzer.importers.profile import load_profile
 from hilsim.analyzer.warmstate import (
+    MISS_TOLERANCE_SECTORS,
     StatePlacement,
     colder_than_warm,
     place_samples,
@@ -75,16 +79,18 @@ LAUNCHES_PLACEHOLDER = "{launches}"
 SAMPLED_LOG = "sampled.log"
 COLD_LOG = "cold.log"
 SAMPLES_CSV = "samples.csv"
-PLAN_JSON = "plan.json"
+PLAN_JSON = "plan.warmup.json"
 LAUNCH_LIST = "launches.txt"
 SUMMARY_JSON = "simulate.json"
+#: the warm runs ``auto`` added for samples left colder than the profile
+EXTRA_WARM_LOG = "warm-preceding{k}.log"
 #: files simulate_plan writes into its output folder (and replaces only with force)
 OUTPUT_FILES = (SAMPLED_LOG, COLD_LOG, SAMPLES_CSV, PLAN_JSON, LAUNCH_LIST, SUMMARY_JSON)
 #: ``auto``: the warm-up lengths tried, in order
 AUTO_PRECEDING = (1, 2, 4, 8)
 #: ``auto``: raise K while the samples the warm run leaves colder than the profile hold
 #: more than this share of the weighted sampled cycles
-AUTO_COLD_SHARE = 0.10
+AUTO_COLD_SHARE = 0.02
 #: warm-up cycles allowed, as a multiple of the samples' own cycles (``auto``)
 WARMUP_BUDGET = 1.0
 #: samples run cold for the ratio pilot when the profile has no L2 misses
@@ -211,6 +217,7 @@ class ListRun:
     is_sample: np.ndarray
     stats: pd.DataFrame
     run: CardRun
+    preceding: int = 0
 
     @property
     def cycles(self) -> float:
@@ -230,6 +237,7 @@ class ListRun:
         return {
             "run": self.name,
             "warmup": self.warmup,
+            "preceding": self.preceding,
             "launches": int(len(self.launch_ids)),
             "samples": int(self.is_sample.sum()),
             "warmup_launches": int((~self.is_sample).sum()),
@@ -252,7 +260,7 @@ class _Runner:
         self.runs: list[ListRun] = []
 
     def run(self, name: str, launch_ids: np.ndarray, is_sample: np.ndarray,
-            warmup: str, extra: Mapping[str, str]) -> ListRun:
+            warmup: str, extra: Mapping[str, str], preceding: int = 0) -> ListRun:
         folder = self.work / f"{len(self.runs)}-{name}"
         folder.mkdir()
         list_path = folder / LAUNCH_LIST
@@ -282,7 +290,7 @@ class _Runner:
             inside = ids < len(self.names)
             check_simulated_names(self.names[ids[inside]],
                                   listed["kernel"].to_numpy()[inside], ids[inside])
-        result = ListRun(name, warmup, launch_ids, is_sample, stats, run)
+        result = ListRun(name, warmup, launch_ids, is_sample, stats, run, preceding)
         self.runs.append(result)
         return result
 
@@ -321,18 +329,6 @@ def _profile_bundle(profile: Path | Bundle | None, plan: Plan,
 def _weighted_share(mask: np.ndarray, weights: np.ndarray, cycles: np.ndarray) -> float:
     total = float(np.dot(weights, cycles))
     return float(np.dot(weights[mask], cycles[mask]) / total) if total > 0 else 0.0
-
-
-def _warmup_cost_ratio(bundle: Bundle | None, ids: np.ndarray, k: int) -> float | None:
-    """Profiled duration of the warm-up launches of ``K`` over the samples' own."""
-    if bundle is None:
-        return None
-    every, is_sample = warmup_launches(ids, k)
-    durations = bundle.launches["duration_ns"].to_numpy(np.float64)
-    if every.max(initial=-1) >= len(durations):
-        return None
-    own = float(durations[every[is_sample]].sum())
-    return float(durations[every[~is_sample]].sum()) / own if own > 0 else None
 
 
 def _sample_table(plan: Plan) -> pd.DataFrame:
@@ -399,12 +395,14 @@ def simulate_plan(
     metric, miss_column, misses = found if found is not None else (None, "l2_misses", None)
     runner = _Runner(command, card, options or {}, timeout_s, names, progress)
     try:
-        warm, k = _warm_run(runner, spec, ids, weights, misses, miss_column, bundle, budget)
+        warm = _warm_run(runner, spec, ids, weights, misses, miss_column, bundle, budget)
         cold = None
         if spec.cold_bound:
-            cold = _cold_run(runner, spec, ids, weights, warm, misses, miss_column)
-        placement = place_samples(samples, warm.samples(), None if cold is None
+            cold = _cold_run(runner, ids, weights, warm, misses, miss_column)
+        placement = place_samples(samples, warm.stats, None if cold is None
                                   else cold.samples(), misses, metric, miss_column)
+        placement.table.insert(4, "preceding", warm.preceding)
+        k = int(warm.preceding.max())
         summary = _summary(plan, plan_path, spec, k, runner, warm, cold, placement,
                            full_cycles, bundle)
         _write_outputs(out_dir, plan, spec, k, warm, cold, placement, summary)
@@ -418,44 +416,90 @@ def simulate_plan(
     return summary
 
 
+@dataclass
+class WarmRuns:
+    """The warm run of every sample, and the warm-up each sample kept.
+
+    ``base`` ran every sample with the spec's ``K``; ``auto`` re-ran the samples it left
+    colder than the profile with longer warm-ups (``extra``); ``stats`` holds, per sample
+    in launch order, the statistics of the run each sample kept, ``preceding`` its ``K``.
+    """
+
+    base: ListRun
+    extra: list[ListRun]
+    stats: pd.DataFrame
+    preceding: np.ndarray
+
+
 def _warm_run(runner: _Runner, spec: Warmup, ids: np.ndarray, weights: np.ndarray,
               misses: np.ndarray | None, miss_column: str, bundle: Bundle | None,
-              budget: float) -> tuple[ListRun, int]:
-    """The warm run with the spec's K; ``auto`` retries longer K (see the module doc)."""
+              budget: float) -> WarmRuns:
+    """The warm run with the spec's K. ``auto``: the samples it leaves colder than the
+    profile (:func:`hilsim.analyzer.warmstate.warmer_than_profile`) run again with K = 1, 2,
+    4, 8 launches before each, while they hold more than :data:`AUTO_COLD_SHARE` of the
+    weighted sampled cycles, the previous K brought at least one of them closer to its
+    profiled misses, and the warm-up stays within ``budget`` x the samples' own profiled
+    time; each sample keeps the run whose misses are nearest its profile's."""
     k = spec.preceding
     every, is_sample = warmup_launches(ids, k)
-    label = replace(spec, preceding=k, auto=False).label
-    best = runner.run("warm", every, is_sample, label, spec.sim_options())
+    base = runner.run("warm", every, is_sample, replace(spec, preceding=k, auto=False).label,
+                      spec.sim_options(), k)
+    stats = base.samples().set_index("launch_id").loc[ids].reset_index()
+    chosen = np.full(len(ids), k, dtype=np.int64)
+    extra: list[ListRun] = []
     if not spec.auto or misses is None:
-        return best, k
-
-    def too_cold_share(run: ListRun) -> float:
-        stats = run.samples().set_index("launch_id").loc[ids]
-        colder = warmer_than_profile(misses, stats[miss_column].to_numpy(np.float64))
-        return _weighted_share(colder, weights, stats["cycles"].to_numpy(np.float64))
-
-    share = too_cold_share(best)
+        return WarmRuns(base, extra, stats, chosen)
+    own = _profiled_ns(bundle, ids)
+    spent = 0.0
     for candidate in AUTO_PRECEDING:
-        if share <= AUTO_COLD_SHARE or candidate <= k:
+        if candidate <= k:
             continue
-        ratio = _warmup_cost_ratio(bundle, ids, candidate)
-        if ratio is None or ratio > budget:
+        m_warm = stats[miss_column].to_numpy(np.float64)
+        too_cold = warmer_than_profile(misses, m_warm)
+        if not too_cold.any() or _weighted_share(
+                too_cold, weights, stats["cycles"].to_numpy(np.float64)) <= AUTO_COLD_SHARE:
             break
-        every, is_sample = warmup_launches(ids, candidate)
+        sub = ids[too_cold]
+        every, is_sample = warmup_launches(sub, candidate)
+        cost = _profiled_ns(bundle, every[~is_sample])
+        if own is None or cost is None or spent + cost > budget * own:
+            break
+        spent += cost
         trial = runner.run("warm", every, is_sample,
                            replace(spec, preceding=candidate, auto=False).label,
-                           spec.sim_options())
-        trial_share = too_cold_share(trial)
-        if trial_share < share:
-            best, k, share = trial, candidate, trial_share
-    return best, k
+                           spec.sim_options(), candidate)
+        extra.append(trial)
+        got = trial.samples().set_index("launch_id").loc[sub].reset_index()
+        rows = np.flatnonzero(too_cold)
+        before = np.abs(m_warm[rows] - misses[rows])
+        after = np.abs(got[miss_column].to_numpy(np.float64) - misses[rows])
+        better = after < before - MISS_TOLERANCE_SECTORS
+        if not better.any():
+            break
+        keep = rows[better]
+        stats = stats.copy()
+        for column in stats.columns:
+            if column in got.columns:
+                stats.loc[keep, column] = got[column].to_numpy()[better]
+        chosen[keep] = candidate
+    return WarmRuns(base, extra, stats, chosen)
 
 
-def _cold_run(runner: _Runner, spec: Warmup, ids: np.ndarray, weights: np.ndarray,
-              warm: ListRun, misses: np.ndarray | None, miss_column: str) -> ListRun | None:
+def _profiled_ns(bundle: Bundle | None, launch_ids: np.ndarray) -> float | None:
+    """Profiled duration of these launches (the cost unit of ``auto``'s budget)."""
+    if bundle is None or len(launch_ids) == 0:
+        return 0.0 if bundle is not None else None
+    durations = bundle.launches["duration_ns"].to_numpy(np.float64)
+    if int(np.max(launch_ids)) >= len(durations):
+        return None
+    return float(durations[launch_ids].sum())
+
+
+def _cold_run(runner: _Runner, ids: np.ndarray, weights: np.ndarray, warm: WarmRuns,
+              misses: np.ndarray | None, miss_column: str) -> ListRun | None:
     """The cold run of the samples the profile shows colder than their warm run (or of a
     pilot, without profiled misses); None when no sample needs it."""
-    stats = warm.samples().set_index("launch_id").loc[ids]
+    stats = warm.stats
     if misses is not None:
         chosen = colder_than_warm(misses, stats[miss_column].to_numpy(np.float64))
     else:
@@ -471,9 +515,9 @@ def _cold_run(runner: _Runner, spec: Warmup, ids: np.ndarray, weights: np.ndarra
 
 
 def _summary(plan: Plan, plan_path: Path, spec: Warmup, k: int, runner: _Runner,
-             warm: ListRun, cold: ListRun | None, placement: StatePlacement,
+             warm: WarmRuns, cold: ListRun | None, placement: StatePlacement,
              full_cycles: float | None, bundle: Bundle | None) -> dict[str, Any]:
-    run = warm.run
+    run = warm.base.run
     clock = core_clock_mhz(scan_log(run.text, str(run.log_path))["options"],
                            str(run.log_path), None)
     source = plan.source or {}
@@ -501,13 +545,15 @@ def _summary(plan: Plan, plan_path: Path, spec: Warmup, k: int, runner: _Runner,
         "card": run.card,
         "overrides": run.overrides,
         "core_clock_mhz": clock,
-        "warmup": {**chosen.to_dict(), "requested": spec.label},
+        "warmup": {**chosen.to_dict(), "requested": spec.label,
+                   "samples_by_preceding": {str(int(v)): int(n) for v, n in zip(
+                       *np.unique(warm.preceding, return_counts=True), strict=True)}},
         "state": placement.summary(),
         "runs": [r.record() for r in runner.runs],
         "launches_simulated": int(sum(len(r.launch_ids) for r in runner.runs)),
         "samples": int(len(placement.table)),
         "launches_full": n_full or None,
-        "sampled_cycles": warm.sample_cycles,
+        "sampled_cycles": float(warm.stats["cycles"].sum()),
         "simulated_cycles": simulated,
         "full_cycles": full_cycles,
         "full_cycles_from": full_from,
@@ -528,12 +574,16 @@ def _summary(plan: Plan, plan_path: Path, spec: Warmup, k: int, runner: _Runner,
     }
 
 
-def _write_outputs(out_dir: Path, plan: Plan, spec: Warmup, k: int, warm: ListRun,
+def _write_outputs(out_dir: Path, plan: Plan, spec: Warmup, k: int, warm: WarmRuns,
                    cold: ListRun | None, placement: StatePlacement,
                    summary: dict[str, Any]) -> None:
     """Every output file, each written to a temporary name and renamed (module doc)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    _copy_log(warm.run.log_path, out_dir / SAMPLED_LOG)
+    _copy_log(warm.base.run.log_path, out_dir / SAMPLED_LOG)
+    for old in out_dir.glob(EXTRA_WARM_LOG.format(k="*")):  # a replaced simulation's
+        old.unlink()
+    for run in warm.extra:
+        _copy_log(run.run.log_path, out_dir / EXTRA_WARM_LOG.format(k=run.preceding))
     if cold is not None:
         _copy_log(cold.run.log_path, out_dir / COLD_LOG)
     elif (out_dir / COLD_LOG).exists():  # a replaced simulation's: not this one's
@@ -541,10 +591,10 @@ def _write_outputs(out_dir: Path, plan: Plan, spec: Warmup, k: int, warm: ListRu
     # the warm run's visualizer log (with -O -visualizer_enabled=1), for hilsim pkp
     for old in out_dir.glob(VISUALIZER_GLOB):
         old.unlink()
-    for found in sorted(warm.run.run_dir.glob(VISUALIZER_GLOB)):
+    for found in sorted(warm.base.run.run_dir.glob(VISUALIZER_GLOB)):
         _copy_log(found, out_dir / found.name)
     write_text_atomic(out_dir / LAUNCH_LIST,
-                      "\n".join(str(int(i)) for i in warm.launch_ids) + "\n")
+                      "\n".join(str(int(i)) for i in warm.base.launch_ids) + "\n")
     buffer = io.StringIO()
     placement.table.to_csv(buffer, index=False)
     write_text_atomic(out_dir / SAMPLES_CSV, buffer.getvalue())

@@ -116,5 +116,5 @@ def test_warmed_samples_are_placed_between_warm_and_cold_runs(program: Path,
     assert s["estimate_cycles"] == (table["weight"] * table["cycles"]).sum()
     # every simulated cycle counted: the cold run's too
     assert s["simulated_cycles"] == sum(r["cycles"] for r in s["runs"]) > s["sampled_cycles"]
-    assert (out / "cold.log").exists() and load_plan(out / "plan.json").warmup is not None
+    assert (out / "cold.log").exists() and load_plan(out / "plan.warmup.json").warmup is not None
     assert s["state"]["state_sd_cycles"] > 0 and s["interval_cycles"] is not None

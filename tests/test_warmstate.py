@@ -91,20 +91,24 @@ def test_placement_by_profiled_misses_hand_case() -> None:
     profiled = np.array([20.0, 40.0, 50.0])
     placed = place_samples(samples, warm, cold, profiled, "lts__t_sectors_lookup_miss.sum")
     t = placed.table
-    # sample 1: (20 - 0) / (80 - 0) = 0.25 of the way to cold: 100 + 0.25 * 80 = 120
-    # sample 4: (40 - 10) / (70 - 10) = 0.5: 200 + 0.5 * 60 = 230
+    # sample 1: (20 - 0) / (80 - 0) = 0.25 of the way in misses -> sqrt: 0.5 of the way in
+    # cycles: 100 + 0.5 * 80 = 140
+    # sample 4: (40 - 10) / (70 - 10) = 0.5 -> 0.7071: 200 + 0.7071 * 60 = 242.43
     # sample 5: not run cold: its warm cycles, no state variance
-    # (mutants: t from the cold side (m_cold - m_profile) gives 160 and 230 -> caught by
-    # sample 1; interpolating misses but not cycles leaves 100 -> caught)
-    assert t["cycles"].tolist() == pytest.approx([120.0, 230.0, 300.0])
-    assert t["position"].tolist() == pytest.approx([0.25, 0.5, 0.0])
+    # (mutants: t from the cold side (m_cold - m_profile) gives 100 + 0.866 * 80 for
+    # sample 1 -> caught; linear placement gives 120 -> caught; interpolating misses but
+    # not cycles leaves 100 -> caught)
+    r = 0.5 ** 0.5
+    assert t["cycles"].tolist() == pytest.approx([140.0, 200 + r * 60, 300.0])
+    assert t["position"].tolist() == pytest.approx([0.5, r, 0.0])
     assert t["state_variance"].tolist() == pytest.approx([80.0**2 / 12, 60.0**2 / 12, 0.0])
     assert placed.state_variance == pytest.approx(4 * 80.0**2 / 12 + 9 * 60.0**2 / 12)
-    assert placed.estimate() == pytest.approx(2 * 120 + 3 * 230 + 300)
+    est = 2 * 140 + 3 * (200 + r * 60) + 300
+    assert placed.estimate() == pytest.approx(est)
     assert placed.summary()["state_correction"] == pytest.approx(
-        (2 * 120 + 3 * 230 + 300) / (2 * 100 + 3 * 200 + 300) - 1)
+        est / (2 * 100 + 3 * 200 + 300) - 1)
     # counters move with the same position
-    assert t["l2_misses"].tolist() == pytest.approx([20.0, 40.0, 50.0])
+    assert t["l2_misses"].tolist() == pytest.approx([40.0, 10 + r * 60, 50.0])
     assert placed.method == "profile"
 
 
