@@ -218,7 +218,7 @@ def run_simulated_example(output: str | Path,
     out.print(f"[dim]sampling = selection (the sampled launches' full-run cycles) x state (the "
               f"same launches in the sampled simulation, warm-up {', '.join(warmups)}: the L2 "
               "filled by the host's copies, launches the profile shows colder also run cold "
-              "and placed between by their L2 misses). Profiled-time speedup: the profile's "
+              "and placed between by their DRAM reads). Profiled-time speedup: the profile's "
               "total duration over the sampled launches'; simulated-time speedup: the full "
               "run's cycles over every simulated cycle, warm-up and cold runs included[/dim]",
               highlight=False)

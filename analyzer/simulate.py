@@ -14,7 +14,7 @@
 after their warm-up (the ``K`` launches before each, cycles discarded; the L2 filled by
 the host's copies); with ``cold-bound`` the samples the profile shows colder than their
 warm run are simulated once more without warm-up (*cold run*) and each is placed between
-the two by its profiled L2 misses (:mod:`hilsim.analyzer.warmstate`), which also gives the
+the two by its profiled DRAM reads (:mod:`hilsim.analyzer.warmstate`), which also gives the
 state term of the estimate's 95% interval. ``auto`` runs the samples the warm run
 leaves colder than the profile again with ``K`` = 1, 2, 4, 8 launches before each (only
 those samples: the cost follows the need), while they hold more than
@@ -93,7 +93,7 @@ AUTO_PRECEDING = (1, 2, 4, 8)
 AUTO_COLD_SHARE = 0.02
 #: warm-up cycles allowed, as a multiple of the samples' own cycles (``auto``)
 WARMUP_BUDGET = 1.0
-#: samples run cold for the ratio pilot when the profile has no L2 misses
+#: samples run cold for the ratio pilot when the profile has no DRAM reads or L2 misses
 PILOT_SAMPLES = 8
 
 
@@ -371,7 +371,7 @@ def simulate_plan(
 
     ``warmup``: a :class:`Warmup` or its text (``none``, ``l2-fill``, ``preceding:K``,
     ``bracket``, ``auto``, ...); default the plan's recorded warm-up, else ``auto``.
-    ``profile``: the bundle the plan was made on (its L2 misses place each sample between
+    ``profile``: the bundle the plan was made on (its DRAM reads place each sample between
     its warm and cold run; default the plan's source path when it exists). The saving is
     reported against ``full_cycles`` when given, else against the plan's source total
     (``total_duration_ns`` at the card's core clock, exact when the plan was made on a

@@ -12,15 +12,18 @@ each group). ``hilsim simulate`` brackets that state:
 * the **cold run** simulates samples with no warm-up at all: caches as the previous
   sample of that run left them, at most what the full run held.
 
-The profile says where between the two the full run was: its L2 misses of the launch
-(``lts__t_sectors_lookup_miss.sum``, else DRAM sectors read). A sample whose profiled
-misses are not above its warm run's (``tolerance``) keeps its warm cycles; the others are
+The profile says where between the two the full run was: the launch's DRAM reads
+(``dram__sectors_read.sum``, else its L2 misses; :data:`MISS_METRICS`). A sample whose
+profiled reads are not above its warm run's (:data:`MISS_TOLERANCE_SECTORS`) keeps its warm
+cycles; the others are
 run cold too and placed at ``t ** 0.5`` of the way from its warm to its cold cycles, with
 ``t = (m_profile - m_warm) / (m_cold - m_warm)`` clipped to [0, 1] (the exponent:
 :data:`POSITION_EXPONENT`), every counter interpolated the same way. The placement error
-of a bracketed sample is taken as uniform over its bracket: variance
-``(c_cold - c_warm)^2 / 12``; over the samples, ``sum(weight^2 * variance)`` is the state
-variance the estimate's 95% interval adds to the selection variance (STEM eq. 4).
+of a bracketed sample is taken as uniform over its bracket plus a share of its cycles:
+variance ``(c_cold - c_warm)^2 / 12 + (STATE_SD_BRACKETED * c)^2``; a sample kept warm
+has ``(STATE_SD_WARM * c)^2`` (the state a warm run and the profile agree on still leaves
+some spread); over the samples, ``sum(weight^2 * variance)`` is the state variance the
+estimate's 95% interval adds to the selection variance (STEM eq. 4).
 
 Without profiled misses the placement is unknown: a pilot of samples is run cold, each
 kernel's cold/warm cycle ratio (pooled over kernels without a pilot sample) predicts the
@@ -40,21 +43,33 @@ import pandas as pd
 from hilsim.core.bundle import Bundle
 
 #: profile metrics that show a launch's cold L2 (sectors), first present is used, with the
-#: simulator column they compare with
+#: simulator column they compare with. DRAM reads first: GPGPU-Sim's L2 misses also count
+#: write misses, which fetch nothing (its L2 allocates on write and fetches lazily on read)
+#: and say nothing about the state; on the training workload 2 of the 223 samples kept
+#: warm by their DRAM reads were more than 3% off their full-run cycles, 11 of the 236 kept
+#: warm by their L2 misses (tolerance 16 sectors then).
 MISS_METRICS: tuple[tuple[str, str], ...] = (
-    ("lts__t_sectors_lookup_miss.sum", "l2_misses"),
     ("dram__sectors_read.sum", "dram_read_sectors"),
+    ("lts__t_sectors_lookup_miss.sum", "l2_misses"),
 )
 #: a profiled miss count above the warm run's by more than this (sectors, or this share of
-#: the warm run's misses, whichever is larger) sends the sample to the cold run
-MISS_TOLERANCE_SECTORS = 16.0
+#: the warm run's misses, whichever is larger) sends the sample to the cold run: a few DRAM
+#: reads on the critical path of a short kernel cost 8-15% of it (training workload)
+MISS_TOLERANCE_SECTORS = 2.0
 MISS_TOLERANCE_SHARE = 0.10
+#: state standard deviation of a sample, as a share of its cycles, on top of the uniform
+#: spread over its bracket (bracketed samples) or alone (samples kept warm). Chosen on the
+#: training workload (transformer_step on the reduced QV100: 89 bracketed and 223 warm
+#: samples of STEM seeds 0-2 and PKA against their full-run cycles) so that the error of a
+#: sample over its standard deviation has an rms of 1.0 in both groups.
+STATE_SD_BRACKETED = 0.0125
+STATE_SD_WARM = 0.0075
 #: a bracketed sample sits at ``t ** POSITION_EXPONENT`` of the way from its warm to its
-#: cold cycles (``t``: the same fraction of the way in misses). Chosen on the training
-#: workload (transformer_step on the reduced QV100, STEM seeds 0-2 and the PKA plan, 59
+#: cold cycles (``t``: the same fraction of the way in DRAM reads). Chosen on the training
+#: workload (transformer_step on the reduced QV100, STEM seeds 0-2 and the PKA plan, 89
 #: bracketed samples against their full-run cycles): 0.5 gives the smallest rms error per
-#: sample (4.6% of its cycles; linear, 1.0: 6.4%, biased -2.7%) and no bias (+0.3%). The
-#: first misses of a kernel cost the most: later ones overlap with them.
+#: sample (4.2% of its cycles; linear, 1.0: 5.6%, biased -1.6%). The first misses of a
+#: kernel cost the most: later ones overlap with them.
 POSITION_EXPONENT = 0.5
 #: columns of the per-sample table that are not simulator counters
 SAMPLE_COLUMNS = ("launch_id", "weight", "cluster", "kernel", "cycles", "cycles_warm",
@@ -212,11 +227,15 @@ def place_samples(
         ratio = np.array([ratio_k.get(k, pooled) for k in kernels])  # one per sample
         predicted = np.where(in_cold, c_cold, c_warm * ratio)
         position = np.full(n, 0.5)
-        notes.append(f"no profiled L2 misses: {int(in_cold.sum())} pilot samples run cold, "
+        notes.append(f"no profiled DRAM reads or L2 misses: {int(in_cold.sum())} pilot samples run cold, "
                      f"pooled cold/warm ratio {pooled:.3f}; every sample at the midpoint")
     gap = np.where(np.isfinite(predicted), predicted - c_warm, 0.0)
     cycles = c_warm + position * gap
-    variance = np.where((position > 0) | (method == "pilot"), gap * gap / 12.0, 0.0)
+    bracketed = in_cold | (method == "pilot")
+    variance = np.where(bracketed, gap * gap / 12.0 + (STATE_SD_BRACKETED * cycles) ** 2,
+                        (STATE_SD_WARM * cycles) ** 2)
+    if method == "warm" and profiled is None:
+        variance = np.zeros(n)  # nothing measured about the state: no state term
     table = pd.DataFrame({
         "launch_id": ids,
         "weight": samples["weight"].to_numpy(np.float64),
@@ -250,6 +269,8 @@ __all__ = [
     "MISS_TOLERANCE_SHARE",
     "POSITION_EXPONENT",
     "SAMPLE_COLUMNS",
+    "STATE_SD_BRACKETED",
+    "STATE_SD_WARM",
     "StatePlacement",
     "colder_than_warm",
     "place_samples",

@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from hilsim.analyzer.warmstate import (
+    STATE_SD_BRACKETED,
+    STATE_SD_WARM,
     colder_than_warm,
     place_samples,
     profiled_misses,
@@ -101,8 +103,11 @@ def test_placement_by_profiled_misses_hand_case() -> None:
     r = 0.5 ** 0.5
     assert t["cycles"].tolist() == pytest.approx([140.0, 200 + r * 60, 300.0])
     assert t["position"].tolist() == pytest.approx([0.5, r, 0.0])
-    assert t["state_variance"].tolist() == pytest.approx([80.0**2 / 12, 60.0**2 / 12, 0.0])
-    assert placed.state_variance == pytest.approx(4 * 80.0**2 / 12 + 9 * 60.0**2 / 12)
+    var = [80.0**2 / 12 + (STATE_SD_BRACKETED * 140) ** 2,
+           60.0**2 / 12 + (STATE_SD_BRACKETED * (200 + r * 60)) ** 2,
+           (STATE_SD_WARM * 300) ** 2]
+    assert t["state_variance"].tolist() == pytest.approx(var)
+    assert placed.state_variance == pytest.approx(4 * var[0] + 9 * var[1] + var[2])
     est = 2 * 140 + 3 * (200 + r * 60) + 300
     assert placed.estimate() == pytest.approx(est)
     assert placed.summary()["state_correction"] == pytest.approx(
@@ -135,35 +140,40 @@ def test_pilot_placement_without_profiled_misses() -> None:
     # sample: the pooled ratio (1.5); every sample at the midpoint
     assert placed.method == "pilot"
     assert placed.table["cycles"].tolist() == pytest.approx([125.0, 250.0, 125.0])
+    cycles = [125.0, 250.0, 125.0]
     assert placed.table["state_variance"].tolist() == pytest.approx(
-        [50.0**2 / 12, 100.0**2 / 12, 50.0**2 / 12])
+        [g**2 / 12 + (STATE_SD_BRACKETED * c) ** 2 for g, c in zip((50.0, 100.0, 50.0),
+                                                                    cycles, strict=True)])
 
 
 def test_no_cold_run_no_profile_is_the_warm_run_unchanged() -> None:
     samples = pd.DataFrame({"launch_id": [3], "weight": [5.0], "cluster": [0]})
     placed = place_samples(samples, _stats([3], [70.0], [1.0]), None, None)
     assert placed.method == "warm" and placed.estimate() == 350.0
-    assert placed.state_variance == 0.0
+    assert placed.state_variance == 0.0  # nothing measured about the state
+    # with a profile that agrees with the warm run: the warm spread only
+    agreed = place_samples(samples, _stats([3], [70.0], [1.0]), None, np.array([1.0]))
+    assert agreed.state_variance == pytest.approx(25 * (STATE_SD_WARM * 70) ** 2)
 
 
 def test_which_samples_the_cold_run_needs() -> None:
     warm = np.array([0.0, 0.0, 100.0, 100.0])
-    profiled = np.array([10.0, 20.0, 105.0, 200.0])
-    # tolerance: 16 sectors or 10% of the warm run's misses, whichever is larger
+    profiled = np.array([2.0, 3.0, 105.0, 200.0])
+    # tolerance: 2 sectors or 10% of the warm run's misses, whichever is larger
     assert colder_than_warm(profiled, warm).tolist() == [False, True, False, True]
-    assert warmer_than_profile(np.array([0.0, 100.0]), np.array([17.0, 105.0])).tolist() == [
+    assert warmer_than_profile(np.array([0.0, 100.0]), np.array([3.0, 105.0])).tolist() == [
         True, False]
 
 
-def test_profiled_misses_prefers_l2_then_dram_sectors() -> None:
+def test_profiled_misses_prefers_dram_reads_then_l2_misses() -> None:
     launches = pd.DataFrame({"launch_id": [0, 1]})
-    metrics = pd.DataFrame({"launch_id": [1, 0], "dram__sectors_read.sum": [7.0, 3.0]})
+    metrics = pd.DataFrame({"launch_id": [1, 0], "lts__t_sectors_lookup_miss.sum": [7.0, 3.0]})
     b = Bundle(launches=launches, metrics=metrics, manifest=default_manifest())
     metric, column, values = profiled_misses(b, np.array([0, 1]))
-    assert (metric, column, values.tolist()) == ("dram__sectors_read.sum",
-                                                 "dram_read_sectors", [3.0, 7.0])
-    metrics["lts__t_sectors_lookup_miss.sum"] = [1.0, 2.0]
-    assert profiled_misses(b, np.array([1]))[0] == "lts__t_sectors_lookup_miss.sum"
+    assert (metric, column, values.tolist()) == ("lts__t_sectors_lookup_miss.sum",
+                                                 "l2_misses", [3.0, 7.0])
+    metrics["dram__sectors_read.sum"] = [1.0, 2.0]
+    assert profiled_misses(b, np.array([1]))[0] == "dram__sectors_read.sum"
     assert profiled_misses(b, np.array([5])) is None  # a sample without a metrics row
 
 
@@ -198,3 +208,63 @@ def test_placement_of_the_shipped_warm_and_cold_runs() -> None:
     assert ran_cold.sum() == 20
     assert colder_than_warm(misses[ran_cold],
                             placed.table["misses_warm"].to_numpy()[ran_cold]).all()
+
+
+class _StandInRunner:
+    """Replays per-launch statistics as a simulator would report them for a launch list:
+    a sample's L2 misses fall with the number of launches before it in the list window
+    (``misses_by_k[launch][K]``); records every list it was asked to run."""
+
+    def __init__(self, misses_by_k: dict[int, list[float]]) -> None:
+        self.misses_by_k = misses_by_k
+        self.lists: list[list[int]] = []
+
+    def run(self, name, launch_ids, is_sample, warmup, extra, preceding=0):
+        from hilsim.analyzer.simulate import ListRun
+
+        self.lists.append([int(i) for i in launch_ids[is_sample]])
+        rows = []
+        for lid in launch_ids:
+            table = self.misses_by_k.get(int(lid), [0.0])
+            misses = table[min(preceding, len(table) - 1)]
+            rows.append({"launch_id": int(lid), "kernel": "k", "cycles": 100.0 + misses,
+                         "l2_misses": misses})
+        return ListRun(name, warmup, launch_ids, is_sample, pd.DataFrame(rows), None,
+                       preceding)
+
+
+def _bundle(n: int) -> Bundle:
+    launches = pd.DataFrame({"launch_id": np.arange(n), "duration_ns": np.full(n, 100)})
+    return Bundle(launches=launches, manifest=default_manifest())
+
+
+def test_auto_reruns_only_the_samples_left_colder_and_stops_when_it_stops_helping() -> None:
+    """``auto``: samples 20 and 40 miss far more in the warm run than in the profile;
+    20's misses fall with one launch before it, 40's never do. Only those two are run
+    again (K=1); 20 keeps K=1; then only 40 is left and K=2 does not help it either, so the
+    search stops there (mutants: re-running every sample, or going on to K=4 and 8)."""
+    from hilsim.analyzer.simulate import _warm_run
+
+    runner = _StandInRunner({20: [300.0, 1.0, 1.0], 40: [300.0, 300.0, 300.0]})
+    ids = np.array([5, 20, 40, 60])
+    weights = np.ones(4)
+    profile = np.array([0.0, 0.0, 0.0, 0.0])
+    warm = _warm_run(runner, parse_warmup("auto"), ids, weights, profile, "l2_misses",
+                     _bundle(100), budget=1.0)
+    assert runner.lists == [[5, 20, 40, 60], [20, 40], [40]]
+    assert warm.preceding.tolist() == [0, 1, 0, 0]
+    assert warm.stats["l2_misses"].tolist() == [0.0, 1.0, 300.0, 0.0]
+
+
+def test_auto_warmup_stays_within_its_budget() -> None:
+    from hilsim.analyzer.simulate import _warm_run
+
+    runner = _StandInRunner({20: [300.0, 10.0]})
+    ids = np.array([20])
+    # one launch before the sample costs as much as the sample: budget 0.5 refuses it
+    warm = _warm_run(runner, parse_warmup("auto"), ids, np.ones(1), np.zeros(1),
+                     "l2_misses", _bundle(100), budget=0.5)
+    assert runner.lists == [[20]] and warm.preceding.tolist() == [0]
+    warm = _warm_run(_StandInRunner({20: [300.0, 10.0]}), parse_warmup("auto"), ids,
+                     np.ones(1), np.zeros(1), "l2_misses", _bundle(100), budget=1.0)
+    assert warm.preceding.tolist() == [1]

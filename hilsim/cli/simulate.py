@@ -69,7 +69,7 @@ def summary_lines(s: dict) -> list[str]:
                    "(l2-fill + cold-bound), auto (bracket, K chosen), joined by '+' "
                    "[the plan's recorded warm-up, else auto].")
 @click.option("--profile", type=click.Path(path_type=Path), default=None,
-              help="The bundle the plan was made on: its L2 misses place each sample "
+              help="The bundle the plan was made on: its DRAM reads place each sample "
                    "between its warm and cold run [the plan's source path if it exists].")
 @click.option("--full-cycles", type=float, default=None,
               help="Cycles of the full run to report the saving against [the plan's source "

@@ -45,7 +45,7 @@ class Warmup:
       simulated once and a sample inside another's window warms it too (contiguous windows);
     * ``l2-fill``: the program's host-to-device copies fill the L2 before its first kernel
       (:data:`L2_FILL_OPTION` 1), a functional warm-up that costs no simulated cycle;
-    * ``cold-bound``: the samples whose profiled L2 misses exceed their warm run's are also
+    * ``cold-bound``: the samples whose profiled DRAM reads exceed their warm run's are also
       run without any warm-up (``-gpgpu_perf_sim_memcpy 0``), and each is placed between its
       warm and cold cycles by its profiled misses (``hilsim simulate``, the state term);
     * ``auto``: ``l2-fill+cold-bound`` with ``K`` raised (0, 1, 2, 4, ...) while the warm

@@ -20,6 +20,7 @@ import re
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -151,6 +152,27 @@ def _signal_name(rc: int) -> str:
         return f"signal {-rc}"
 
 
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Any:
+    """While a simulation runs, SIGTERM (and SIGINT where a background shell ignored it)
+    raise KeyboardInterrupt in the main thread, so the simulator's process group, which
+    runs in its own session, is killed with it instead of running on, orphaned (only the
+    main thread may install handlers: elsewhere nothing changes)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:  # noqa: ARG001 - signal handler
+        raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def _wait(proc: subprocess.Popen, timeout_s: float, log: Path,
           progress: Callable[[int, float], None] | None) -> int:
     """``proc.wait(timeout_s)``, calling ``progress`` about once a second meanwhile."""
@@ -219,7 +241,8 @@ def run_program(
             start_new_session=True,
         )
         try:
-            rc = _wait(proc, timeout_s, log, progress)
+            with _terminate_as_interrupt():
+                rc = _wait(proc, timeout_s, log, progress)
         except BaseException as exc:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
