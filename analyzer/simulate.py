@@ -249,8 +249,9 @@ class ListRun:
         }
 
 
-class _Runner:
-    """Runs launch lists of one program on one card in a temporary work folder."""
+class ListRunner:
+    """Runs launch lists of one program on one card in a temporary work folder
+    (``run(name, launch_ids, is_sample, warmup_label, options, preceding) -> ListRun``)."""
 
     def __init__(self, command: Sequence[str], card: str, options: Mapping[str, str],
                  timeout_s: float, names: np.ndarray | None, progress: bool) -> None:
@@ -393,9 +394,9 @@ def simulate_plan(
     names = bundle.launches["name"].astype(str).to_numpy() if bundle is not None else None
     found = profiled_misses(bundle, ids) if bundle is not None else None
     metric, miss_column, misses = found if found is not None else (None, "l2_misses", None)
-    runner = _Runner(command, card, options or {}, timeout_s, names, progress)
+    runner = ListRunner(command, card, options or {}, timeout_s, names, progress)
     try:
-        warm = _warm_run(runner, spec, ids, weights, misses, miss_column, bundle, budget)
+        warm = warm_run(runner, spec, ids, weights, misses, miss_column, bundle, budget)
         cold = None
         if spec.cold_bound:
             cold = _cold_run(runner, ids, weights, warm, misses, miss_column)
@@ -431,7 +432,7 @@ class WarmRuns:
     preceding: np.ndarray
 
 
-def _warm_run(runner: _Runner, spec: Warmup, ids: np.ndarray, weights: np.ndarray,
+def warm_run(runner: ListRunner, spec: Warmup, ids: np.ndarray, weights: np.ndarray,
               misses: np.ndarray | None, miss_column: str, bundle: Bundle | None,
               budget: float) -> WarmRuns:
     """The warm run with the spec's K. ``auto``: the samples it leaves colder than the
@@ -495,7 +496,7 @@ def _profiled_ns(bundle: Bundle | None, launch_ids: np.ndarray) -> float | None:
     return float(durations[launch_ids].sum())
 
 
-def _cold_run(runner: _Runner, ids: np.ndarray, weights: np.ndarray, warm: WarmRuns,
+def _cold_run(runner: ListRunner, ids: np.ndarray, weights: np.ndarray, warm: WarmRuns,
               misses: np.ndarray | None, miss_column: str) -> ListRun | None:
     """The cold run of the samples the profile shows colder than their warm run (or of a
     pilot, without profiled misses); None when no sample needs it."""
@@ -514,7 +515,7 @@ def _cold_run(runner: _Runner, ids: np.ndarray, weights: np.ndarray, warm: WarmR
                       {L2_FILL_OPTION: "0"})
 
 
-def _summary(plan: Plan, plan_path: Path, spec: Warmup, k: int, runner: _Runner,
+def _summary(plan: Plan, plan_path: Path, spec: Warmup, k: int, runner: ListRunner,
              warm: WarmRuns, cold: ListRun | None, placement: StatePlacement,
              full_cycles: float | None, bundle: Bundle | None) -> dict[str, Any]:
     run = warm.base.run
@@ -625,6 +626,9 @@ __all__ = [
     "AUTO_COLD_SHARE",
     "AUTO_PRECEDING",
     "CardRun",
+    "ListRun",
+    "ListRunner",
+    "WarmRuns",
     "OUTPUT_FILES",
     "launch_list_argv",
     "profile_on_card",
@@ -632,4 +636,5 @@ __all__ = [
     "resolve_warmup",
     "run_on_card",
     "simulate_plan",
+    "warm_run",
 ]

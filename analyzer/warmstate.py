@@ -18,7 +18,8 @@ profiled reads are not above its warm run's (:data:`MISS_TOLERANCE_SECTORS`) kee
 cycles; the others are
 run cold too and placed at ``t ** 0.5`` of the way from its warm to its cold cycles, with
 ``t = (m_profile - m_warm) / (m_cold - m_warm)`` clipped to [0, 1] (the exponent:
-:data:`POSITION_EXPONENT`), every counter interpolated the same way. The placement error
+:data:`POSITION_EXPONENT`); its counters are placed at ``t`` (so its DRAM reads are the
+profile's). The placement error
 of a bracketed sample is taken as uniform over its bracket plus a share of its cycles:
 variance ``(c_cold - c_warm)^2 / 12 + (STATE_SD_BRACKETED * c)^2``; a sample kept warm
 has ``(STATE_SD_WARM * c)^2`` (the state a warm run and the profile agree on still leaves
@@ -201,7 +202,8 @@ def place_samples(
     m_cold = np.full(n, np.nan)
     if c_stats is not None and miss_column in c_stats:
         m_cold[in_cold] = c_stats.loc[ids[in_cold], miss_column].to_numpy(np.float64)
-    position = np.zeros(n)
+    position = np.zeros(n)  # of the way from warm to cold cycles
+    fraction = np.zeros(n)  # of the way in misses: where the counters are placed
     predicted = c_cold
     if profiled is None and not in_cold.any():
         method = "warm"  # no cold run: the warm cycles as they are, no state term
@@ -211,8 +213,8 @@ def place_samples(
         with np.errstate(invalid="ignore", divide="ignore"):
             t = np.clip((profiled - m_warm) / span, 0.0, 1.0)
         # a cold run that missed no more than the warm one: the state did not show; warm
-        t = np.where(in_cold & (span > 0), t, 0.0) ** POSITION_EXPONENT
-        position = np.where(in_cold, t, 0.0)
+        fraction = np.where(in_cold & (span > 0), t, 0.0)
+        position = fraction ** POSITION_EXPONENT
     else:
         method = "pilot"
         kernels = w_stats["kernel"].astype(str).to_numpy()
@@ -227,8 +229,10 @@ def place_samples(
         ratio = np.array([ratio_k.get(k, pooled) for k in kernels])  # one per sample
         predicted = np.where(in_cold, c_cold, c_warm * ratio)
         position = np.full(n, 0.5)
-        notes.append(f"no profiled DRAM reads or L2 misses: {int(in_cold.sum())} pilot samples run cold, "
-                     f"pooled cold/warm ratio {pooled:.3f}; every sample at the midpoint")
+        fraction = position
+        notes.append(f"no profiled DRAM reads or L2 misses: {int(in_cold.sum())} pilot "
+                     f"samples run cold, pooled cold/warm ratio {pooled:.3f}; every sample "
+                     "at the midpoint")
     gap = np.where(np.isfinite(predicted), predicted - c_warm, 0.0)
     cycles = c_warm + position * gap
     bracketed = in_cold | (method == "pilot")
@@ -258,7 +262,7 @@ def place_samples(
         if c_stats is not None and col in c_stats and in_cold.any():
             cold_v = np.full(n, np.nan)
             cold_v[in_cold] = c_stats.loc[ids[in_cold], col].to_numpy(np.float64)
-            value = np.where(in_cold, warm_v + position * (cold_v - warm_v), warm_v)
+            value = np.where(in_cold, warm_v + fraction * (cold_v - warm_v), warm_v)
         table[col] = value
     return StatePlacement(table, method, metric, notes)
 
