@@ -433,8 +433,8 @@ class WarmRuns:
 
 
 def warm_run(runner: ListRunner, spec: Warmup, ids: np.ndarray, weights: np.ndarray,
-              misses: np.ndarray | None, miss_column: str, bundle: Bundle | None,
-              budget: float) -> WarmRuns:
+             misses: np.ndarray | None, miss_column: str, bundle: Bundle | None,
+             budget: float) -> WarmRuns:
     """The warm run with the spec's K. ``auto``: the samples it leaves colder than the
     profile (:func:`hilsim.analyzer.warmstate.warmer_than_profile`) run again with K = 1, 2,
     4, 8 launches before each, while they hold more than :data:`AUTO_COLD_SHARE` of the
