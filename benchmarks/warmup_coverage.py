@@ -151,6 +151,7 @@ def run_case(workdir: Path, case: Case, methods: list[str], seeds: int, warmups:
     for method in methods:
         seed_list = list(range(seeds)) if method == "stem" else [0]
         for seed in seed_list:
+            done = _done(results)  # another process may be filling the same file
             plan = workdir / "plans" / case.name / f"{method}-{seed}.json"
             if not plan.exists():
                 plan.parent.mkdir(parents=True, exist_ok=True)
@@ -192,8 +193,13 @@ def run_case(workdir: Path, case: Case, methods: list[str], seeds: int, warmups:
 
 
 def summarise(results: Path, cases: list[str]) -> None:
-    rows = [json.loads(line) for line in results.read_text().splitlines()]
-    rows = [r for r in rows if r["case"] in cases]
+    rows, seen = [], set()
+    for line in results.read_text().splitlines():
+        r = json.loads(line)
+        key = (r["case"], r["method"], r["seed"], r["warmup"])
+        if r["case"] in cases and key not in seen:  # two processes may both run one key
+            seen.add(key)
+            rows.append(r)
     groups: dict[tuple[str, str, str], list[dict]] = {}
     for r in rows:
         groups.setdefault((r["case"], r["method"], r["warmup"]), []).append(r)
