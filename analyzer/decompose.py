@@ -32,11 +32,13 @@ error ``(W - F) / F`` (which launches were chosen, what the plan's error on a pr
 shows) and state error ``(P - W) / W`` (the same launches run alone instead of inside the
 full run); ``1 + sampling = (1 + selection)(1 + state)``.
 
-**Why a sampled run is not the full run.** A sampled run executes only the samples, back to
-back: each starts with the caches the previous *sample* left, not what the launch before it
-in the full run left. In a workload whose kernels re-read what the previous kernel touched,
-the sample finds a cold L2 and reads DRAM instead; the DRAM-read row of the counter table
-shows it (a sampling error in ``dram_reads`` far above the cycle error).
+**Why a sampled run is not the full run.** A sampled run executes only the samples (and
+their warm-up), so each starts with the caches its warm-up left, not what the launch before
+it in the full run left. Where the L2 holds less than in the full run the sample reads DRAM
+instead; the DRAM-read row of the counter table shows it (a sampling error in
+``dram_read_sectors`` far above the cycle error). ``hilsim simulate`` warms the samples and
+places each between a warm and a cold run (:mod:`hilsim.analyzer.warmstate`); the state
+error left is what this decomposition measures.
 
 The tables as text and markdown are :mod:`hilsim.analyzer.validate.text`'s; the HTML page
 shows them (:mod:`hilsim.analyzer.validate.page`).
@@ -52,6 +54,7 @@ import pandas as pd
 from hilsim.analyzer.validate.numbers import (
     COUNTER_PAIRS,
     SimResults,
+    interval_note,
     results_from_simlog,
     silicon_cycles,
     silicon_metric,
@@ -70,8 +73,8 @@ COUNTERS: tuple[str, ...] = (
     "l1d_misses",
     "l2_accesses",
     "l2_misses",
-    "dram_reads",
-    "dram_writes",
+    "dram_read_sectors",
+    "dram_write_sectors",
     "global_read_requests",
     "global_write_requests",
 )
@@ -82,10 +85,6 @@ def _signed(a: float | None, b: float | None) -> float | None:
     if a is None or b is None or not np.isfinite(a) or not np.isfinite(b) or b == 0:
         return None
     return float((a - b) / b)
-
-
-def _abs(x: float | None) -> float | None:
-    return None if x is None else abs(x)
 
 
 def _three(silicon: float | None, full: float, projection: float) -> dict[str, Any]:
@@ -190,8 +189,8 @@ def attach_decomposition(
     """Add ``decomposition`` to every plan of a validation report; returns the markdown.
 
     ``full_log`` (:func:`hilsim.simmodel.simlog.read_simlogs`) must hold every launch of
-    ``bundle``. The headline's full-simulation total, simulator and sampling errors are
-    filled from it (absolute values, as the headline states them). ``sim_for`` is called
+    ``bundle``. The headline's full-simulation total, configuration and sampling errors
+    (signed, as here) and the words about the interval are filled from it. ``sim_for`` is called
     again per plan: pass the one given to :func:`hilsim.analyzer.validate.validate`
     wrapped in :func:`hilsim.analyzer.validate.numbers.memo_by_plan`.
     """
@@ -210,8 +209,9 @@ def attach_decomposition(
         t = d["totals"]
         h = record["headline"]
         h["full_simulation_total_cycles"] = t["full"]
-        h["simulator_error"] = _abs(t["configuration_error"])
-        h["sampling_error"] = _abs(t["sampling_error"])
+        h["configuration_error"] = t["configuration_error"]
+        h["sampling_error"] = t["sampling_error"]
+        h["interval_note"] = interval_note(h)
         parts.append(decomposition_markdown(label, d))
     return "\n".join(parts)
 

@@ -100,14 +100,16 @@ def check_compatible(plan: Plan, bundle: Bundle) -> None:
 
 
 def confidence_interval(
-    plan: Plan, values: np.ndarray, z: float = 1.959963984540054
+    plan: Plan, values: np.ndarray, z: float = 1.959963984540054, extra_variance: float = 0.0
 ) -> tuple[float, float] | None:
     """The interval ``estimate ± z * sqrt(variance)`` of the plan's estimate of
     ``sum(values)`` (95% for the default ``z``), or None.
 
     ``values`` holds one value per launch of the bundle (only the sampled launches' are
     read). The variance is the stratified-sampling variance ``sum_i N_i^2 s_i^2 / m_i``
-    (STEM eq. 4) as the module docstring describes. None for a deterministic selection
+    (STEM eq. 4) as the module docstring describes, plus ``extra_variance``: the state
+    term of a sampled simulation (:mod:`hilsim.analyzer.warmstate`), independent of which
+    launches were drawn. None for a deterministic selection
     (``plan.sampling != "random"``), for clusters without a ``size``, and where a
     cluster's variance is unknown (one draw and no profiled ``mean_ns``/``std_ns``).
     """
@@ -144,7 +146,7 @@ def confidence_interval(
     var = var.where(~census, 0.0)
     if var.isna().any():
         return None
-    total_var = float((g["size"] ** 2 * var / g["m"]).sum())
+    total_var = float((g["size"] ** 2 * var / g["m"]).sum()) + max(float(extra_variance), 0.0)
     estimate = float(np.sum(samples["weight"].to_numpy() * x))
     half = z * float(np.sqrt(total_var))
     return estimate - half, estimate + half

@@ -4,42 +4,97 @@
   profile bundle from its log (:mod:`hilsim.analyzer.importers.gpgpusim_log`): what
   ``hilsim agent profile --backend gpgpusim`` does.
 * :func:`simulate_plan`: run only a plan's sampled launches (the program's launch-list
-  option, ``--launches FILE`` by default, see ``workloads/README.md``) and keep the log
-  where ``hilsim validate --sim`` reads it; the kernels carry their full-run launch ids
-  (``hilsim-launch K`` marks), so the log is placed by id, not by position. This is the
-  "simulate only the representative kernels" step of STEM (section 3) and PKA (section 3.1).
+  option, ``--launches FILE`` by default, see ``workloads/README.md``) with their state
+  warmed, and keep the logs where ``hilsim validate --sim`` reads them; the kernels carry
+  their full-run launch ids (``hilsim-launch K`` marks), so the logs are placed by id, not
+  by position. This is the "simulate only the representative kernels" step of STEM
+  (section 3) and PKA (section 3.1), with the warm-up both leave open (STEM section 5.2).
+
+**Warm-up** (:class:`hilsim.core.plan.Warmup`). The *warm run* simulates the samples
+after their warm-up (the ``K`` launches before each, cycles discarded; the L2 filled by
+the host's copies); with ``cold-bound`` the samples the profile shows colder than their
+warm run are simulated once more without warm-up (*cold run*) and each is placed between
+the two by its profiled DRAM reads (:mod:`hilsim.analyzer.warmstate`), which also gives the
+state term of the estimate's 95% interval. ``auto`` runs the samples the warm run
+leaves colder than the profile again with ``K`` = 1, 2, 4, 8 launches before each (only
+those samples: the cost follows the need), while they hold more than
+:data:`AUTO_COLD_SHARE` of the sampled cycles, the previous ``K`` helped, and the warm-up
+stays within ``budget`` times the samples' own profiled time.
+Every simulated cycle (warm-up launches, cold run, runs ``auto`` tried and dropped) counts
+in the reported simulated time.
+
+**Output folder.** ``OUT`` gets ``sampled.log`` (the warm run, what ``validate --sim OUT``
+reads), ``warm-precedingK.log`` (``auto``'s longer warm-ups, when it ran any),
+``cold.log`` (the cold run, when there was one), ``samples.csv`` (per sample: warm, cold
+and placed cycles and counters, the warm-up kept, the state variance), ``plan.warmup.json`` (the
+plan with the warm-up it was simulated with), ``launches.txt`` (the warm run's launch
+list) and ``simulate.json`` (the summary :func:`simulate_plan` returns), and the warm run's
+visualizer log when the card writes one (``hilsim pkp --gpgpusim-log OUT``). The simulator
+runs in a
+temporary folder outside ``OUT``: nothing in ``OUT`` is removed or half-written; files of a
+previous simulation there are replaced only with ``force``. A failed run's folder is kept
+and named in the error.
 """
 
 from __future__ import annotations
 
+import io
 import json
-import os
 import resource
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
+from hilsim.analyzer.evaluate import confidence_interval
 from hilsim.analyzer.importers.gpgpusim_log import bundle_from_gpgpusim_log
-from hilsim.simmodel.export import match_sim_results
+from hilsim.analyzer.importers.profile import load_profile
+from hilsim.analyzer.warmstate import (
+    MISS_TOLERANCE_SECTORS,
+    StatePlacement,
+    colder_than_warm,
+    place_samples,
+    profiled_misses,
+    warmer_than_profile,
+)
+from hilsim.simmodel.export import check_simulated_names
 from hilsim.simmodel.gpgpusim.cards import normalize_options
 from hilsim.simmodel.gpgpusim.logprofile import core_clock_mhz, scan_log
 from hilsim.simmodel.gpgpusim.run import run_program
+from hilsim.simmodel.gpgpusim.visualizer import VISUALIZER_GLOB
 from hilsim.simmodel.simlog import parse_simlog
 
-from hilsim.core.bundle import write_bundle
+from hilsim.core.bundle import Bundle, write_bundle
+from hilsim.core.console import progress_bar
 from hilsim.core.errors import HilsimError
 from hilsim.core.files import write_text_atomic
-from hilsim.core.plan import load_plan
+from hilsim.core.plan import L2_FILL_OPTION, Plan, Warmup, load_plan, parse_warmup, warmup_launches
 
 #: what replaces this in the program's arguments (else ``--launches FILE`` is appended)
 LAUNCHES_PLACEHOLDER = "{launches}"
 SAMPLED_LOG = "sampled.log"
+COLD_LOG = "cold.log"
+SAMPLES_CSV = "samples.csv"
+PLAN_JSON = "plan.warmup.json"
 LAUNCH_LIST = "launches.txt"
 SUMMARY_JSON = "simulate.json"
+#: the warm runs ``auto`` added for samples left colder than the profile
+EXTRA_WARM_LOG = "warm-preceding{k}.log"
+#: files simulate_plan writes into its output folder (and replaces only with force)
+OUTPUT_FILES = (SAMPLED_LOG, COLD_LOG, SAMPLES_CSV, PLAN_JSON, LAUNCH_LIST, SUMMARY_JSON)
+#: ``auto``: the warm-up lengths tried, in order
+AUTO_PRECEDING = (1, 2, 4, 8)
+#: ``auto``: raise K while the samples the warm run leaves colder than the profile hold
+#: more than this share of the weighted sampled cycles
+AUTO_COLD_SHARE = 0.02
+#: warm-up cycles allowed, as a multiple of the samples' own cycles (``auto``)
+WARMUP_BUDGET = 1.0
+#: samples run cold for the ratio pilot when the profile has no DRAM reads or L2 misses
+PILOT_SAMPLES = 8
 
 
 def _children_cpu_s() -> float:
@@ -66,20 +121,34 @@ def run_on_card(
     run_dir: Path,
     options: Mapping[str, str] | None = None,
     timeout_s: float = 4 * 3600,
+    progress: Callable[[int, float], None] | None = None,
 ) -> CardRun:
     """Run ``command`` on ``card`` (+ ``options`` overrides) in ``run_dir``; CPU time measured.
 
     CPU time is the simulator process's user + system time (``RUSAGE_CHILDREN`` around
     the run): on a shared machine it is what the run cost, whatever the wall time.
+    ``progress(kernels finished, simulated cycles)`` is called about once a second.
     """
     if not command:
         raise HilsimError("no program given (put it after '--')")
     overrides = normalize_options(options)
     cpu0 = _children_cpu_s()
-    run = run_program(list(command), card, run_dir, options=overrides, timeout_s=timeout_s)
+    run = run_program(list(command), card, run_dir, options=overrides, timeout_s=timeout_s,
+                      progress=progress)
     cpu = _children_cpu_s() - cpu0
     name = Path(card).parent.name if card.endswith(".config") else card
     return CardRun(run.log_path, run.stdout, run.wall_s, cpu, name, overrides, run.run_dir)
+
+
+def _cycles_progress(advance: Callable[..., None], label: str) -> Callable[[int, float], None]:
+    """A ``run_on_card`` progress callback that moves a bar to the kernels finished."""
+    seen = [0]
+
+    def update(kernels: int, cycles: float) -> None:
+        advance(kernels - seen[0], f"{label}: {cycles:,.0f} simulated cycles")
+        seen[0] = kernels
+
+    return update
 
 
 def profile_on_card(
@@ -91,17 +160,22 @@ def profile_on_card(
     timeout_s: float = 4 * 3600,
     keep_raw: Path | None = None,
     force: bool = False,
+    progress: bool = True,
 ) -> tuple[Path, dict[str, Any]]:
     """Run ``command`` fully on ``card`` and write the bundle ``out``; returns (path, manifest).
 
-    The simulator's log is kept as ``keep_raw/sim.log`` when ``keep_raw`` is given.
+    The simulator's log is kept as ``keep_raw/sim.log`` when ``keep_raw`` is given. On a
+    terminal a progress line on stderr shows the kernels finished and the simulated cycles.
     """
     if out.exists() and not force:
         raise HilsimError(f"{out}: already exists (use --force to replace it)")
     tmp = tempfile.TemporaryDirectory(prefix="hilsim-gpgpusim-")
     run_dir = Path(tmp.name) if keep_raw is None else keep_raw
     try:
-        run = run_on_card(command, card, run_dir, options, timeout_s)
+        with progress_bar(f"simulating {Path(command[0]).name if command else ''} on {card}",
+                          None, progress) as advance:
+            run = run_on_card(command, card, run_dir, options, timeout_s,
+                              _cycles_progress(advance, "full run"))
         bundle = bundle_from_gpgpusim_log(run.log_path, card=run.card)
         manifest = bundle.manifest
         manifest["device"]["overrides"] = run.overrides
@@ -133,6 +207,152 @@ def launch_list_argv(command: Sequence[str], list_path: Path) -> list[str]:
     return [*argv, "--launches", str(list_path)]
 
 
+@dataclass
+class ListRun:
+    """One run of a launch list: the statistics of its kernels and what it cost."""
+
+    name: str
+    warmup: str
+    launch_ids: np.ndarray
+    is_sample: np.ndarray
+    stats: pd.DataFrame
+    run: CardRun
+    preceding: int = 0
+
+    @property
+    def cycles(self) -> float:
+        return float(self.stats["cycles"].sum())
+
+    @property
+    def sample_cycles(self) -> float:
+        keep = self.stats["launch_id"].isin(self.launch_ids[self.is_sample])
+        return float(self.stats.loc[keep, "cycles"].sum())
+
+    def samples(self) -> pd.DataFrame:
+        """Statistics of the sampled launches only (warm-up launches dropped)."""
+        keep = self.stats["launch_id"].isin(self.launch_ids[self.is_sample])
+        return self.stats[keep].drop_duplicates("launch_id")
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "run": self.name,
+            "warmup": self.warmup,
+            "preceding": self.preceding,
+            "launches": int(len(self.launch_ids)),
+            "samples": int(self.is_sample.sum()),
+            "warmup_launches": int((~self.is_sample).sum()),
+            "cycles": self.cycles,
+            "sample_cycles": self.sample_cycles,
+            "warmup_cycles": self.cycles - self.sample_cycles,
+            "sim_cpu_s": round(self.run.cpu_s, 3),
+            "sim_wall_s": round(self.run.wall_s, 3),
+        }
+
+
+class ListRunner:
+    """Runs launch lists of one program on one card in a temporary work folder
+    (``run(name, launch_ids, is_sample, warmup_label, options, preceding) -> ListRun``)."""
+
+    def __init__(self, command: Sequence[str], card: str, options: Mapping[str, str],
+                 timeout_s: float, names: np.ndarray | None, progress: bool) -> None:
+        self.command, self.card, self.options = list(command), card, dict(options)
+        self.timeout_s, self.names, self.progress = timeout_s, names, progress
+        self.work = Path(tempfile.mkdtemp(prefix="hilsim-simulate-"))
+        self.runs: list[ListRun] = []
+
+    def run(self, name: str, launch_ids: np.ndarray, is_sample: np.ndarray,
+            warmup: str, extra: Mapping[str, str], preceding: int = 0) -> ListRun:
+        folder = self.work / f"{len(self.runs)}-{name}"
+        folder.mkdir()
+        list_path = folder / LAUNCH_LIST
+        list_path.write_text("\n".join(str(int(i)) for i in launch_ids) + "\n")
+        label = f"{name} run ({warmup}): {int(is_sample.sum())} samples"
+        if (~is_sample).any():
+            label += f" + {int((~is_sample).sum())} warm-up launches"
+        with progress_bar(label, len(launch_ids), self.progress) as advance:
+            run = run_on_card(launch_list_argv(self.command, list_path.resolve()), self.card,
+                              folder / "run", {**self.options, **extra}, self.timeout_s,
+                              _cycles_progress(advance, label))
+        stats = parse_simlog(run.text, str(run.log_path))
+        if "launch_id" not in stats.columns:
+            raise HilsimError(
+                f"{run.log_path}: the program printed no 'hilsim-launch K' marks: it must "
+                "accept a launch list and mark each launch (see the workloads README)"
+            )
+        missing = np.setdiff1d(launch_ids, stats["launch_id"].to_numpy())
+        if len(missing):
+            raise HilsimError(
+                f"{run.log_path}: the program did not run {len(missing)} of the "
+                f"{len(launch_ids)} listed launches (first: launch {int(missing[0])})"
+            )
+        if self.names is not None:
+            listed = stats.drop_duplicates("launch_id")
+            ids = listed["launch_id"].to_numpy(np.int64)
+            inside = ids < len(self.names)
+            check_simulated_names(self.names[ids[inside]],
+                                  listed["kernel"].to_numpy()[inside], ids[inside])
+        result = ListRun(name, warmup, launch_ids, is_sample, stats, run, preceding)
+        self.runs.append(result)
+        return result
+
+    def cleanup(self, keep_logs: bool = False) -> None:
+        """Remove the work folder; with ``keep_logs`` keep it when a run wrote a log (the
+        error that ends the simulation names it)."""
+        if keep_logs and any(self.work.glob("*/run/sim.log")):
+            return
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+def resolve_warmup(warmup: Warmup | str | None, plan: Plan) -> Warmup:
+    """The warm-up to simulate with: the one given, else the plan's, else ``auto``."""
+    if isinstance(warmup, Warmup):
+        return warmup
+    if warmup is not None:
+        return parse_warmup(warmup)
+    return plan.warmup if plan.warmup is not None else parse_warmup("auto")
+
+
+def _profile_bundle(profile: Path | Bundle | None, plan: Plan,
+                    plan_path: Path) -> Bundle | None:
+    """The profile the plan was made on: given, else the plan's source path if it exists."""
+    if isinstance(profile, Bundle):
+        return profile
+    if profile is not None:
+        return load_profile(profile)
+    source = (plan.source or {}).get("path")
+    if source:
+        for candidate in (Path(source), plan_path.parent / source):
+            if candidate.exists():
+                return load_profile(candidate)
+    return None
+
+
+def _weighted_share(mask: np.ndarray, weights: np.ndarray, cycles: np.ndarray) -> float:
+    total = float(np.dot(weights, cycles))
+    return float(np.dot(weights[mask], cycles[mask]) / total) if total > 0 else 0.0
+
+
+def _sample_table(plan: Plan) -> pd.DataFrame:
+    samples = plan.samples.sort_values("launch_id", kind="stable").reset_index(drop=True)
+    return samples[["launch_id", "weight", "cluster"]]
+
+
+def _check_output(out_dir: Path, force: bool) -> None:
+    if out_dir.exists() and not out_dir.is_dir():
+        raise HilsimError(f"{out_dir}: exists and is not a folder")
+    if not force and out_dir.is_dir():
+        mine = [name for name in OUTPUT_FILES if (out_dir / name).exists()]
+        if mine:
+            raise HilsimError(f"{out_dir}: already holds a simulation ({mine[0]}; use --force "
+                              "to replace it)")
+
+
+def _copy_log(src: Path, dst: Path) -> None:
+    tmp = dst.with_name(f".{dst.name}.tmp")
+    shutil.copyfile(src, tmp)
+    tmp.replace(dst)
+
+
 def simulate_plan(
     plan_path: Path,
     command: Sequence[str],
@@ -142,74 +362,279 @@ def simulate_plan(
     options: Mapping[str, str] | None = None,
     timeout_s: float = 4 * 3600,
     full_cycles: float | None = None,
+    warmup: Warmup | str | None = None,
+    profile: Path | Bundle | None = None,
+    force: bool = False,
+    progress: bool = True,
+    budget: float = WARMUP_BUDGET,
 ) -> dict[str, Any]:
-    """Simulate only the plan's launches on ``card``; write ``out_dir/sampled.log``.
+    """Simulate the plan's samples on ``card`` with their state warmed; write ``out_dir``.
 
-    ``out_dir`` gets ``launches.txt`` (the sorted launch ids), ``sampled.log`` (the
-    simulator's log, read by ``hilsim validate --sim OUT_DIR``), ``simulate.json`` (the
-    summary returned here) and ``run/`` (the run folder). The saving is reported against
-    ``full_cycles`` when given, else against the plan's source total (``total_duration_ns``
-    at the card's core clock, which is exact when the plan was made on a bundle of this
-    card). The summary's ``estimate_cycles`` is the plan's estimate of the full run from
-    the simulation (sum of weight x simulated cycles over the plan's draws) and
-    ``estimate_error`` its relative difference from ``full_cycles``.
+    ``warmup``: a :class:`Warmup` or its text (``none``, ``l2-fill``, ``preceding:K``,
+    ``bracket``, ``auto``, ...); default the plan's recorded warm-up, else ``auto``.
+    ``profile``: the bundle the plan was made on (its DRAM reads place each sample between
+    its warm and cold run; default the plan's source path when it exists). The saving is
+    reported against ``full_cycles`` when given, else against the plan's source total
+    (``total_duration_ns`` at the card's core clock, exact when the plan was made on a
+    bundle of this card). Returns the summary written to ``simulate.json`` (module
+    docstring); its ``estimate_cycles`` is the plan's estimate of the full run from the
+    placed sample cycles and ``interval_cycles`` its 95% interval (selection and state
+    terms) for a random plan.
     """
     plan = load_plan(plan_path)
-    ids = np.unique(plan.samples["launch_id"].to_numpy(np.int64))
+    _check_output(out_dir, force)
+    spec = resolve_warmup(warmup, plan)
+    samples = _sample_table(plan)
+    ids = samples["launch_id"].to_numpy(np.int64)
+    weights = samples["weight"].to_numpy(np.float64)
     if len(ids) == 0:
         raise HilsimError(f"{plan_path}: the plan has no samples")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    list_path = (out_dir / LAUNCH_LIST).resolve()
-    write_text_atomic(list_path, "\n".join(str(int(i)) for i in ids) + "\n")
-    run_dir = out_dir / "run"
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
-    run = run_on_card(launch_list_argv(command, list_path), card, run_dir, options, timeout_s)
-    stats = parse_simlog(run.text, str(run.log_path))
-    if "launch_id" not in stats.columns:
-        raise HilsimError(
-            f"{run.log_path}: the program printed no 'hilsim-launch K' marks: it must accept "
-            "a launch list and mark each launch (see the workloads README)"
-        )
-    # one-line error if a launch is missing or misnamed; one row per sample with its weight
-    matched = match_sim_results(plan, stats)
-    log_out = out_dir / SAMPLED_LOG
-    tmp_log = out_dir / f".{SAMPLED_LOG}.tmp{os.getpid()}"
-    shutil.copyfile(run.log_path, tmp_log)
-    os.replace(tmp_log, log_out)
+    bundle = _profile_bundle(profile, plan, plan_path) if (spec.cold_bound or spec.auto) \
+        else (load_profile(profile) if isinstance(profile, Path) else profile)
+    names = bundle.launches["name"].astype(str).to_numpy() if bundle is not None else None
+    found = profiled_misses(bundle, ids) if bundle is not None else None
+    metric, miss_column, misses = found if found is not None else (None, "l2_misses", None)
+    runner = ListRunner(command, card, options or {}, timeout_s, names, progress)
+    try:
+        warm = warm_run(runner, spec, ids, weights, misses, miss_column, bundle, budget)
+        cold = None
+        if spec.cold_bound:
+            cold = _cold_run(runner, ids, weights, warm, misses, miss_column)
+        placement = place_samples(samples, warm.stats, None if cold is None
+                                  else cold.samples(), misses, metric, miss_column)
+        placement.table.insert(4, "preceding", warm.preceding)
+        k = int(warm.preceding.max())
+        summary = _summary(plan, plan_path, spec, k, runner, warm, cold, placement,
+                           full_cycles, bundle)
+        _write_outputs(out_dir, plan, spec, k, warm, cold, placement, summary)
+    except HilsimError:
+        runner.cleanup(keep_logs=True)  # a failed run's log stays: the error names it
+        raise
+    except BaseException:
+        runner.cleanup()
+        raise
+    runner.cleanup()
+    return summary
 
-    clock = core_clock_mhz(scan_log(run.text, str(run.log_path))["options"], str(run.log_path),
-                            None)
-    sampled_cycles = float(stats["cycles"].sum())
-    # the sampled simulation's estimate of the full run: sum(weight * cycles) over the draws
-    estimate_cycles = float((matched["weight"] * matched["cycles"].astype(float)).sum())
+
+@dataclass
+class WarmRuns:
+    """The warm run of every sample, and the warm-up each sample kept.
+
+    ``base`` ran every sample with the spec's ``K``; ``auto`` re-ran the samples it left
+    colder than the profile with longer warm-ups (``extra``); ``stats`` holds, per sample
+    in launch order, the statistics of the run each sample kept, ``preceding`` its ``K``.
+    """
+
+    base: ListRun
+    extra: list[ListRun]
+    stats: pd.DataFrame
+    preceding: np.ndarray
+
+
+def warm_run(runner: ListRunner, spec: Warmup, ids: np.ndarray, weights: np.ndarray,
+             misses: np.ndarray | None, miss_column: str, bundle: Bundle | None,
+             budget: float) -> WarmRuns:
+    """The warm run with the spec's K. ``auto``: the samples it leaves colder than the
+    profile (:func:`hilsim.analyzer.warmstate.warmer_than_profile`) run again with K = 1, 2,
+    4, 8 launches before each, while they hold more than :data:`AUTO_COLD_SHARE` of the
+    weighted sampled cycles, the previous K brought at least one of them closer to its
+    profiled misses, and the warm-up stays within ``budget`` x the samples' own profiled
+    time; each sample keeps the run whose misses are nearest its profile's."""
+    k = spec.preceding
+    every, is_sample = warmup_launches(ids, k)
+    base = runner.run("warm", every, is_sample, replace(spec, preceding=k, auto=False).label,
+                      spec.sim_options(), k)
+    stats = base.samples().set_index("launch_id").loc[ids].reset_index()
+    chosen = np.full(len(ids), k, dtype=np.int64)
+    extra: list[ListRun] = []
+    if not spec.auto or misses is None:
+        return WarmRuns(base, extra, stats, chosen)
+    own = _profiled_ns(bundle, ids)
+    spent = 0.0
+    for candidate in AUTO_PRECEDING:
+        if candidate <= k:
+            continue
+        m_warm = stats[miss_column].to_numpy(np.float64)
+        too_cold = warmer_than_profile(misses, m_warm)
+        if not too_cold.any() or _weighted_share(
+                too_cold, weights, stats["cycles"].to_numpy(np.float64)) <= AUTO_COLD_SHARE:
+            break
+        sub = ids[too_cold]
+        every, is_sample = warmup_launches(sub, candidate)
+        cost = _profiled_ns(bundle, every[~is_sample])
+        if own is None or cost is None or spent + cost > budget * own:
+            break
+        spent += cost
+        trial = runner.run("warm", every, is_sample,
+                           replace(spec, preceding=candidate, auto=False).label,
+                           spec.sim_options(), candidate)
+        extra.append(trial)
+        got = trial.samples().set_index("launch_id").loc[sub].reset_index()
+        rows = np.flatnonzero(too_cold)
+        before = np.abs(m_warm[rows] - misses[rows])
+        after = np.abs(got[miss_column].to_numpy(np.float64) - misses[rows])
+        better = after < before - MISS_TOLERANCE_SECTORS
+        if not better.any():
+            break
+        keep = rows[better]
+        stats = stats.copy()
+        for column in stats.columns:
+            if column in got.columns:
+                stats.loc[keep, column] = got[column].to_numpy()[better]
+        chosen[keep] = candidate
+    return WarmRuns(base, extra, stats, chosen)
+
+
+def _profiled_ns(bundle: Bundle | None, launch_ids: np.ndarray) -> float | None:
+    """Profiled duration of these launches (the cost unit of ``auto``'s budget)."""
+    if bundle is None or len(launch_ids) == 0:
+        return 0.0 if bundle is not None else None
+    durations = bundle.launches["duration_ns"].to_numpy(np.float64)
+    if int(np.max(launch_ids)) >= len(durations):
+        return None
+    return float(durations[launch_ids].sum())
+
+
+def _cold_run(runner: ListRunner, ids: np.ndarray, weights: np.ndarray, warm: WarmRuns,
+              misses: np.ndarray | None, miss_column: str) -> ListRun | None:
+    """The cold run of the samples the profile shows colder than their warm run (or of a
+    pilot, without profiled misses); None when no sample needs it."""
+    stats = warm.stats
+    if misses is not None:
+        chosen = colder_than_warm(misses, stats[miss_column].to_numpy(np.float64))
+    else:
+        cycles = stats["cycles"].to_numpy(np.float64)
+        order = np.argsort(-(weights * cycles), kind="stable")[:PILOT_SAMPLES]
+        chosen = np.zeros(len(ids), dtype=bool)
+        chosen[order] = True
+    if not chosen.any():
+        return None
+    cold_ids = ids[chosen]
+    return runner.run("cold", cold_ids, np.ones(len(cold_ids), dtype=bool), "none",
+                      {L2_FILL_OPTION: "0"})
+
+
+def _summary(plan: Plan, plan_path: Path, spec: Warmup, k: int, runner: ListRunner,
+             warm: WarmRuns, cold: ListRun | None, placement: StatePlacement,
+             full_cycles: float | None, bundle: Bundle | None) -> dict[str, Any]:
+    run = warm.base.run
+    clock = core_clock_mhz(scan_log(run.text, str(run.log_path))["options"],
+                           str(run.log_path), None)
     source = plan.source or {}
     n_full = int(source.get("n_launches") or 0)
+    full_from = "given" if full_cycles is not None else None
     if full_cycles is None and source.get("total_duration_ns"):
         full_cycles = float(source["total_duration_ns"]) * clock / 1000.0
-    summary: dict[str, Any] = {
+        full_from = "profile"
+    simulated = float(sum(r.cycles for r in runner.runs))
+    cpu = float(sum(r.run.cpu_s for r in runner.runs))
+    estimate = placement.estimate()
+    n = bundle.n_launches if bundle is not None else n_full
+    per_launch = np.zeros(max(n, int(placement.table["launch_id"].max()) + 1))
+    per_launch[placement.table["launch_id"].to_numpy(np.int64)] = placement.table[
+        "cycles"].to_numpy(np.float64)
+    interval = confidence_interval(plan, per_launch, extra_variance=placement.state_variance)
+    full_cpu = None
+    if bundle is not None:
+        prof = (bundle.manifest.get("profilers") or [{}])[0]
+        full_cpu = prof.get("sim_cpu_s") if isinstance(prof, dict) else None
+    chosen = replace(spec, preceding=k, auto=False)
+    return {
         "plan": str(plan_path),
         "method": plan.method,
         "card": run.card,
         "overrides": run.overrides,
         "core_clock_mhz": clock,
-        "launches_simulated": int(len(stats)),
+        "warmup": {**chosen.to_dict(), "requested": spec.label,
+                   "samples_by_preceding": {str(int(v)): int(n) for v, n in zip(
+                       *np.unique(warm.preceding, return_counts=True), strict=True)}},
+        "state": placement.summary(),
+        "runs": [r.record() for r in runner.runs],
+        "launches_simulated": int(sum(len(r.launch_ids) for r in runner.runs)),
+        "samples": int(len(placement.table)),
         "launches_full": n_full or None,
-        "sampled_cycles": sampled_cycles,
+        "sampled_cycles": float(warm.stats["cycles"].sum()),
+        "simulated_cycles": simulated,
         "full_cycles": full_cycles,
-        "cycle_fraction": (sampled_cycles / full_cycles) if full_cycles else None,
-        "simulated_time_speedup": (full_cycles / sampled_cycles) if full_cycles and
-        sampled_cycles else None,
-        "estimate_cycles": estimate_cycles,
-        "estimate_error": abs(estimate_cycles - full_cycles) / full_cycles if full_cycles
+        "full_cycles_from": full_from,
+        "cycle_fraction": (simulated / full_cycles) if full_cycles else None,
+        "simulated_time_speedup": (full_cycles / simulated) if full_cycles and simulated
         else None,
-        "sim_wall_s": round(run.wall_s, 3),
-        "sim_cpu_s": round(run.cpu_s, 3),
-        "log": str(log_out),
-        "launch_list": str(list_path),
+        "estimate_cycles": estimate,
+        "estimate_error": abs(estimate - full_cycles) / full_cycles if full_cycles else None,
+        "estimate_error_signed": (estimate - full_cycles) / full_cycles if full_cycles
+        else None,
+        "interval_cycles": list(interval) if interval else None,
+        "sim_wall_s": round(float(sum(r.run.wall_s for r in runner.runs)), 3),
+        "sim_cpu_s": round(cpu, 3),
+        "full_run_cpu_s": full_cpu,
+        "cpu_time_speedup": (float(full_cpu) / cpu) if full_cpu and cpu else None,
+        "log": SAMPLED_LOG,
+        "launch_list": LAUNCH_LIST,
     }
+
+
+def _write_outputs(out_dir: Path, plan: Plan, spec: Warmup, k: int, warm: WarmRuns,
+                   cold: ListRun | None, placement: StatePlacement,
+                   summary: dict[str, Any]) -> None:
+    """Every output file, each written to a temporary name and renamed (module doc)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _copy_log(warm.base.run.log_path, out_dir / SAMPLED_LOG)
+    for old in out_dir.glob(EXTRA_WARM_LOG.format(k="*")):  # a replaced simulation's
+        old.unlink()
+    for run in warm.extra:
+        _copy_log(run.run.log_path, out_dir / EXTRA_WARM_LOG.format(k=run.preceding))
+    if cold is not None:
+        _copy_log(cold.run.log_path, out_dir / COLD_LOG)
+    elif (out_dir / COLD_LOG).exists():  # a replaced simulation's: not this one's
+        (out_dir / COLD_LOG).unlink()
+    # the warm run's visualizer log (with -O -visualizer_enabled=1), for hilsim pkp
+    for old in out_dir.glob(VISUALIZER_GLOB):
+        old.unlink()
+    for found in sorted(warm.base.run.run_dir.glob(VISUALIZER_GLOB)):
+        _copy_log(found, out_dir / found.name)
+    write_text_atomic(out_dir / LAUNCH_LIST,
+                      "\n".join(str(int(i)) for i in warm.base.launch_ids) + "\n")
+    buffer = io.StringIO()
+    placement.table.to_csv(buffer, index=False)
+    write_text_atomic(out_dir / SAMPLES_CSV, buffer.getvalue())
+    recorded = replace(plan, warmup=replace(spec, preceding=k, auto=False))
+    recorded.save(out_dir / PLAN_JSON)
+    summary["log"] = str(out_dir / SAMPLED_LOG)
+    summary["launch_list"] = str((out_dir / LAUNCH_LIST).resolve())
     write_text_atomic(out_dir / SUMMARY_JSON, json.dumps(summary, indent=2) + "\n")
-    return summary
 
 
-__all__ = ["CardRun", "launch_list_argv", "profile_on_card", "run_on_card", "simulate_plan"]
+def read_placement(folder: Path) -> pd.DataFrame | None:
+    """The per-sample table ``simulate`` wrote in ``folder`` (``samples.csv``), or None."""
+    path = Path(folder) / SAMPLES_CSV
+    if not Path(folder).is_dir() or not path.exists():
+        return None
+    try:
+        table = pd.read_csv(path)
+    except (OSError, ValueError, pd.errors.ParserError) as exc:
+        raise HilsimError(f"{path}: unreadable ({exc})") from None
+    for column in ("launch_id", "weight", "cycles", "state_variance"):
+        if column not in table.columns:
+            raise HilsimError(f"{path}: missing column {column!r} (not written by "
+                              "`hilsim simulate`)")
+    return table
+
+
+__all__ = [
+    "AUTO_COLD_SHARE",
+    "AUTO_PRECEDING",
+    "CardRun",
+    "ListRun",
+    "ListRunner",
+    "WarmRuns",
+    "OUTPUT_FILES",
+    "launch_list_argv",
+    "profile_on_card",
+    "read_placement",
+    "resolve_warmup",
+    "run_on_card",
+    "simulate_plan",
+    "warm_run",
+]

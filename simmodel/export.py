@@ -25,8 +25,17 @@ trace's header: a missing trace, a ``-kernel id`` other than the expected one, o
 kernel name that disagrees with the profile is a one-line error, so an off-by-one
 ``first_trace_id`` or a trace of another run cannot go unnoticed.
 
-:func:`match_sim_results` pairs the simulated kernels (in list order, i.e.
-ascending ``launch_id``) with the plan's samples and checks their names.
+**Warm-up** (:class:`hilsim.core.plan.Warmup`, the plan's ``warmup``): with
+``preceding:K`` the list also holds the ``K`` launches before each sample (windows of
+neighbouring samples merged, each launch once), marked ``warmup`` with weight 0 in the
+weights CSV; their cycles are discarded. With ``l2-fill`` the full list's ``MemcpyHtoD``
+lines fill the L2 when the config sets ``-gpgpu_perf_sim_memcpy 1`` (Accel-Sim replays them
+through GPGPU-Sim's ``perf_memcpy_to_gpu``): :func:`warmup_note` says so. The cold bound
+(``cold-bound``, ``auto``) needs a second run chosen from the first one's misses: that is
+``hilsim simulate``'s job on GPGPU-Sim, not an exported list's.
+
+:func:`match_sim_results` pairs the simulated kernels (in list order, i.e. ascending
+``launch_id``, warm-up launches included) with the plan's samples and checks their names.
 """
 
 from __future__ import annotations
@@ -42,7 +51,7 @@ import pandas as pd
 
 from hilsim.core.errors import HilsimError
 from hilsim.core.files import write_text_atomic
-from hilsim.core.plan import Plan
+from hilsim.core.plan import L2_FILL_OPTION, Plan, Warmup, warmup_launches
 from hilsim.core.schema import names_agree
 
 #: the tracer's full list in a traces folder
@@ -71,6 +80,46 @@ def sampled_launches(plan: Plan, first_trace_id: int = 1) -> pd.DataFrame:
             else np.full(len(samples), "", dtype=object),
         }
     )
+
+
+def listed_launches(plan: Plan, first_trace_id: int = 1) -> pd.DataFrame:
+    """What the exported list simulates, in order: the samples and, with a ``preceding``
+    warm-up, the launches before each (``role`` ``warmup``, weight 0, no name: the profile
+    names them, the plan does not)."""
+    table = sampled_launches(plan, first_trace_id)
+    table["role"] = "sample"
+    k = plan.warmup.preceding if plan.warmup is not None else 0
+    if k <= 0:
+        return table
+    every, is_sample = warmup_launches(table["launch_id"].to_numpy(np.int64), k)
+    extra = every[~is_sample]
+    warm = pd.DataFrame({
+        "launch_id": extra,
+        "trace_file": [trace_file(i, first_trace_id) for i in extra],
+        "weight": 0.0,
+        "cluster": -1,
+        "name": "",
+        "role": "warmup",
+    })
+    return (pd.concat([table, warm], ignore_index=True)
+            .sort_values("launch_id", kind="stable").reset_index(drop=True))
+
+
+def warmup_note(warmup: Warmup | None) -> str:
+    """What the Accel-Sim run of an exported list must do for the plan's warm-up."""
+    if warmup is None or warmup.label == "none":
+        return "no warm-up: every sample starts with the caches the previous one left"
+    parts = []
+    if warmup.preceding:
+        parts.append(f"the list holds the {warmup.preceding} launches before each sample "
+                     "(weight 0 in the weights CSV: their cycles are discarded)")
+    if warmup.l2_fill:
+        parts.append(f"run it with {L2_FILL_OPTION} 1 so the MemcpyHtoD lines fill the L2")
+    if warmup.cold_bound:
+        parts.append("the cold bound (a second run of the samples the warm run shows warmer "
+                     "than the profile) is not exported: `hilsim simulate` runs it on "
+                     "GPGPU-Sim")
+    return "; ".join(parts)
 
 
 def weights_path(list_path: str | os.PathLike[str]) -> Path:
@@ -154,7 +203,7 @@ def _check_trace_headers(table: pd.DataFrame, folder: Path, first_trace_id: int)
         names.append(header.get("kernel name", ""))
     traced = np.asarray(names, dtype=object)
     profiled = table["name"].astype(str).to_numpy()
-    bad = _disagree(traced, profiled)
+    bad = _disagree(traced, profiled)  # warm-up rows have no name: not checked
     if bad.any():
         k = int(np.flatnonzero(bad)[0])
         raise HilsimError(
@@ -191,9 +240,10 @@ def write_kernelslist(
     ``traces/kernelslist.g``) supplies the trace file names and the ``MemcpyHtoD``
     lines, and every sampled trace's header is checked (module docstring). Without
     ``traces`` the list names ``kernel-<N>.traceg`` files, unchecked, to be placed in
-    the traces folder. Returns both paths.
+    the traces folder. The plan's ``preceding`` warm-up launches are listed too
+    (:func:`listed_launches`). Returns both paths.
     """
-    table = sampled_launches(plan, first_trace_id)
+    table = listed_launches(plan, first_trace_id)
     if table.empty:
         raise HilsimError("export: the plan has no samples")
     out_path = Path(out)
@@ -234,6 +284,10 @@ def match_sim_results(plan: Plan, simlog: pd.DataFrame) -> pd.DataFrame:
     """
     table = sampled_launches(plan)
     sim = simlog.sort_values("sim_launch", kind="stable").reset_index(drop=True)
+    listed = listed_launches(plan)
+    if "launch_id" not in sim.columns and len(listed) != len(table) and len(sim) == len(listed):
+        # an exported list with warm-up launches: keep the samples' positions only
+        sim = sim[(listed["role"] == "sample").to_numpy()].reset_index(drop=True)
     if "launch_id" in sim.columns:
         # the program marked every launch with its index (hilsim-launch K): place by id
         sim = sim.drop_duplicates("launch_id", keep="first").set_index("launch_id")

@@ -214,6 +214,26 @@ def _check_values(frame: pd.DataFrame, lines: np.ndarray, where: str) -> None:
                        " a block repeated or logs of two runs joined")
 
 
+_BUSWIDTH = re.compile(r"^-gpgpu_dram_buswidth\s+(\d+)\b", re.M)
+_BURST = re.compile(r"^-gpgpu_dram_burst_length\s+(\d+)\b", re.M)
+#: bytes of one DRAM request when the log's option dump does not say (16 B bus x burst 2)
+DEFAULT_DRAM_REQUEST_BYTES = 32
+#: bytes of a DRAM sector as Nsight Compute counts them (``dram__sectors_read.sum``)
+DRAM_SECTOR_BYTES = 32
+#: DRAM request counters and the same traffic in 32-byte sectors (added by parse_simlog)
+DRAM_SECTOR_COLUMNS = {"dram_reads": "dram_read_sectors", "dram_writes": "dram_write_sectors"}
+
+
+def dram_request_bytes(text: str) -> int:
+    """Bytes one DRAM request of the simulated card moves: ``-gpgpu_dram_buswidth`` x
+    ``-gpgpu_dram_burst_length`` of the log's option dump (:data:`DEFAULT_DRAM_REQUEST_BYTES`
+    where the dump lacks them). GPGPU-Sim's ``total dram reads`` counts such requests."""
+    width, burst = _BUSWIDTH.search(text), _BURST.search(text)
+    if width is None or burst is None:
+        return DEFAULT_DRAM_REQUEST_BYTES
+    return int(width.group(1)) * int(burst.group(1))
+
+
 def _number(text: str) -> float:
     try:
         return float(text.rstrip("%"))
@@ -232,7 +252,9 @@ def parse_simlog(text: str, where: str = "<sim log>", counters: str = "cumulativ
     kernel), ``ipc``, ``tot_cycles`` (cumulative), ``occupancy_pct`` (per kernel; NaN
     unless the simulator collects it, i.e. with ``-power_simulation_enabled 1``), then one
     column per counter of
-    :data:`LOG_COUNTERS` found in the log (per kernel, see the module docstring).
+    :data:`LOG_COUNTERS` found in the log (per kernel, see the module docstring), and the
+    DRAM requests in 32-byte sectors (:data:`DRAM_SECTOR_COLUMNS`, request size from the
+    option dump: :func:`dram_request_bytes`).
 
     Raises :class:`HilsimError` naming ``where`` when the log has no kernel block,
     when the last block is truncated, or when a cumulative counter decreases.
@@ -342,7 +364,22 @@ def parse_simlog(text: str, where: str = "<sim log>", counters: str = "cumulativ
         if col in frame:
             frame[col] = frame[col].astype("Int64")
     frame["kernel"] = frame["kernel"].astype(str)
+    if any(c in frame for c in DRAM_SECTOR_COLUMNS):
+        scale = dram_request_bytes(text) / DRAM_SECTOR_BYTES
+        for requests, sectors in DRAM_SECTOR_COLUMNS.items():
+            if requests in frame:
+                frame[sectors] = frame[requests] * scale
     return frame.reset_index(drop=True)
+
+
+#: the banner Accel-Sim's trace-driven front end prints first (GPGPU-Sim's own follows it)
+ACCELSIM_BANNER = "Accel-Sim [build"
+
+
+def simulator_name(text: str) -> str:
+    """``"Accel-Sim"`` for a log whose first lines carry Accel-Sim's banner, else
+    ``"GPGPU-Sim"`` (a program run on GPGPU-Sim directly, as ``hilsim simulate`` does)."""
+    return "Accel-Sim" if ACCELSIM_BANNER in text[:4096] else "GPGPU-Sim"
 
 
 def read_log_text(path: str | os.PathLike[str]) -> str:
@@ -373,8 +410,9 @@ def read_simlogs(paths: list[str | os.PathLike[str]] | tuple, counters: str = "c
     """Read several logs (one per simulated kernel or one per batch) into one table.
 
     Files are taken in the order given (a folder contributes its ``*.log``/``*.log.gz``/
-    ``*.o*`` files sorted by name); ``sim_launch`` numbers the kernels across all files and
-    ``log`` names the file each came from.
+    ``*.o*`` files sorted by name); ``sim_launch`` numbers the kernels across all files,
+    ``log`` names the file each came from and ``simulator`` the simulator that wrote it
+    (:func:`simulator_name`).
     """
     files: list[Path] = []
     for item in paths:
@@ -391,8 +429,10 @@ def read_simlogs(paths: list[str | os.PathLike[str]] | tuple, counters: str = "c
         raise HilsimError("no simulation logs given")
     frames = []
     for f in files:
-        frame = read_simlog(f, counters)
+        text = read_log_text(f)
+        frame = parse_simlog(text, str(f), counters)
         frame.insert(1, "log", f.name)
+        frame["simulator"] = simulator_name(text)
         frames.append(frame)
     out = pd.concat(frames, ignore_index=True)
     out["sim_launch"] = np.arange(len(out), dtype=np.int64)
@@ -403,7 +443,7 @@ def read_simlogs(paths: list[str | os.PathLike[str]] | tuple, counters: str = "c
 _SLIM_PREFIXES: tuple[str, ...] = (
     "kernel_name", "kernel_stream_id", LAUNCH_MARK, "hilsim-region ", "-gpgpu_",
     "GPGPU-Sim PTX: pushing kernel '", "GPGPU-Sim PTX: Kernel '", "GPGPU-Sim: *** exit",
-    "gpgpu_simulation_time", "*** GPGPU-Sim Simulator Version",
+    "gpgpu_simulation_time", "*** GPGPU-Sim Simulator Version", ACCELSIM_BANNER,
 )
 
 

@@ -63,7 +63,7 @@ def test_reference_card_full_run_gives_zero_configuration_error(tmp_path: Path) 
     assert sum(r["full"] for r in kernels) == full
     assert all(r["configuration_error"] == 0.0 for r in kernels)
     counters = {r["counter"]: r for r in d["per_counter"]}
-    assert {"cycles", "instructions", "l2_accesses", "dram_reads"} <= set(counters)
+    assert {"cycles", "instructions", "l2_accesses", "dram_read_sectors"} <= set(counters)
     # instructions against the bundle's smsp__thread_inst_executed.sum: the same run
     assert counters["instructions"]["configuration_error"] == 0.0
     assert "configuration" in (tmp_path / "rep.md").read_text()

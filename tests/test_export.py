@@ -69,7 +69,8 @@ def test_bare_list_in_launch_order(tmp_path):
     assert klist.read_text().split() == ["kernel-3.traceg", "kernel-5.traceg", "kernel-8.traceg"]
     assert weights == tmp_path / "sampled.weights.csv"
     table = pd.read_csv(weights)
-    assert list(table.columns) == ["launch_id", "trace_file", "weight", "cluster", "name"]
+    assert list(table.columns) == ["launch_id", "trace_file", "weight", "cluster", "name",
+                                   "role"]
     assert list(table["launch_id"]) == [2, 4, 7]
     klist, _ = write_kernelslist(plan, tmp_path / "sampled.g", first_trace_id=11)
     assert klist.read_text().split()[0] == "kernel-13.traceg"
@@ -144,3 +145,47 @@ def test_match_by_order_and_names():
         match_sim_results(plan, sim.iloc[::-1].assign(sim_launch=[0, 1]))
     with pytest.raises(HilsimError, match="hold 1 kernels"):
         match_sim_results(plan, sim.iloc[:1])
+
+
+def test_preceding_warmup_is_listed_and_its_kernels_dropped_when_read_back(traces, tmp_path):
+    """A plan with ``preceding:2``: the list holds each sample's 2 launches before it
+    (windows merged), the weights CSV marks them warm-up with weight 0, and the log of
+    that list maps back to the samples only (mutant: matching by position without the
+    warm-up rows finds 6 kernels for 2 samples and refuses the log)."""
+    from dataclasses import replace
+
+    from hilsim.core.plan import parse_warmup
+
+    plan = replace(_plan([5, 8]), warmup=parse_warmup("l2-fill+preceding:2"))
+    klist, weights = write_kernelslist(plan, traces / "kernelslist.w.g", 1, traces)
+    kernels = [ln for ln in klist.read_text().split() if ln.startswith("kernel")]
+    # launches 3, 4, 5 and 6, 7, 8 (trace id = launch + 1)
+    assert [int(k.split("-")[1].split(".")[0]) - 1 for k in kernels] == [3, 4, 5, 6, 7, 8]
+    table = pd.read_csv(weights)
+    assert table["role"].tolist() == ["warmup", "warmup", "sample", "warmup", "warmup",
+                                      "sample"]
+    assert table.loc[table["role"] == "warmup", "weight"].eq(0).all()
+    simlog = pd.DataFrame({"sim_launch": range(6),
+                           "kernel": [MANGLED[i] for i in (3, 4, 5, 6, 7, 8)],
+                           "cycles": [10.0, 20, 30, 40, 50, 60]})
+    matched = match_sim_results(plan, simlog)
+    assert matched["launch_id"].tolist() == [5, 8]
+    assert matched["cycles"].tolist() == [30.0, 60.0]
+
+
+def test_export_cli_writes_the_plan_with_its_warmup_and_refuses_the_cold_bound(traces,
+                                                                                tmp_path):
+    plan_path = _plan([5, 8]).save(tmp_path / "p.json")
+    runner = CliRunner()
+    res = runner.invoke(cli, ["export", str(plan_path), "--traces", str(traces), "--warmup",
+                              "preceding:1"])
+    assert res.exit_code == 0, res.output
+    assert "+ 2 warm-up launches" in res.output
+    from hilsim.core.plan import load_plan
+
+    written = load_plan(traces / "kernelslist.p.plan.json")
+    assert written.warmup is not None and written.warmup.preceding == 1
+    res = runner.invoke(cli, ["export", str(plan_path), "--traces", str(traces), "--warmup",
+                              "auto", "-o", str(traces / "x.g")])
+    assert res.exit_code != 0 and "hilsim simulate" in str(res.exception)
+    assert not (traces / "x.g").exists()

@@ -117,6 +117,51 @@ def test_timeout_kills_and_names_the_log(sim, programs, tmp_path: Path) -> None:
     assert "GPGPU-Sim" in (tmp_path / "run" / "sim.log").read_text()
 
 
+def test_terminated_caller_takes_the_simulator_with_it(sim, programs, tmp_path: Path) -> None:
+    """SIGTERM to a process waiting on a simulation (or SIGINT to one a background shell
+    started, which ignores it) kills the simulator too: it runs in its own session and
+    would otherwise spin on, orphaned (mutant: no handler -> the spin program survives)."""
+    import signal
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from hilsim.simmodel.gpgpusim.run import run_program\n"
+        f"run_program([{str(programs['spin'])!r}], 'SM7_QV100', {str(tmp_path / 'run')!r}, "
+        "options={'-gpgpu_n_clusters': '1', '-gpgpu_perf_sim_memcpy': '0'}, timeout_s=300)\n"
+    )
+    caller = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    log = tmp_path / "run" / "sim.log"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and "GPGPU-Sim uArch: Shader" not in (
+            log.read_text(errors="replace") if log.exists() else ""):
+        time.sleep(0.5)
+    spinning = [p for p in Path("/proc").iterdir() if p.name.isdigit()
+                and _cmdline(p).startswith(str(programs["spin"]))]
+    assert spinning, "the simulation did not start"
+    caller.send_signal(signal.SIGTERM)
+    caller.wait(timeout=60)
+    time.sleep(1)
+    for proc in spinning:
+        assert not proc.exists() or _state(proc) == "Z", f"{proc} still running"
+
+
+def _cmdline(proc: Path) -> str:
+    try:
+        return (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _state(proc: Path) -> str:
+    try:
+        return (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "gone"
+
+
 def test_compile_error_is_one_line(sim, tmp_path: Path) -> None:
     from hilsim.simmodel.gpgpusim.compile import compile_cuda
 

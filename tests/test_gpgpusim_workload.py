@@ -63,7 +63,7 @@ def test_launch_list_runs_only_those_launches_with_their_ids(program: Path,
                             tmp_path / "out", options={"-gpgpu_n_clusters": "1",
                                                        "-gpgpu_perf_sim_memcpy": "0",
                                                        "-gpgpu_kernel_launch_latency": "0"},
-                            timeout_s=600)
+                            timeout_s=600, warmup="none", progress=False)
     assert summary["launches_simulated"] == 3
     from hilsim.simmodel.simlog import read_simlogs
 
@@ -73,4 +73,48 @@ def test_launch_list_runs_only_those_launches_with_their_ids(program: Path,
                                           "_Z11argmax_rowsPKfPii"]
     saved = json.loads((tmp_path / "out" / "simulate.json").read_text())
     assert saved["sampled_cycles"] == float(log["cycles"].sum()) > 0
+    assert saved["simulated_cycles"] == saved["sampled_cycles"]  # no warm-up, no cold run
     assert (tmp_path / "out" / "launches.txt").read_text().split() == ["3", "7", "28"]
+    assert not (tmp_path / "out" / "run").exists()  # the run folder was a temporary one
+
+
+def test_warmed_samples_are_placed_between_warm_and_cold_runs(program: Path,
+                                                              tmp_path: Path) -> None:
+    """``auto`` warm-up on the real one-step profile (tests/data/gpgpusim): launch 2 (a
+    GEMM the full run ran with the first launches' lines already in L2) and launch 27
+    (late in the step). The warm run fills the L2 from the host's copies; samples the
+    profile shows colder are run cold too; each placed by its profiled L2 misses, so its
+    cycles lie between its two runs and the interval carries the state term. About 10
+    CPU-s: 2 + at most 2 launches on 1 SM."""
+    import pandas as pd
+    from hilsim.analyzer.importers.gpgpusim_log import bundle_from_gpgpusim_log
+    from hilsim.analyzer.simulate import simulate_plan
+
+    from hilsim.core.plan import Plan, load_plan
+
+    log = Path(__file__).parent / "data" / "gpgpusim" / "transformer_step1.SM7_QV100-4sm.log"
+    profile = bundle_from_gpgpusim_log(log, card="SM7_QV100")
+    names = profile.launches["name"].astype(str).to_numpy()
+    samples = pd.DataFrame({"launch_id": [2, 27], "weight": [9.0, 20.0], "cluster": [0, 1],
+                            "draws": [1, 1], "name": [names[2], names[27]]})
+    plan_path = Plan(method="hand", params={}, source={"n_launches": 29},
+                     clusters=[{"cluster": 0, "size": 9, "mean_ns": 3000.0, "std_ns": 300.0},
+                               {"cluster": 1, "size": 20, "mean_ns": 1000.0, "std_ns": 50.0}],
+                     samples=samples, sampling="random").save(tmp_path / "plan.json")
+    out = tmp_path / "out"
+    s = simulate_plan(plan_path, [str(program), "--steps", "1"], "SM7_QV100", out,
+                      options={"-gpgpu_n_clusters": "4", "-gpgpu_kernel_launch_latency": "0"},
+                      timeout_s=900, warmup="auto", profile=profile, progress=False)
+    assert s["warmup"]["l2_fill"] and s["warmup"]["cold_bound"]
+    table = pd.read_csv(out / "samples.csv")
+    warm, cold = table["cycles_warm"].to_numpy(), table["cycles_cold"].to_numpy()
+    ran_cold = ~pd.isna(cold)
+    assert ran_cold.any()  # the one-step profile has cold launches (first touches)
+    lo = warm[ran_cold].clip(max=cold[ran_cold])
+    hi = warm[ran_cold].clip(min=cold[ran_cold])
+    assert (lo <= table["cycles"][ran_cold]).all() and (table["cycles"][ran_cold] <= hi).all()
+    assert s["estimate_cycles"] == (table["weight"] * table["cycles"]).sum()
+    # every simulated cycle counted: the cold run's too
+    assert s["simulated_cycles"] == sum(r["cycles"] for r in s["runs"]) > s["sampled_cycles"]
+    assert (out / "cold.log").exists() and load_plan(out / "plan.warmup.json").warmup is not None
+    assert s["state"]["state_sd_cycles"] > 0 and s["interval_cycles"] is not None

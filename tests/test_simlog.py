@@ -98,3 +98,14 @@ def test_read_folder_numbers_across_files():
     frame = read_simlogs([LOGS])
     assert list(frame["sim_launch"]) == [0, 1]
     assert set(frame["log"]) == {A100.name, RTX.name}
+
+
+def test_simulator_named_from_the_banner(tmp_path):
+    """Accel-Sim's logs start with its banner; a program run on GPGPU-Sim directly does
+    not (validate must not call GPGPU-Sim logs "accel-sim logs")."""
+    frame = read_simlogs([RTX])
+    assert set(frame["simulator"]) == {"Accel-Sim"}
+    text = RTX.read_text()
+    plain = tmp_path / "gpgpusim.log"
+    plain.write_text(text.replace("Accel-Sim [build", "Something [build", 1))
+    assert set(read_simlogs([plain])["simulator"]) == {"GPGPU-Sim"}

@@ -63,11 +63,12 @@ def test_decomposition_hand_case():
     assert h["full_simulation_total_cycles"] == pytest.approx(8800)
     p = 2 * 1100 + 2 * 4400  # = 11000
     assert h["sampled_projection_cycles"] == pytest.approx(p)
-    assert h["simulator_error"] == pytest.approx(0.1)
-    assert h["sampling_error"] == pytest.approx(abs(p - 8800) / 8800)
-    assert h["total_error"] == pytest.approx(abs(p - 8000) / 8000)
+    # signed, named as in the decomposition (configuration, sampling, total)
+    assert h["configuration_error"] == pytest.approx(0.1)
+    assert h["sampling_error"] == pytest.approx((p - 8800) / 8800)
+    assert h["total_error"] == pytest.approx((p - 8000) / 8000)
     score = score_plan(plan, bundle)
-    assert h["silicon_sampling_error"] == pytest.approx(score.error)
+    assert abs(h["silicon_sampling_error"]) == pytest.approx(score.error)
     assert h["speedup"] == pytest.approx(score.speedup)
 
 
@@ -76,7 +77,7 @@ def test_sampled_only_gives_total_error_only():
     sim = SimResults(np.array([1100.0, np.nan, np.nan, 4400.0]))
     h = validate_plan(_plan(bundle), bundle, sim, 1000.0)["headline"]
     assert h["full_simulation_total_cycles"] is None
-    assert h["simulator_error"] is None and h["sampling_error"] is None
+    assert h["configuration_error"] is None and h["sampling_error"] is None
     assert h["total_error"] == pytest.approx(3000 / 8000)
     with pytest.raises(HilsimError, match="sampled launch 3"):
         validate_plan(_plan(bundle), bundle, SimResults(np.array([1.0, 1, 1, np.nan])), 1000.0)
@@ -106,7 +107,7 @@ def test_report_is_escaped_self_contained_and_matches_json(tmp_path):
     data = json.loads(json_path.read_text())
     h = data["plans"][0]["headline"]
     assert h["total_error"] == pytest.approx(report["plans"][0]["headline"]["total_error"])
-    assert f"{100 * h['total_error']:.2f}%" in text
+    assert f"{100 * h['total_error']:+.2f}%" in text
     assert data["plans"][0]["silicon_score"]["error"] == pytest.approx(
         score_plan(plan, bundle).error
     )
@@ -180,7 +181,7 @@ def test_cli_sim_and_model_paths(tmp_path, monkeypatch):
     )
     assert result.exit_code == 0, result.output
     h = json.loads((tmp_path / "rep.json").read_text())["plans"][0]["headline"]
-    assert h["simulator_error"] == pytest.approx(0.1)
+    assert h["configuration_error"] == pytest.approx(0.1)
     bad = CliRunner().invoke(
         validate_cmd,
         ["--silicon", str(tmp_path / "b"), "--plan", str(tmp_path / "plan.json"), "-o", str(out)],
@@ -252,3 +253,38 @@ def test_importing_the_report_leaves_matplotlib_unloaded():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "LOADED []" in done.stdout
+
+
+def test_interval_words_follow_the_numbers():
+    """The banner names the larger error from the numbers beside it (it said "the
+    simulator's error, not sampling, dominates" next to "simulator 0.00%, sampling 9.32%")."""
+    from hilsim.analyzer.validate.numbers import interval_note
+
+    base = {"interval_covers_silicon": False}
+    sampling_larger = interval_note({**base, "configuration_error": 0.0,
+                                     "sampling_error": 0.0932})
+    assert "sampling error (+9.32%) is larger than the configuration error (+0.00%)" \
+        in sampling_larger
+    config_larger = interval_note({**base, "configuration_error": -0.05,
+                                   "sampling_error": 0.01})
+    assert config_larger.startswith("the simulator's configuration error (-5.00%) is larger")
+    unknown = interval_note({**base, "configuration_error": None, "sampling_error": None})
+    assert "unknown without a full simulation" in unknown
+    assert interval_note({"interval_covers_silicon": True, "configuration_error": 0.3,
+                          "sampling_error": 0.0}) == ""
+
+
+def test_state_variance_widens_the_interval():
+    bundle = _bundle()
+    plan = _plan(bundle)
+    plan.sampling = "random"  # one draw per cluster: the profiled CoV gives its variance
+    plan.clusters = [{**c, "mean_ns": 1000.0, "std_ns": 100.0} for c in plan.clusters]
+    cycles = np.array([1100.0, 2200.0, 1100.0, 4400.0])
+    plain = validate_plan(plan, bundle, SimResults(cycles), 1000.0)["headline"]
+    widened = validate_plan(plan, bundle, SimResults(cycles, state_variance=400.0**2),
+                            1000.0)["headline"]
+    lo, hi = plain["interval_cycles"]
+    wlo, whi = widened["interval_cycles"]
+    half, whalf = (hi - lo) / 2, (whi - wlo) / 2
+    assert whalf == pytest.approx(np.hypot(half, 1.959963984540054 * 400.0))
+    assert widened["state_sd_cycles"] == pytest.approx(400.0)

@@ -1,8 +1,9 @@
 """The numbers of a validation: sampled simulation against silicon, JSON-ready.
 
 Inputs: a silicon bundle, one or more plans made on it, and simulated cycles per
-launch from either Accel-Sim logs of the plan's exported ``kernelslist.g``
-(:mod:`hilsim.simmodel.simlog`, :mod:`hilsim.simmodel.export`) or the analytical model
+launch from either simulator logs (GPGPU-Sim runs of ``hilsim simulate``, with the warm-up
+placement it wrote, or Accel-Sim logs of the plan's exported ``kernelslist.g``:
+:mod:`hilsim.simmodel.simlog`, :mod:`hilsim.simmodel.export`) or the analytical model
 (``hilsim.simmodel.model.predict``) run on every launch.
 
 **Silicon cycles.** ``gpu__cycles_elapsed.max`` from ``metrics.parquet`` where it is
@@ -15,24 +16,31 @@ ran; ``max_sm_clock_mhz`` is the boost clock, so locked-clock profiles match bes
 simulator's error against silicon, "SimError", from the sampling errors "PKS"/"PKA").
 With ``S`` = silicon total cycles, ``F`` = full-simulation total (every launch
 simulated: the model on all launches, or logs covering all launches) and ``P`` =
-sampled-simulation projection ``sum(weight * sim_cycles)`` over the plan's samples:
+sampled-simulation projection ``sum(weight * sim_cycles)`` over the plan's samples, all
+signed (the same names and signs as :mod:`hilsim.analyzer.decompose`):
 
-* simulator error ``= |F - S| / S``;
-* sampling error ``= |P - F| / F`` (what sampling adds inside the simulator);
-* total error ``= |P - S| / S`` (what a user of sampled simulation sees).
+* configuration error ``= (F - S) / S`` (the simulator's own error, PKA's SimError);
+* sampling error ``= (P - F) / F`` (what sampling adds inside the simulator);
+* total error ``= (P - S) / S`` (what a user of sampled simulation sees).
 
 When ``F`` is unknown (logs for the sampled launches only) only the total error is
 given; the silicon-side sampling error of the same plan (``score_plan`` on
-durations) is reported beside it. Speedup and the 95% interval follow
-:mod:`hilsim.analyzer.evaluate` (STEM section 4.1); the interval of ``P`` uses the simulated
-cycles of the samples.
+durations) is reported beside it. The interval of ``P`` follows
+:mod:`hilsim.analyzer.evaluate` (STEM section 4.1, eq. 4) on the simulated cycles of the
+samples, plus the state term ``hilsim simulate`` measured (:mod:`hilsim.analyzer.warmstate`).
+
+**Speedups, named.** *Profiled-time speedup*: the profile's total duration over the
+sampled launches' (what the plan promises, ``score_plan``); *simulated-time speedup*: the
+full run's cycles over every cycle the sampled simulation simulated, warm-up and cold runs
+included (known when the logs come from ``hilsim simulate``).
 
 **Counter correlation** (Accel-Sim, Khairy et al., ISCA 2020, section V): for each
 pair of a simulator counter and its Nsight Compute counterpart, over the launches
 that have both: cycles and instructions by mean absolute error ``MAE = mean(|sim -
 hw| / hw)``, other counters by ``NRMSE = sqrt(mean((sim - hw)^2)) / mean(hw)``, and
-Pearson's ``r``. Per-metric errors of the weighted sums for every silicon counter
-follow STEM Fig. 14 (:func:`hilsim.analyzer.evaluate.metric_errors`).
+Pearson's ``r``. DRAM traffic is compared in 32-byte sectors on both sides (a GPGPU-Sim
+request moves bus width x burst length bytes). Per-metric errors of the weighted sums for
+every silicon counter follow STEM Fig. 14 (:func:`hilsim.analyzer.evaluate.metric_errors`).
 
 **Per cluster.** Each cluster's samples give its silicon estimate and simulated
 projection. Where the cluster members are known (:mod:`hilsim.analyzer.membership`: from
@@ -77,8 +85,8 @@ COUNTER_PAIRS: dict[str, tuple[str, ...]] = {
     "l2_global_read_hits": ("lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum",),
     "l2_global_write_accesses": ("lts__t_sectors_srcunit_tex_op_write.sum",),
     "l2_accesses": ("lts__t_sectors.sum", "lts__t_requests.sum"),
-    "dram_reads": ("dram__sectors_read.sum",),
-    "dram_writes": ("dram__sectors_write.sum",),
+    "dram_read_sectors": ("dram__sectors_read.sum",),
+    "dram_write_sectors": ("dram__sectors_write.sum",),
     "l1d_accesses": ("l1tex__t_sectors.sum",),
     "l1d_misses": ("l1tex__t_sectors_lookup_miss.sum",),
     "l2_misses": ("lts__t_sectors_lookup_miss.sum",),
@@ -96,14 +104,23 @@ class SimResults:
         cycles: float array of length ``n_launches``.
         counters: other simulated counters per launch (columns as in
             :mod:`hilsim.simmodel.simlog`), same length; may be empty.
-        source: ``"accel-sim logs"`` or ``"analytical model"`` (shown in the report).
+        source: ``"GPGPU-Sim logs"``, ``"Accel-Sim logs"``, ``"hilsim simulate (...)"``
+            or ``"analytical model"`` (shown in the report).
         detail: free text (files, config name).
+        state_variance: variance the sampled runs' state adds to the estimate (cycles^2,
+            :mod:`hilsim.analyzer.warmstate`); 0 when not measured.
+        simulated_cycles: every cycle the sampled simulation simulated (warm-up and cold
+            runs included), when known.
+        warmup: the warm-up the samples were simulated with, when known.
     """
 
     cycles: np.ndarray
     counters: pd.DataFrame = field(default_factory=pd.DataFrame)
     source: str = "simulation"
     detail: str = ""
+    state_variance: float = 0.0
+    simulated_cycles: float | None = None
+    warmup: str | None = None
 
     @property
     def covers_all(self) -> bool:
@@ -170,10 +187,11 @@ def silicon_cycles(bundle: Bundle, clock_mhz: float) -> tuple[np.ndarray, str]:
         measured = bundle.metrics[SILICON_CYCLES_METRIC].to_numpy(np.float64)
         ok = np.isfinite(measured)
         cycles[ids[ok]] = measured[ok]
-        note = (
-            f"{SILICON_CYCLES_METRIC} for {int(ok.sum())} launches, "
-            f"duration_ns x {clock_mhz:g} MHz for the rest"
-        )
+        if ok.all():
+            note = f"{SILICON_CYCLES_METRIC} of every launch"
+        elif ok.any():
+            note = (f"{SILICON_CYCLES_METRIC} for {int(ok.sum())} launches, "
+                    f"duration_ns x {clock_mhz:g} MHz for the other {int((~ok).sum())}")
     return cycles, note
 
 
@@ -202,7 +220,7 @@ def results_from_simlog(plan: Plan, bundle: Bundle, simlog: pd.DataFrame) -> Sim
         c
         for c in simlog.columns
         if c not in ("sim_launch", "launch_id", "log", "uid", "kernel", "ipc", "tot_cycles",
-                     "cycles", "occupancy_pct")
+                     "cycles", "occupancy_pct", "simulator")
     ]
     counters = pd.DataFrame(np.nan, index=np.arange(n), columns=counter_cols)
     if "launch_id" in simlog.columns and len(simlog) == n and (
@@ -225,7 +243,41 @@ def results_from_simlog(plan: Plan, bundle: Bundle, simlog: pd.DataFrame) -> Sim
     for c in counter_cols:
         counters.loc[ids, c] = values[c].to_numpy(np.float64)
     files = sorted(set(simlog["log"])) if "log" in simlog else []
-    return SimResults(cycles, counters, "accel-sim logs", ", ".join(map(str, files[:5])))
+    names = sorted(set(simlog["simulator"])) if "simulator" in simlog else ["simulator"]
+    return SimResults(cycles, counters, " and ".join(names) + " logs",
+                      ", ".join(map(str, files[:5])))
+
+
+def results_from_placement(bundle: Bundle, table: pd.DataFrame, summary: dict[str, Any],
+                           where: str) -> SimResults:
+    """The samples of a ``hilsim simulate`` folder (``samples.csv``: placed cycles and
+    counters per sample, the state variance; ``simulate.json``: what was simulated).
+
+    Launches the plan did not sample are NaN, as for logs of a sampled run.
+    """
+    n = bundle.n_launches
+    ids = table["launch_id"].to_numpy(np.int64)
+    if len(ids) and (ids.min() < 0 or ids.max() >= n):
+        raise HilsimError(f"{where}: samples beyond the bundle's {n} launches: another "
+                          "workload's simulation")
+    cycles = np.full(n, np.nan)
+    cycles[ids] = table["cycles"].to_numpy(np.float64)
+    skip = {"launch_id", "weight", "cluster", "kernel", "cycles", "cycles_warm",
+            "cycles_cold", "position", "state_variance", "profiled_misses", "misses_warm",
+            "misses_cold"}
+    columns = [c for c in table.columns if c not in skip
+               and pd.api.types.is_numeric_dtype(table[c])]
+    counters = pd.DataFrame(np.nan, index=np.arange(n), columns=columns)
+    for c in columns:
+        counters.loc[ids, c] = table[c].to_numpy(np.float64)
+    check_simulated_names(bundle.launches["name"].astype(str).to_numpy()[ids],
+                          table["kernel"].astype(str).to_numpy(), ids)
+    w = table["weight"].to_numpy(np.float64)
+    state_var = float(np.sum(w * w * table["state_variance"].to_numpy(np.float64)))
+    warmup = (summary.get("warmup") or {}).get("label")
+    return SimResults(cycles, counters, f"hilsim simulate (GPGPU-Sim, warm-up {warmup})",
+                      where, state_variance=state_var,
+                      simulated_cycles=summary.get("simulated_cycles"), warmup=warmup)
 
 
 def launch_table_with_metrics(bundle: Bundle) -> pd.DataFrame:
@@ -278,6 +330,31 @@ def _rel(a: float | None, b: float | None) -> float | None:
     if a is None or b is None or not np.isfinite(a) or not np.isfinite(b) or b == 0:
         return None
     return float(abs(a - b) / abs(b))
+
+
+def _signed(a: float | None, b: float | None) -> float | None:
+    """``(a - b) / b``; None when either is missing or ``b`` is 0."""
+    if a is None or b is None or not np.isfinite(a) or not np.isfinite(b) or b == 0:
+        return None
+    return float((a - b) / b)
+
+
+def interval_note(h: dict[str, Any]) -> str:
+    """Why the projection's 95% interval misses the silicon total, in words that follow
+    the numbers: which of the configuration and sampling errors is the larger, when both
+    are known; "" when the interval contains silicon or there is no interval."""
+    if h.get("interval_covers_silicon") is not False:
+        return ""
+    config, sampling = h.get("configuration_error"), h.get("sampling_error")
+    if config is None or sampling is None:
+        return ("the interval covers sampling and state only; the simulator's own "
+                "(configuration) error is unknown without a full simulation (--sim-full)")
+    c, s = f"{100 * config:+.2f}%", f"{100 * sampling:+.2f}%"
+    if abs(config) >= abs(sampling):
+        return (f"the simulator's configuration error ({c}) is larger than the sampling "
+                f"error ({s}), which the interval covers")
+    return (f"the sampling error ({s}) is larger than the configuration error ({c}): "
+            "the interval is too narrow for this sample")
 
 
 def cluster_table(
@@ -375,26 +452,34 @@ def validate_plan(
     silicon_total = float(silicon.sum())
     full = float(sim.cycles.sum()) if sim.covers_all else None
     projection = float(np.sum(weights * sampled_sim))
-    interval = confidence_interval(plan, np.where(np.isfinite(sim.cycles), sim.cycles, 0.0))
+    interval = confidence_interval(plan, np.where(np.isfinite(sim.cycles), sim.cycles, 0.0),
+                                   extra_variance=sim.state_variance)
     silicon_estimate = float(np.sum(weights * silicon[ids]))
     headline = {
         "silicon_total_cycles": silicon_total,
         "full_simulation_total_cycles": full,
         "sampled_projection_cycles": projection,
-        "simulator_error": _rel(full, silicon_total),
-        "sampling_error": _rel(projection, full),
-        "total_error": _rel(projection, silicon_total),
-        "silicon_sampling_error": _rel(silicon_estimate, silicon_total),
+        "configuration_error": _signed(full, silicon_total),
+        "sampling_error": _signed(projection, full),
+        "total_error": _signed(projection, silicon_total),
+        "silicon_sampling_error": _signed(silicon_estimate, silicon_total),
         "speedup": score.speedup,
+        "speedup_kind": "profiled time",
+        "simulated_time_speedup": (full or silicon_total) / sim.simulated_cycles
+        if sim.simulated_cycles else None,
+        "warmup": sim.warmup,
+        "state_sd_cycles": float(np.sqrt(sim.state_variance)),
         "n_samples": score.n_samples,
         "n_clusters": score.n_clusters,
         "interval_cycles": list(interval) if interval else None,
         "interval_covers_silicon": bool(interval[0] <= silicon_total <= interval[1])
         if interval
         else None,
+        "interval_note": "",
         "silicon_cycles_from": silicon_note,
         "clock_mhz": clock_mhz,
     }
+    headline["interval_note"] = interval_note(headline)
     clusters = cluster_table(plan, bundle, silicon, sampled_sim, members)
     errors, notes = metric_errors(plan, bundle)
     # counter-by-counter correlation over launches that have both values

@@ -32,8 +32,9 @@ TOP_CLUSTER_ROWS = 12
 #: kernel names longer than this are shortened in tables (the full name is a tooltip)
 NAME_CHARS = 60
 
-HEADLINE_COLUMNS = ("plan", "method", "total error", "simulator error", "sampling error",
-                    "silicon sampling error", "speedup", "samples", "95% interval vs silicon")
+HEADLINE_COLUMNS = ("plan", "method", "total error", "configuration error", "sampling error",
+                    "silicon sampling error", "profiled-time speedup", "simulated-time speedup",
+                    "warm-up", "samples", "95% interval vs silicon")
 TOTALS_COLUMNS = ("plan", "silicon", "full simulation", "sampled projection",
                   "95% interval of the projection")
 CLUSTER_COLUMNS = ("cluster", "label", "other sampled kernels", "size", "samples",

@@ -180,7 +180,7 @@ def pareto_png(results: list[dict[str, Any]], n_launches: int = 0) -> str:
         {
             "method": r["label"],
             "hmean_speedup": r["headline"]["speedup"],
-            "mean_error": r["headline"]["total_error"] or 0.0,
+            "mean_error": abs(r["headline"]["total_error"] or 0.0),
             "no_reduction": reduction_flag(
                 r["headline"]["speedup"],
                 r["headline"]["n_samples"],

@@ -92,8 +92,8 @@ def decomposition_markdown(label: str, d: dict[str, Any]) -> str:
         f"{count(t['projection'])})",
         "",
         f"sampling = selection {signed(t['selection_error'])} (the sampled launches' "
-        f"full-run cycles) x state {signed(t['state_error'])} (the same launches simulated "
-        "alone: caches as the previous sample left them)",
+        f"full-run cycles) x state {signed(t['state_error'])} (the same launches in the "
+        "sampled simulation: caches as their warm-up left them)",
         "",
     ]
     for title, rows in (("kernel", kernels), ("counter", counters)):

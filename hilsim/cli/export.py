@@ -6,13 +6,14 @@ checks made against a traces folder.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import click
 
 from hilsim.core.errors import HilsimError
-from hilsim.core.plan import load_plan
-from hilsim.simmodel.export import write_kernelslist
+from hilsim.core.plan import load_plan, parse_warmup
+from hilsim.simmodel.export import warmup_note, weights_path, write_kernelslist
 
 
 @click.command("export")
@@ -29,13 +30,18 @@ from hilsim.simmodel.export import write_kernelslist
 @click.option("--first-trace-id", type=int, default=1, show_default=True,
               help="Trace id N of launch 0 (kernel-N.traceg); 1 when tracer and profile "
                    "started at the same launch.")
+@click.option("--warmup", default=None, metavar="SPEC",
+              help="Warm-up: none, l2-fill, preceding:K or both joined by '+' [the plan's "
+                   "recorded warm-up, else none]; the plan with it is written beside the "
+                   "list as <name>.plan.json (validate with that plan).")
 @click.option("--force", is_flag=True, help="Replace an existing list.")
 def export_cmd(plan_path: Path, traces: Path | None, full_list: Path | None,
-               output: Path | None, first_trace_id: int, force: bool) -> None:
+               output: Path | None, first_trace_id: int, warmup: str | None,
+               force: bool) -> None:
     """Write PLAN's sampled launches as an Accel-Sim kernelslist and weights CSV.
 
     Simulate it with `accel-sim.out -trace LIST ...` and read the log back with
-    `hilsim validate --sim LOG`.
+    `hilsim validate --sim LOG --plan <name>.plan.json`.
     """
     if first_trace_id < 0:
         raise HilsimError(f"--first-trace-id must be >= 0, got {first_trace_id}")
@@ -46,6 +52,22 @@ def export_cmd(plan_path: Path, traces: Path | None, full_list: Path | None,
     if output.exists() and not force:
         raise HilsimError(f"{output}: already exists (use --force to replace)")
     plan = load_plan(plan_path)
+    if warmup is not None:
+        plan = replace(plan, warmup=parse_warmup(warmup))
+    if plan.warmup is not None and (plan.warmup.cold_bound or plan.warmup.auto):
+        raise HilsimError(
+            f"export: warm-up {plan.warmup.label}: the cold bound is chosen from a first "
+            "run's misses, which `hilsim simulate` does on GPGPU-Sim; export "
+            "l2-fill+preceding:K for Accel-Sim"
+        )
     list_path, weights = write_kernelslist(plan, output, first_trace_id, traces, full_list)
+    plan_out = weights_path(list_path).with_name(
+        weights_path(list_path).name.replace(".weights.csv", ".plan.json"))
+    plan.save(plan_out)
     checked = " (every sampled trace's header checked)" if traces is not None else ""
-    click.echo(f"wrote {list_path}: {plan.n_samples} sampled launches{checked}, and {weights}")
+    n_listed = len(weights.read_text(encoding="utf-8").splitlines()) - 1
+    click.echo(f"wrote {list_path}: {plan.n_samples} sampled launches"
+               + (f" + {n_listed - plan.n_samples} warm-up launches"
+                  if n_listed > plan.n_samples else "")
+               + f"{checked}, {weights} and {plan_out}")
+    click.echo(f"warm-up: {warmup_note(plan.warmup)}")

@@ -103,8 +103,9 @@ def toolchain_script_cmd() -> None:
 @gpgpusim.command("run", context_settings={"ignore_unknown_options": True})
 @click.option("--card", required=True,
               help="Shipped card name (see `hilsim gpgpusim cards`) or a gpgpusim.config path.")
-@click.option("-O", "--option", "overrides", multiple=True, metavar="-OPT=VALUE",
-              help="Override a config option, e.g. -O -gpgpu_n_clusters=1 (repeatable).")
+@click.option("-O", "--sim-option", "overrides", multiple=True, metavar="-OPT=VALUE",
+              help="Override a card option, e.g. -O -gpgpu_n_clusters=1 (repeatable; the "
+                   "same as `hilsim agent profile -O` and `hilsim simulate -O`).")
 @click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Run folder [gpgpusim-runs/<card>-<time>].")
 @click.option("--timeout", "timeout_s", default=600.0, show_default=True,

@@ -13,41 +13,84 @@ from hilsim.analyzer.simulate import simulate_plan
 from hilsim.simmodel.gpgpusim.cards import parse_override
 
 
+def summary_lines(s: dict) -> list[str]:
+    """What ``hilsim simulate`` prints: the estimate, the simulated time (every run's
+    cycles, warm-up included) and the simulator's CPU time, each speedup named."""
+    w = s["warmup"]
+    state = s["state"]
+    lines = [f"warm-up {w['label']}"
+             + (f" (chosen by auto from {w['requested']})" if w["requested"] != w["label"]
+                else "")
+             + f"; {state['bracketed']} of {state['samples']} samples also run cold"
+             + (f", placed by the profile's {state['profile_metric']}"
+                if state["placement"] == "profile" else "")
+             + (", placed at the midpoint by a pilot's cold/warm ratios"
+                if state["placement"] == "pilot" else "")]
+    est = (f"estimate {s['estimate_cycles']:,.0f} cycles (state correction "
+           f"{100 * (state['state_correction'] or 0.0):+.2f}%")
+    if s["interval_cycles"]:
+        lo, hi = s["interval_cycles"]
+        est += f"; 95% interval [{lo:,.0f}, {hi:,.0f}], selection and state"
+    est += ")"
+    if s["full_cycles"]:
+        whose = ("the profile's total at this card's clock"
+                 if s.get("full_cycles_from") == "profile" else "the full run")
+        est += (f" vs {s['full_cycles']:,.0f}, {whose} "
+                f"({100 * s['estimate_error_signed']:+.2f}%)")
+    lines.append(est)
+    line = (f"simulated {s['launches_simulated']:,} launches in {len(s['runs'])} run(s) for "
+            f"{s['samples']:,} samples: {s['simulated_cycles']:,.0f} simulated cycles, "
+            f"warm-up and cold runs included")
+    if s["full_cycles"]:
+        line += (f" ({100 * s['cycle_fraction']:.2f}% of {s['full_cycles']:,.0f}: "
+                 f"simulated-time speedup {s['simulated_time_speedup']:.1f}x)")
+    lines.append(line)
+    cpu = f"simulator: {s['sim_cpu_s']:.1f} CPU s, {s['sim_wall_s']:.1f} s wall"
+    if s.get("cpu_time_speedup"):
+        cpu += (f" (the full run took {s['full_run_cpu_s']:.1f} CPU s: CPU-time speedup "
+                f"{s['cpu_time_speedup']:.1f}x)")
+    lines.append(cpu + f"; log {s['log']}")
+    return lines
+
+
 @click.command("simulate", context_settings={"ignore_unknown_options": True})
 @click.argument("plan", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--card", required=True,
               help="Shipped card name (see `hilsim gpgpusim cards`) or a gpgpusim.config path.")
-@click.option("-O", "--option", "overrides", multiple=True, metavar="-OPT=VALUE",
-              help="Override a config option, e.g. -O -gpgpu_n_clusters=4 (repeatable).")
+@click.option("-O", "--sim-option", "overrides", multiple=True, metavar="-OPT=VALUE",
+              help="Override a card option, e.g. -O -gpgpu_n_clusters=4 (repeatable; the "
+                   "same as `hilsim agent profile -O`).")
 @click.option("-o", "--out", "out_dir", required=True,
               type=click.Path(file_okay=False, path_type=Path),
-              help="Folder for sampled.log (what `hilsim validate --sim` reads), the launch "
-                   "list and simulate.json.")
+              help="Folder for sampled.log (what `hilsim validate --sim` reads), cold.log, "
+                   "samples.csv, plan.json, the launch list and simulate.json.")
+@click.option("--warmup", default=None, metavar="SPEC",
+              help="Warm-up of the samples: none, l2-fill, preceding:K, bracket "
+                   "(l2-fill + cold-bound), auto (bracket, K chosen), joined by '+' "
+                   "[the plan's recorded warm-up, else auto].")
+@click.option("--profile", type=click.Path(path_type=Path), default=None,
+              help="The bundle the plan was made on: its DRAM reads place each sample "
+                   "between its warm and cold run [the plan's source path if it exists].")
 @click.option("--full-cycles", type=float, default=None,
               help="Cycles of the full run to report the saving against [the plan's source "
                    "total at the card's clock].")
 @click.option("--timeout", "timeout_s", default=4 * 3600.0, show_default=True,
-              help="Seconds before the simulation is killed.")
+              help="Seconds before a simulation is killed.")
+@click.option("--force", is_flag=True, help="Replace a simulation already in the folder.")
 @click.argument("program", nargs=-1, required=True, type=click.UNPROCESSED)
 def simulate_cmd(plan: Path, card: str, overrides: tuple[str, ...], out_dir: Path,
-                 full_cycles: float | None, timeout_s: float, program: tuple[str, ...]) -> None:
+                 warmup: str | None, profile: Path | None, full_cycles: float | None,
+                 timeout_s: float, force: bool, program: tuple[str, ...]) -> None:
     """Run only PLAN's launches of PROGRAM on a simulated card (sampled simulation).
 
     The program gets the launch list as `--launches FILE` (or where an argument holds
-    `{launches}`) and must print `hilsim-launch K` before launch K (the shipped workload
-    does: `hilsim/simmodel/gpgpusim/workloads/README.md`). Then:
+    `{launches}`) and must print `hilsim-launch K` before launch K (the shipped workloads
+    do: `hilsim/simmodel/gpgpusim/workloads/README.md`). Give it the same arguments as
+    the profiled run. Then:
     hilsim validate --silicon RUN.bundle --plan PLAN --sim OUT
     """
     opts = dict(parse_override(o) for o in overrides)
     s = simulate_plan(plan, list(program), card, out_dir, options=opts, timeout_s=timeout_s,
-                      full_cycles=full_cycles)
-    line = (f"simulated {s['launches_simulated']:,} launches"
-            + (f" of {s['launches_full']:,}" if s["launches_full"] else "")
-            + f": {s['sampled_cycles']:,.0f} simulated cycles")
-    if s["full_cycles"]:
-        line += (f" of {s['full_cycles']:,.0f} in the full run "
-                 f"({100 * s['cycle_fraction']:.2f}%, {s['simulated_time_speedup']:.1f}x less "
-                 "simulated time)")
-    click.echo(line)
-    click.echo(f"simulator: {s['sim_cpu_s']:.1f} CPU s, {s['sim_wall_s']:.1f} s wall; "
-               f"log {s['log']}")
+                      full_cycles=full_cycles, warmup=warmup, profile=profile, force=force)
+    for line in summary_lines(s):
+        click.echo(line)

@@ -7,19 +7,33 @@ total error; counter correlation; silicon cycles).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
 from hilsim.analyzer import validate as v
 from hilsim.analyzer.decompose import attach_decomposition, check_full_log
 from hilsim.analyzer.importers.profile import load_profile
+from hilsim.analyzer.simulate import SUMMARY_JSON, read_placement
 from hilsim.analyzer.validate.text import signed
 from hilsim.core.errors import HilsimError
 from hilsim.core.files import write_text_atomic
-from hilsim.core.formatting import percent
+from hilsim.core.jsonfile import read_json
 from hilsim.core.plan import load_plan
 from hilsim.simmodel.config import read_timing
 from hilsim.simmodel.simlog import read_simlogs
+
+
+def _simulate_folder(paths: tuple[Path, ...]) -> tuple[Any, dict, Path] | None:
+    """(samples table, summary, folder) when ``--sim`` names one ``hilsim simulate`` folder."""
+    if len(paths) != 1 or not paths[0].is_dir():
+        return None
+    table = read_placement(paths[0])
+    if table is None:
+        return None
+    summary_path = paths[0] / SUMMARY_JSON
+    summary = read_json(summary_path) if summary_path.exists() else {}
+    return table, summary, paths[0]
 
 
 @click.command("validate")
@@ -28,8 +42,9 @@ from hilsim.simmodel.simlog import read_simlogs
 @click.option("--plan", "plans", required=True, multiple=True, type=click.Path(path_type=Path),
               help="Plan JSON made on that bundle; repeat for several plans (Pareto plot).")
 @click.option("--sim", "sim_logs", multiple=True, type=click.Path(path_type=Path),
-              help="Accel-Sim/GPGPU-Sim log(s) or folder(s) of the exported kernelslist.g "
-                   "(one plan), or of every launch (full simulation).")
+              help="The folder `hilsim simulate -o` wrote (one plan: warm-up and state "
+                   "placement included), or Accel-Sim/GPGPU-Sim log(s) or folder(s) of the "
+                   "exported kernelslist.g (one plan), or of every launch (full simulation).")
 @click.option("--sim-full", "sim_full", multiple=True, type=click.Path(path_type=Path),
               help="Log(s) of a full simulation (every launch) on the --sim card: "
                    "configuration error (full vs silicon) and sampling error (sampled vs "
@@ -61,6 +76,19 @@ def validate_cmd(silicon: Path, plans: tuple[Path, ...], sim_logs: tuple[Path, .
 
         def sim_for(plan):  # noqa: ARG001 - the model covers every launch
             return shared
+    elif (placed := _simulate_folder(sim_logs)) is not None:
+        table, summary, where = placed
+        if len(loaded) > 1:
+            raise HilsimError(f"validate: {where} is the simulation of one plan; give that "
+                              "plan only")
+        shared_placed = v.results_from_placement(bundle, table, summary, str(where))
+        ids = set(table["launch_id"].astype(int))
+        if set(loaded[0][1].samples["launch_id"].astype(int)) != ids:
+            raise HilsimError(f"validate: {where} simulated other launches than "
+                              f"{plans[0]}: give the plan it was simulated for")
+
+        def sim_for(plan):  # noqa: ARG001 - one plan, checked above
+            return shared_placed
     else:
         simlog = read_simlogs(list(sim_logs), counters)
         if len(loaded) > 1 and len(simlog) != bundle.n_launches:
@@ -85,8 +113,16 @@ def validate_cmd(silicon: Path, plans: tuple[Path, ...], sim_logs: tuple[Path, .
     html_path, json_path = v.write_report(report, images, output)
     for r in report["plans"]:
         h = r["headline"]
-        click.echo(f"{r['label']}: total error {percent(h['total_error'])}, "
-                   f"speedup {h['speedup']:.1f}x")
+        line = (f"{r['label']}: total error {signed(h['total_error'])}, profiled-time "
+                f"speedup {h['speedup']:.1f}x")
+        if h.get("simulated_time_speedup"):
+            line += f", simulated-time speedup {h['simulated_time_speedup']:.1f}x"
+        if h.get("interval_cycles"):
+            lo, hi = h["interval_cycles"]
+            line += (f"; 95% interval [{lo:,.0f}, {hi:,.0f}] "
+                     + ("contains" if h["interval_covers_silicon"] else "misses")
+                     + f" silicon {h['silicon_total_cycles']:,.0f}")
+        click.echo(line)
         if "decomposition" in r:
             t = r["decomposition"]["totals"]
             click.echo(f"{r['label']}: configuration {signed(t['configuration_error'])}, "

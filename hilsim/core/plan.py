@@ -24,6 +24,130 @@ from hilsim.core.files import write_text_atomic
 from hilsim.core.jsonfile import json_safe, read_json
 
 PLAN_SCHEMA = "hilsim.plan/1"
+#: GPGPU-Sim option that makes host-to-device copies fill the L2 (``gpu-sim.cc``:
+#: "Fill the L2 cache on memcpy"; Accel-Sim's trace front end replays ``MemcpyHtoD`` lines
+#: through the same function)
+L2_FILL_OPTION = "-gpgpu_perf_sim_memcpy"
+
+
+@dataclass(frozen=True)
+class Warmup:
+    """The warm-up a plan's sampled launches need before they are measured.
+
+    A sampled simulation runs only the samples, back to back, so each starts with the
+    caches the previous *sample* left instead of what the launch before it left in the full
+    run (STEM+ROOT, MICRO 2025, section 5.2: warm-up of GPU state is left open there; SMARTS'
+    functional warming, Wunderlich et al., ISCA 2003, is the CPU answer). The parts, combined
+    with ``+`` in :meth:`label` / :func:`parse_warmup`:
+
+    * ``preceding:K``: the ``K`` launches before each sample are simulated first and their
+      cycles discarded; the windows of neighbouring samples are merged, so a launch is
+      simulated once and a sample inside another's window warms it too (contiguous windows);
+    * ``l2-fill``: the program's host-to-device copies fill the L2 before its first kernel
+      (:data:`L2_FILL_OPTION` 1), a functional warm-up that costs no simulated cycle;
+    * ``cold-bound``: the samples whose profiled DRAM reads exceed their warm run's are also
+      run without any warm-up (``-gpgpu_perf_sim_memcpy 0``), and each is placed between its
+      warm and cold cycles by its profiled misses (``hilsim simulate``, the state term);
+    * ``auto``: ``l2-fill+cold-bound`` with ``K`` raised (0, 1, 2, 4, ...) while the warm
+      run stays colder than the profile (more misses) for a share of the samples, within a
+      cost budget.
+
+    ``none`` is no warm-up: every sample as the previous sample left the caches.
+    """
+
+    preceding: int = 0
+    l2_fill: bool = False
+    cold_bound: bool = False
+    auto: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.preceding, int) or isinstance(self.preceding, bool) \
+                or self.preceding < 0:
+            raise HilsimError(f"warm-up: preceding must be an integer >= 0, got "
+                              f"{self.preceding!r}")
+
+    @property
+    def label(self) -> str:
+        """The canonical text of this warm-up (what :func:`parse_warmup` reads back)."""
+        if self.auto:
+            parts = ["auto"]
+        else:
+            parts = [p for p, on in (("l2-fill", self.l2_fill),
+                                     ("cold-bound", self.cold_bound)) if on]
+        if self.preceding:
+            parts.append(f"preceding:{self.preceding}")
+        return "+".join(parts) or "none"
+
+    def sim_options(self) -> dict[str, str]:
+        """Simulator options of the warm run (the L2 fill on or off, explicitly)."""
+        return {L2_FILL_OPTION: "1" if self.l2_fill else "0"}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "preceding": self.preceding, "l2_fill": self.l2_fill,
+                "cold_bound": self.cold_bound, "auto": self.auto}
+
+
+#: what each word of a warm-up text turns on
+_WARMUP_WORDS: dict[str, dict[str, bool]] = {
+    "none": {},
+    "l2-fill": {"l2_fill": True},
+    "cold-bound": {"cold_bound": True},
+    "bracket": {"l2_fill": True, "cold_bound": True},
+    "auto": {"l2_fill": True, "cold_bound": True, "auto": True},
+}
+
+
+def parse_warmup(text: str) -> Warmup:
+    """A warm-up from its text: words of :data:`_WARMUP_WORDS` and ``preceding:K`` joined
+    by ``+`` (``l2-fill+preceding:2``); one-line :class:`HilsimError` otherwise."""
+    fields: dict[str, Any] = {}
+    for word in str(text).strip().lower().split("+"):
+        word = word.strip()
+        if word.startswith("preceding:"):
+            k = word.split(":", 1)[1]
+            if not k.isdigit():
+                raise HilsimError(f"warm-up {text!r}: preceding:K needs an integer K >= 0")
+            fields["preceding"] = int(k)
+        elif word in _WARMUP_WORDS:
+            fields.update(_WARMUP_WORDS[word])
+        else:
+            raise HilsimError(
+                f"warm-up {text!r}: unknown part {word!r} (use none, l2-fill, cold-bound, "
+                "bracket, auto and preceding:K, joined by '+')"
+            )
+    return Warmup(**fields)
+
+
+def warmup_from_dict(data: Any, where: str) -> Warmup:
+    """A plan's ``warmup`` object (:meth:`Warmup.to_dict`); one-line error naming ``where``."""
+    if not isinstance(data, dict):
+        raise HilsimError(f"{where}: 'warmup' must be a JSON object")
+    preceding = data.get("preceding", 0)
+    if not _is_int(preceding) or preceding < 0:
+        raise HilsimError(f"{where}: warmup.preceding must be an integer >= 0, got "
+                          f"{preceding!r}"[:300])
+    flags = {}
+    for key in ("l2_fill", "cold_bound", "auto"):
+        value = data.get(key, False)
+        if not isinstance(value, bool):
+            raise HilsimError(f"{where}: warmup.{key} must be true or false")
+        flags[key] = value
+    return Warmup(preceding=preceding, **flags)
+
+
+def warmup_launches(sample_ids: np.ndarray, preceding: int) -> tuple[np.ndarray, np.ndarray]:
+    """Launches to simulate for samples with ``preceding`` warm-up launches each.
+
+    Returns the sorted distinct launch ids (each sample's window ``[id - K, id]`` clipped at
+    0; overlapping windows merged) and a mask of which of them are samples (the others'
+    cycles are discarded). Vectorised: one ``np.unique`` over ``len(ids) x (K + 1)`` ids.
+    """
+    ids = np.unique(np.asarray(sample_ids, dtype=np.int64))
+    if preceding <= 0 or len(ids) == 0:
+        return ids, np.ones(len(ids), dtype=bool)
+    window = (ids[:, None] - np.arange(preceding, -1, -1, dtype=np.int64)[None, :]).ravel()
+    every = np.unique(window[window >= 0])
+    return every, np.isin(every, ids)
 
 
 @dataclass
@@ -47,6 +171,8 @@ class Plan:
         notes: human-readable remarks (e.g. metrics that were missing).
         diagnostics: method-specific numbers (e.g. PKA error per K, classifier
             accuracy).
+        warmup: the warm-up its samples need in a sampled simulation (:class:`Warmup`);
+            None when not recorded (plans written before the field existed read as None).
         members: the cluster of every launch (int64, indexed by ``launch_id``; -1 for
             a launch no cluster stands for), set by the method that made the plan,
             or a function that builds it (a method whose plans are made once per seed
@@ -64,6 +190,7 @@ class Plan:
     sampling: str = "deterministic"
     notes: list[str] = field(default_factory=list)
     diagnostics: dict[str, Any] = field(default_factory=dict)
+    warmup: Warmup | None = None
     members: np.ndarray | Callable[[], np.ndarray] | None = field(
         default=None, repr=False, compare=False
     )
@@ -102,7 +229,7 @@ class Plan:
         if names is not None:
             for row, name in zip(rows, names, strict=True):
                 row["name"] = str(name)
-        return {
+        data = {
             "schema": PLAN_SCHEMA,
             "method": self.method,
             "params": self.params,
@@ -114,6 +241,9 @@ class Plan:
             "notes": self.notes,
             "diagnostics": self.diagnostics,
         }
+        if self.warmup is not None:
+            data["warmup"] = self.warmup.to_dict()
+        return data
 
     def to_json(self) -> str:
         return json.dumps(json_safe(self.to_dict()), indent=1)
@@ -298,4 +428,5 @@ def load_plan(path: str | Path) -> Plan:
         sampling=data.get("sampling", "deterministic"),
         notes=list(data.get("notes", [])),
         diagnostics=dict(data.get("diagnostics", {})),
+        warmup=warmup_from_dict(data["warmup"], str(source)) if "warmup" in data else None,
     )

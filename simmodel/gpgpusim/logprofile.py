@@ -77,8 +77,10 @@ MAX_REGION_DEPTH = 64
 MAX_REGION_PATH = 4096
 #: a core clock above this (MHz) is not a clock domain of any GPU
 MAX_CLOCK_MHZ = 100_000.0
-#: bytes per DRAM access: burst length x bus width (QV100: 2 x 16 B); overridden by the log
+#: bytes per DRAM access when the log names no bus width and burst length (QV100: 16 B x 2)
 DRAM_ATOM_BYTES = 32
+#: bytes in one Nsight Compute DRAM sector (``dram__sectors_*``)
+SECTOR_BYTES = 32
 
 _EVENT = re.compile(
     r"^(?:"
@@ -164,6 +166,16 @@ def scan_log(text: str, where: str) -> dict[str, Any]:
     return {"pushed": pushed, "resources": resources, "regions": regions, "options": opts}
 
 
+def dram_atom_bytes(options: dict[str, str]) -> int:
+    """Bytes one GPGPU-Sim DRAM request moves: ``-gpgpu_dram_buswidth`` (bytes per
+    channel per beat) x ``-gpgpu_dram_burst_length`` from the log's option dump
+    (:func:`scan_log`), :data:`DRAM_ATOM_BYTES` where the dump lacks them."""
+    try:
+        return int(options["busw"]) * int(options["bl"])
+    except (KeyError, ValueError):
+        return DRAM_ATOM_BYTES
+
+
 def core_clock_mhz(options: dict[str, str], where: str, clock_mhz: float | None) -> float:
     """The core clock (MHz): ``clock_mhz`` when given, else the first field of the log's
     ``-gpgpu_clock_domains``; one line unless it is a frequency (0 < f <= 100 GHz)."""
@@ -244,9 +256,10 @@ def parse_gpgpusim_log(
     )
     launch_ids = stats["launch_id"].to_numpy(np.int64) if "launch_id" in stats else None
     launches = normalize_launches(frame, where)  # start order == log order: ids 0..n-1
-    metrics = _metrics(stats, launches)
+    metrics = _metrics(stats, launches, dram_atom_bytes(scan["options"]))
     facts: dict[str, Any] = {
         "core_clock_mhz": clock,
+        "dram_request_bytes": dram_atom_bytes(scan["options"]),
         "simulator_version": scan["options"].get("version"),
         "total_cycles": float(cycles.sum()),
         "full_run_launch_ids": None if launch_ids is None else launch_ids.tolist(),
@@ -258,11 +271,15 @@ def parse_gpgpusim_log(
     return SimLogProfile(launches, metrics, regions, facts, stats)
 
 
-def _metrics(stats: pd.DataFrame, launches: pd.DataFrame) -> pd.DataFrame:
+def _metrics(stats: pd.DataFrame, launches: pd.DataFrame, atom_bytes: int) -> pd.DataFrame:
+    """Per-launch metrics under their Nsight Compute names; DRAM requests (``atom_bytes``
+    each) counted in 32-byte sectors and bytes as Nsight Compute counts them."""
     out = pd.DataFrame({"launch_id": launches["launch_id"].to_numpy(np.int64)})
     for col, metric in NCU_METRICS.items():
         if col in stats.columns:
             values = stats[col].to_numpy(np.float64)
+            if col in ("dram_reads", "dram_writes"):
+                values = values * (atom_bytes / SECTOR_BYTES)
             if np.isfinite(values).any():
                 out[metric] = values
     out["gpu__time_duration.sum"] = launches["duration_ns"].to_numpy(np.float64)
@@ -274,7 +291,7 @@ def _metrics(stats: pd.DataFrame, launches: pd.DataFrame) -> pd.DataFrame:
     for sectors, nbytes in (("dram__sectors_read.sum", "dram__bytes_read.sum"),
                             ("dram__sectors_write.sum", "dram__bytes_write.sum")):
         if sectors in out:
-            out[nbytes] = out[sectors] * DRAM_ATOM_BYTES
+            out[nbytes] = out[sectors] * SECTOR_BYTES
     if "l2_misses" in stats and "l2_accesses" in stats:
         acc = stats["l2_accesses"].to_numpy(np.float64)
         miss = stats["l2_misses"].to_numpy(np.float64)
@@ -316,6 +333,7 @@ __all__ = [
     "SNIFF_MARKERS",
     "SimLogProfile",
     "core_clock_mhz",
+    "dram_atom_bytes",
     "looks_like_gpgpusim_log",
     "parse_gpgpusim_log",
     "scan_log",

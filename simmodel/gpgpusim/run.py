@@ -7,7 +7,9 @@ folder) in its own process group, with the build's environment
 ``sim.log``, line-buffered through ``stdbuf`` where present: GPGPU-Sim prints with C stdio,
 which is block-buffered into a file, and an ``abort()`` would otherwise lose its last
 message. A timeout kills the whole group; a timeout, crash, abort or non-zero exit is one
-:class:`HilsimError` line that names the log.
+:class:`HilsimError` line that names the log. While the program runs, ``progress`` (when
+given) is called about once a second with the number of kernels finished so far and the
+simulated cycles (``gpu_tot_sim_cycle``) read from the growing log.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ import re
 import shutil
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,6 +61,44 @@ class SimRun:
 
 
 _KERNEL = re.compile(r"^kernel_name = (\S+)\s*$", re.M)
+_TOT_CYCLES = re.compile(rb"^gpu_tot_sim_cycle = (\d+)\s*$", re.M)
+_DONE = re.compile(rb"^kernel_name = ", re.M)
+#: seconds between two looks at the growing log
+PROGRESS_INTERVAL_S = 1.0
+
+
+class LogFollower:
+    """Counts finished kernels and reads the simulated cycles of a growing log.
+
+    Reads only what was appended since the last call (the log of a full run is ~100 MB);
+    a line cut at the end of the read is kept for the next call.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.tail = b""
+        self.kernels = 0
+        self.cycles = 0.0
+
+    def poll(self) -> tuple[int, float]:
+        """(kernels finished, simulated cycles so far) after reading the new bytes."""
+        try:
+            with self.path.open("rb") as handle:
+                handle.seek(self.offset)
+                chunk = handle.read()
+        except OSError:
+            return self.kernels, self.cycles
+        self.offset += len(chunk)
+        data = self.tail + chunk
+        cut = data.rfind(b"\n") + 1
+        self.tail = data[cut:]
+        whole = data[:cut]
+        self.kernels += len(_DONE.findall(whole))
+        found = _TOT_CYCLES.findall(whole)
+        if found:
+            self.cycles = float(found[-1])
+        return self.kernels, self.cycles
 _CYCLES = re.compile(r"^gpu_sim_cycle = (\d+)\s*$", re.M)
 
 
@@ -111,6 +152,47 @@ def _signal_name(rc: int) -> str:
         return f"signal {-rc}"
 
 
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Any:
+    """While a simulation runs, SIGTERM (and SIGINT where a background shell ignored it)
+    raise KeyboardInterrupt in the main thread, so the simulator's process group, which
+    runs in its own session, is killed with it instead of running on, orphaned (only the
+    main thread may install handlers: elsewhere nothing changes)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:  # noqa: ARG001 - signal handler
+        raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _wait(proc: subprocess.Popen, timeout_s: float, log: Path,
+          progress: Callable[[int, float], None] | None) -> int:
+    """``proc.wait(timeout_s)``, calling ``progress`` about once a second meanwhile."""
+    if progress is None:
+        return proc.wait(timeout=timeout_s)
+    follower = LogFollower(log)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            rc = proc.wait(timeout=min(PROGRESS_INTERVAL_S, max(deadline - time.monotonic(),
+                                                                0.0)))
+        except subprocess.TimeoutExpired:
+            if time.monotonic() >= deadline:
+                raise
+            progress(*follower.poll())
+            continue
+        progress(*follower.poll())
+        return rc
+
+
 def run_program(
     argv: Sequence[str | os.PathLike[str]],
     card: str | os.PathLike[str] | CardConfig,
@@ -120,6 +202,7 @@ def run_program(
     timeout_s: float = 600,
     build: SimBuild | None = None,
     env: Mapping[str, str] | None = None,
+    progress: Callable[[int, float], None] | None = None,
 ) -> SimRun:
     """Run ``argv`` on the simulated ``card`` in ``run_dir``; return the finished run.
 
@@ -158,7 +241,8 @@ def run_program(
             start_new_session=True,
         )
         try:
-            rc = proc.wait(timeout=timeout_s)
+            with _terminate_as_interrupt():
+                rc = _wait(proc, timeout_s, log, progress)
         except BaseException as exc:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)

@@ -1,0 +1,283 @@
+"""The state term of a sampled simulation: each sample placed between a warm and a cold run.
+
+A sampled simulation runs only the plan's samples, so each starts with caches that differ
+from the full run's at that launch (STEM+ROOT, MICRO 2025, section 5.2, leaves warm-up of
+GPU state open; PKA, MICRO 2021, section 3.1, simulates the first chronological launch of
+each group). ``hilsim simulate`` brackets that state:
+
+* the **warm run** simulates the samples after a warm-up (:class:`hilsim.core.plan.Warmup`:
+  the L2 filled by the host's copies, the ``K`` launches before each sample): when the
+  workload's data fit in the L2 it holds at least what the full run held at each sample,
+  except data written by launches outside the warm-up windows;
+* the **cold run** simulates samples with no warm-up at all: caches as the previous
+  sample of that run left them, at most what the full run held.
+
+The profile says where between the two the full run was: the launch's DRAM reads
+(``dram__sectors_read.sum``, else its L2 misses; :data:`MISS_METRICS`). A sample whose
+profiled reads are not above its warm run's (:data:`MISS_TOLERANCE_SECTORS`) keeps its warm
+cycles; the others are
+run cold too and placed at ``t ** 0.5`` of the way from its warm to its cold cycles, with
+``t = (m_profile - m_warm) / (m_cold - m_warm)`` clipped to [0, 1] (the exponent:
+:data:`POSITION_EXPONENT`); its counters are placed at ``t`` (so its DRAM reads are the
+profile's). The placement error
+of a bracketed sample is taken as uniform over its bracket plus a share of its cycles:
+variance ``(c_cold - c_warm)^2 / 12 + (STATE_SD_BRACKETED * c)^2``; a sample kept warm
+has ``(STATE_SD_WARM * c)^2`` (the state a warm run and the profile agree on still leaves
+some spread); over the samples, ``sum(weight^2 * variance)`` is the state variance the
+estimate's 95% interval adds to the selection variance (STEM eq. 4).
+
+Without profiled misses the placement is unknown: a pilot of samples is run cold, each
+kernel's cold/warm cycle ratio (pooled over kernels without a pilot sample) predicts the
+cold cycles of the others, and every sample sits at ``t = 0.5`` with the uniform variance.
+
+All of it is vectorised over samples (numpy); the tables are as long as the plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from hilsim.core.bundle import Bundle
+
+#: profile metrics that show a launch's cold L2 (sectors), first present is used, with the
+#: simulator column they compare with. DRAM reads first: GPGPU-Sim's L2 misses also count
+#: write misses, which fetch nothing (its L2 allocates on write and fetches lazily on read)
+#: and say nothing about the state; on the training workload 2 of the 223 samples kept
+#: warm by their DRAM reads were more than 3% off their full-run cycles, 11 of the 236 kept
+#: warm by their L2 misses (tolerance 16 sectors then).
+MISS_METRICS: tuple[tuple[str, str], ...] = (
+    ("dram__sectors_read.sum", "dram_read_sectors"),
+    ("lts__t_sectors_lookup_miss.sum", "l2_misses"),
+)
+#: a profiled miss count above the warm run's by more than this (sectors, or this share of
+#: the warm run's misses, whichever is larger) sends the sample to the cold run: a few DRAM
+#: reads on the critical path of a short kernel cost 8-15% of it (training workload)
+MISS_TOLERANCE_SECTORS = 2.0
+MISS_TOLERANCE_SHARE = 0.10
+#: state standard deviation of a sample, as a share of its cycles, on top of the uniform
+#: spread over its bracket (bracketed samples) or alone (samples kept warm). Chosen on the
+#: training workload (transformer_step on the reduced QV100: 89 bracketed and 223 warm
+#: samples of STEM seeds 0-2 and PKA against their full-run cycles) so that the error of a
+#: sample over its standard deviation has an rms of 1.0 in both groups.
+STATE_SD_BRACKETED = 0.0125
+STATE_SD_WARM = 0.0075
+#: a bracketed sample sits at ``t ** POSITION_EXPONENT`` of the way from its warm to its
+#: cold cycles (``t``: the same fraction of the way in DRAM reads). Chosen on the training
+#: workload (transformer_step on the reduced QV100, STEM seeds 0-2 and the PKA plan, 89
+#: bracketed samples against their full-run cycles): 0.5 gives the smallest rms error per
+#: sample (4.2% of its cycles; linear, 1.0: 5.6%, biased -1.6%). The first misses of a
+#: kernel cost the most: later ones overlap with them.
+POSITION_EXPONENT = 0.5
+#: columns of the per-sample table that are not simulator counters
+SAMPLE_COLUMNS = ("launch_id", "weight", "cluster", "kernel", "cycles", "cycles_warm",
+                  "cycles_cold", "position", "state_variance", "profiled_misses",
+                  "misses_warm", "misses_cold")
+
+
+def profiled_misses(bundle: Bundle, launch_ids: np.ndarray) -> tuple[str, str, np.ndarray] | None:
+    """(metric, simulator column, values at ``launch_ids``) of the first of
+    :data:`MISS_METRICS` the bundle holds for every one of those launches; None if none."""
+    metrics = bundle.metrics
+    if metrics is None:
+        return None
+    ids = np.asarray(launch_ids, dtype=np.int64)
+    row_of = pd.Series(np.arange(len(metrics)), index=metrics["launch_id"].to_numpy())
+    present = np.isin(ids, row_of.index.to_numpy())
+    if not present.all():
+        return None
+    rows = row_of.loc[ids].to_numpy()
+    for metric, column in MISS_METRICS:
+        if metric in metrics.columns:
+            values = metrics[metric].to_numpy(np.float64)[rows]
+            if np.isfinite(values).all():
+                return metric, column, values
+    return None
+
+
+def colder_than_warm(profiled: np.ndarray, warm: np.ndarray) -> np.ndarray:
+    """Samples the profile shows colder than their warm run (more misses, past the
+    tolerance): the ones the cold run must bracket."""
+    slack = np.maximum(MISS_TOLERANCE_SECTORS, MISS_TOLERANCE_SHARE * warm)
+    return profiled > warm + slack
+
+
+def warmer_than_profile(profiled: np.ndarray, warm: np.ndarray) -> np.ndarray:
+    """Samples whose warm run is colder than the profile (more misses, past the
+    tolerance): a warm-up that does not reach the full run's state for them."""
+    slack = np.maximum(MISS_TOLERANCE_SECTORS, MISS_TOLERANCE_SHARE * profiled)
+    return warm > profiled + slack
+
+
+@dataclass
+class StatePlacement:
+    """Per-sample cycles and counters after placing each sample between its runs.
+
+    Attributes:
+        table: one row per sample, launch order: :data:`SAMPLE_COLUMNS` then every
+            simulator counter (interpolated like the cycles).
+        method: ``"warm"`` (no cold run needed), ``"profile"`` (placed by profiled
+            misses) or ``"pilot"`` (cold/warm ratio of a pilot, midpoint).
+        metric: the profile metric used for the placement, if any.
+        notes: what was done, in words.
+    """
+
+    table: pd.DataFrame
+    method: str
+    metric: str | None
+    notes: list[str]
+
+    @property
+    def state_variance(self) -> float:
+        """``sum(weight^2 * variance)`` over the samples: the state term of the estimate."""
+        w = self.table["weight"].to_numpy(np.float64)
+        return float(np.sum(w * w * self.table["state_variance"].to_numpy(np.float64)))
+
+    def estimate(self, column: str = "cycles") -> float:
+        """``sum(weight * value)``: the sampled simulation's estimate of the full run."""
+        return float(np.dot(self.table["weight"].to_numpy(np.float64),
+                            self.table[column].to_numpy(np.float64)))
+
+    def summary(self) -> dict[str, Any]:
+        t = self.table
+        bracketed = np.isfinite(t["cycles_cold"].to_numpy(np.float64))
+        warm = self.estimate("cycles_warm")
+        est = self.estimate()
+        return {
+            "placement": self.method,
+            "profile_metric": self.metric,
+            "samples": int(len(t)),
+            "bracketed": int(bracketed.sum()),
+            "estimate_cycles": est,
+            "warm_estimate_cycles": warm,
+            "state_correction": (est - warm) / warm if warm else None,
+            "state_sd_cycles": float(np.sqrt(self.state_variance)),
+            "notes": self.notes,
+        }
+
+
+def _counter_columns(frame: pd.DataFrame) -> list[str]:
+    skip = {"sim_launch", "launch_id", "log", "uid", "kernel", "cycles", "tot_cycles",
+            "ipc", "occupancy_pct"}
+    return [c for c in frame.columns if c not in skip
+            and pd.api.types.is_numeric_dtype(frame[c])]
+
+
+def place_samples(
+    samples: pd.DataFrame,
+    warm: pd.DataFrame,
+    cold: pd.DataFrame | None,
+    profiled: np.ndarray | None,
+    metric: str | None = None,
+    miss_column: str = "l2_misses",
+) -> StatePlacement:
+    """Combine the warm run (every sample) and the cold run (some samples) per sample.
+
+    ``samples``: the plan's samples in launch order (``launch_id``, ``weight``,
+    ``cluster``); ``warm`` / ``cold``: per-sample simulator statistics with ``launch_id``
+    (:func:`hilsim.simmodel.simlog.parse_simlog`, the launches of the other runs dropped);
+    ``profiled``: the profile's misses per sample (None: the pilot placement at the
+    midpoint, with the cold cycles of samples outside the pilot predicted from the
+    pilot's cold/warm ratios).
+    """
+    ids = samples["launch_id"].to_numpy(np.int64)
+    w_stats = warm.set_index("launch_id").loc[ids].reset_index()
+    counters = _counter_columns(w_stats)
+    n = len(ids)
+    c_warm = w_stats["cycles"].to_numpy(np.float64)
+    c_cold = np.full(n, np.nan)
+    c_stats = None
+    if cold is not None and len(cold):
+        c_stats = cold.set_index("launch_id")
+        in_cold = np.isin(ids, c_stats.index.to_numpy())
+        c_cold[in_cold] = c_stats.loc[ids[in_cold], "cycles"].to_numpy(np.float64)
+    else:
+        in_cold = np.zeros(n, dtype=bool)
+    notes: list[str] = []
+    m_warm = (w_stats[miss_column].to_numpy(np.float64) if miss_column in w_stats
+              else np.full(n, np.nan))
+    m_cold = np.full(n, np.nan)
+    if c_stats is not None and miss_column in c_stats:
+        m_cold[in_cold] = c_stats.loc[ids[in_cold], miss_column].to_numpy(np.float64)
+    position = np.zeros(n)  # of the way from warm to cold cycles
+    fraction = np.zeros(n)  # of the way in misses: where the counters are placed
+    predicted = c_cold
+    if profiled is None and not in_cold.any():
+        method = "warm"  # no cold run: the warm cycles as they are, no state term
+    elif profiled is not None:
+        method = "profile" if in_cold.any() else "warm"
+        span = m_cold - m_warm
+        with np.errstate(invalid="ignore", divide="ignore"):
+            t = np.clip((profiled - m_warm) / span, 0.0, 1.0)
+        # a cold run that missed no more than the warm one: the state did not show; warm
+        fraction = np.where(in_cold & (span > 0), t, 0.0)
+        position = fraction ** POSITION_EXPONENT
+    else:
+        method = "pilot"
+        kernels = w_stats["kernel"].astype(str).to_numpy()
+        ratio_k: dict[str, float] = {}
+        if in_cold.any():
+            ratios = c_cold[in_cold] / np.maximum(c_warm[in_cold], 1.0)
+            frame = pd.DataFrame({"k": kernels[in_cold], "r": ratios})
+            ratio_k = frame.groupby("k")["r"].mean().to_dict()
+            pooled = float(np.average(ratios, weights=c_warm[in_cold]))
+        else:
+            pooled = 1.0
+        ratio = np.array([ratio_k.get(k, pooled) for k in kernels])  # one per sample
+        predicted = np.where(in_cold, c_cold, c_warm * ratio)
+        position = np.full(n, 0.5)
+        fraction = position
+        notes.append(f"no profiled DRAM reads or L2 misses: {int(in_cold.sum())} pilot "
+                     f"samples run cold, pooled cold/warm ratio {pooled:.3f}; every sample "
+                     "at the midpoint")
+    gap = np.where(np.isfinite(predicted), predicted - c_warm, 0.0)
+    cycles = c_warm + position * gap
+    bracketed = in_cold | (method == "pilot")
+    variance = np.where(bracketed, gap * gap / 12.0 + (STATE_SD_BRACKETED * cycles) ** 2,
+                        (STATE_SD_WARM * cycles) ** 2)
+    if method == "warm" and profiled is None:
+        variance = np.zeros(n)  # nothing measured about the state: no state term
+    table = pd.DataFrame({
+        "launch_id": ids,
+        "weight": samples["weight"].to_numpy(np.float64),
+        "cluster": samples["cluster"].to_numpy(np.int64),
+        "kernel": w_stats["kernel"].astype(str).to_numpy(),
+        "cycles": cycles,
+        "cycles_warm": c_warm,
+        "cycles_cold": c_cold,
+        "position": position,
+        "state_variance": variance,
+        "profiled_misses": profiled if profiled is not None else np.full(n, np.nan),
+        "misses_warm": m_warm,
+        "misses_cold": m_cold,
+    })
+    for col in counters:
+        if col in table.columns:
+            continue
+        warm_v = w_stats[col].to_numpy(np.float64)
+        value = warm_v.copy()
+        if c_stats is not None and col in c_stats and in_cold.any():
+            cold_v = np.full(n, np.nan)
+            cold_v[in_cold] = c_stats.loc[ids[in_cold], col].to_numpy(np.float64)
+            value = np.where(in_cold, warm_v + fraction * (cold_v - warm_v), warm_v)
+        table[col] = value
+    return StatePlacement(table, method, metric, notes)
+
+
+__all__ = [
+    "MISS_METRICS",
+    "MISS_TOLERANCE_SECTORS",
+    "MISS_TOLERANCE_SHARE",
+    "POSITION_EXPONENT",
+    "SAMPLE_COLUMNS",
+    "STATE_SD_BRACKETED",
+    "STATE_SD_WARM",
+    "StatePlacement",
+    "colder_than_warm",
+    "place_samples",
+    "profiled_misses",
+    "warmer_than_profile",
+]
