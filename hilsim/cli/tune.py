@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from hilsim.core.errors import HilsimError
-from hilsim.simmodel.tuner import CONVENTIONS, tune_files
+from hilsim.simmodel.tuner import CONVENTIONS, read_device_facts, tune_files
 
 
 @click.command("tune")
@@ -63,7 +63,7 @@ def tune_cmd(microbench: Path | None, accelsim_output: Path | None, device_facts
                         device_facts=device_facts, preset_name=preset_name,
                         convention=convention)
     for note in result.notes:
-        if note.startswith("preset "):
+        if note.startswith("preset ") or "pipeline floor" in note:
             click.echo(f"warning: {note}", err=True)
     result.write(output, overwrite=force)
     click.echo(f"{result.summary()}; wrote {output}")
@@ -74,17 +74,18 @@ def _on_simulator(microbench: Path | None, accelsim_output: Path | None,
                   workers: int | None, output: Path, force: bool) -> None:
     if microbench is None:
         raise click.UsageError("--on-simulator needs MICROBENCH.json")
-    if accelsim_output or device_facts or preset_name:
+    if accelsim_output or preset_name:
         raise click.UsageError(
-            "--on-simulator reads MICROBENCH.json only (its device block has the facts); "
-            "--accelsim-output, --device-facts and --preset do not apply"
+            "--on-simulator reads MICROBENCH.json (and --device-facts); --accelsim-output "
+            "and --preset do not apply (--base names the card to start from)"
         )
     # intra-project, kept lazy: the microbenchmark families and the simulator driver load
     # only when --on-simulator runs
     from hilsim.simmodel.gpgpusim import tuneloop, tunereport  # noqa: PLC0415
 
+    facts = read_device_facts(device_facts) if device_facts is not None else None
     result = tuneloop.tune_on_simulator(
-        microbench, base=base_card, workers=workers, say=click.echo
+        microbench, base=base_card, workers=workers, say=click.echo, device_facts=facts
     )
     tunereport.write(result, output, overwrite=force)
     for line in tunereport.summary(result):

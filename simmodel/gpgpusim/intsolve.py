@@ -9,7 +9,9 @@ sees), so a secant step per round (Press et al., *Numerical Recipes*, 3rd ed., S
 target in a few rounds. What the search reports:
 
 * ``settled``: the nearest integer is known: a simulated value equals the target within
-  ``tolerance``, or two adjacent integers bracket it (the nearer one is taken);
+  ``tolerance``, or two adjacent integers bracket it (the nearer one is taken; the
+  simulated latencies are staircases where clock domains meet, so a value half a slope
+  from the target does not prove its neighbour farther);
 * ``unreachable``: the target lies beyond what the simulator produces at a bound (its
   pipeline floor below ``lo``): the bound is the closest value and the report says so,
   never a silent clamp.
@@ -74,39 +76,49 @@ class IntSearch:
             return min(vals, key=lambda v: (abs(v - x), v))
         return int(min(self.hi, max(self.lo, math.floor(x + 0.5))))
 
+    def _bracket(self) -> tuple[int | None, int | None]:
+        """(largest option simulated at or below the target, smallest at or above)."""
+        below = [x for x, m in self.history.items() if m <= self.target]
+        above = [x for x, m in self.history.items() if m >= self.target]
+        return (max(below) if below else None), (min(above) if above else None)
+
+    def _untested_between(self, lo: int, hi: int) -> list[int]:
+        """Allowed values strictly between ``lo`` and ``hi`` not simulated yet."""
+        vals = self._values() if self.domain is not None else range(lo + 1, hi)
+        return [v for v in vals if lo < v < hi and v not in self.history]
+
     @property
     def settled(self) -> bool:
         """The nearest integer to the target is known (or a bound is the closest)."""
         b = self.best()
         if b is None:
             return False
-        mb = self.history[b]
-        if abs(mb - self.target) <= self.tolerance:
+        if abs(self.history[b] - self.target) <= self.tolerance:
             return True
-        up = mb < self.target  # the target lies at larger option values
-        nxt = self._neighbour(b, up)
-        if nxt is None:
-            return True  # a bound: unreachable
-        if nxt in self.history:
-            return (self.history[nxt] - self.target) * (mb - self.target) <= 0
-        # within half a step of the measured slope: the neighbour can only be farther
-        step = abs(nxt - b) * self.slope()
-        known = self.measured_slope or self.proportional
-        return known and abs(mb - self.target) <= 0.5 * step
+        if self.proportional and abs(self.history[b] - self.target) <= 0.5 * self.slope():
+            return True  # a neighbour is one slope away: farther
+        lo, hi = self._bracket()
+        if lo is not None and hi is not None:
+            # nothing untested between the two sides (or a non-monotone pair: take the best)
+            return lo >= hi or not self._untested_between(lo, hi)
+        if lo is None:  # every simulated value lies above the target
+            return self._neighbour(min(self.history), up=False) is None
+        return self._neighbour(max(self.history), up=True) is None
 
     @property
     def unreachable(self) -> str:
         """Why the target cannot be reached (empty when it can)."""
         b = self.best()
-        if b is None:
+        if b is None or abs(self.history[b] - self.target) <= self.tolerance:
+            return ""
+        lo, hi = self._bracket()
+        if lo is None and self._neighbour(min(self.history), up=False) is None:
+            side = "below the simulator's floor"
+        elif hi is None and self._neighbour(max(self.history), up=True) is None:
+            side = "above the simulator's ceiling"
+        else:
             return ""
         mb = self.history[b]
-        if abs(mb - self.target) <= self.tolerance:
-            return ""
-        up = mb < self.target
-        if self._neighbour(b, up) is not None:
-            return ""
-        side = "above the simulator's ceiling" if up else "below the simulator's floor"
         return (
             f"target {self.target:.4g} is {side}: {mb:.4g} at the bound {b} "
             "(the closest value, kept)"
@@ -145,8 +157,15 @@ class IntSearch:
         if self.settled:
             return b
         mb = self.history[b]
-        x = self._snap(b + (self.target - mb) / self.slope())
-        if x in self.history:  # the secant lands on a known point: step toward the target
-            nxt = self._neighbour(b, mb < self.target)
-            return b if nxt is None else nxt
-        return x
+        guess = b + (self.target - mb) / self.slope()
+        lo, hi = self._bracket()
+        if lo is not None and hi is not None:
+            between = self._untested_between(lo, hi)
+            return min(between, key=lambda v: (abs(v - guess), v))
+        x = self._snap(guess)
+        if x not in self.history and (lo is None or x > lo) and (hi is None or x < hi):
+            return x
+        # the secant lands on a simulated point: one step past the side reached so far
+        edge = max(self.history) if hi is None else min(self.history)
+        nxt = self._neighbour(edge, up=hi is None)
+        return b if nxt is None else nxt

@@ -30,8 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from hilsim.simmodel.accelsim import OptionLine, format_value
+from hilsim.simmodel.gpgpusim.basecard import device_compute_capability
 from hilsim.simmodel.gpgpusim.cards import INT_LIST_DEFAULTS, CardConfig
 
+from hilsim.core import measurement_names as mn
 from hilsim.core.errors import HilsimError
 
 KINDS = ("measured", "device", "derived", "base")
@@ -53,6 +55,43 @@ def _num(value: Any) -> float:
 
 def _fmt(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:.6g}"
+
+
+#: timing field -> the key :func:`canonical_facts` stores it under
+_FACT_KEYS = {
+    "core.sm_count": "sm_count",
+    "core.boost_clock_mhz": "max_sm_clock_mhz",
+    "dram.clock_mhz": "max_mem_clock_mhz",
+    "l2.capacity_bytes": "l2_cache_bytes",
+    "dram.bus_width_bits": "memory_bus_width_bits",
+    "core.registers_per_sm": "regs_per_sm",
+    "core.shared_mem_per_sm": "shared_mem_per_sm_bytes",
+    "core.shared_mem_per_block": "shared_mem_per_block_bytes",
+    "core.max_threads_per_sm": "max_threads_per_sm",
+    "core.warp_size": "warp_size",
+    "l1.capacity_bytes": "unified_l1_shared_bytes",
+    "dram.type": "memory_type",
+}
+
+
+def canonical_facts(facts: Mapping[str, Any]) -> dict[str, Any]:
+    """Device facts under one name each, whichever writer's keys they came in
+    (cudaDeviceProp, ``agent probe``, the suite: the tuner's table,
+    :data:`hilsim.core.measurement_names.DEVICE_FACTS`, first key present wins)."""
+    out: dict[str, Any] = {}
+    for fact in mn.DEVICE_FACTS:
+        key = _FACT_KEYS.get(fact.field)
+        if key is None or key in out:
+            continue
+        for name in fact.keys:
+            value = facts.get(name)
+            if value not in (None, ""):
+                out[key] = value if fact.field == "dram.type" else float(value) * fact.scale
+                break
+    cc = device_compute_capability(dict(facts))
+    if cc is not None:
+        out["compute_capability"] = cc
+    return out
 
 
 def list_entries(card: CardConfig, option: str) -> list[str]:
@@ -86,9 +125,8 @@ def core_clock(facts: Mapping[str, Any], measured: Mapping[str, float]) -> tuple
     measured one, else the device's maximum SM clock."""
     if measured.get("sm_clock_mhz"):
         return float(measured["sm_clock_mhz"]), "sm_clock_mhz (measured under load)"
-    for key in ("max_sm_clock_mhz", "clock_rate_mhz", "max_clock_mhz"):
-        if facts.get(key):
-            return float(facts[key]), f"device {key}"
+    if facts.get("max_sm_clock_mhz"):
+        return float(facts["max_sm_clock_mhz"]), "device max SM clock"
     raise HilsimError("device facts give no SM clock (max_sm_clock_mhz)")
 
 
@@ -101,7 +139,7 @@ def clock_domains(
     b_core, b_icnt, b_l2, b_dram = base.clock_domains_mhz
     ratio = float(_num(base.option("-dram_data_command_freq_ratio", "2")))
     dram, dram_src = b_dram, "base card"
-    mem = facts.get("max_mem_clock_mhz") or facts.get("memory_clock_mhz")
+    mem = facts.get("max_mem_clock_mhz")
     if mem:
         dram = float(mem) * 2 / ratio
         dram_src = f"device max_mem_clock_mhz {float(mem):g} x 2 / command ratio {ratio:g}"

@@ -182,6 +182,8 @@ EVALUATORS: dict[str, Evaluator] = {
     **{f"tput.{u}": (lambda d, u=u: [compute.throughput(d, u)])
        for u in ("fp32", "fp64", "int32")},
     "shared_bw": lambda d: [bandwidth.onchip(d, "shared")],
+    "l2_bw": bandwidth.l2,
+    "dram_bw": lambda d: [bandwidth.dram_read_slice(d)],
     **{f"probe.{k}": _probe_evaluator(k) for k in {v[2] for v in PROBE_KNOBS.values()}},
 }
 #: evaluators whose kernels the suite runs on a memory slice (the slice's SMs matter)

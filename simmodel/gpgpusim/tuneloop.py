@@ -30,7 +30,7 @@ import math
 import os
 import resource
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +50,7 @@ from hilsim.simmodel.gpgpusim.intsolve import IntSearch
 from hilsim.simmodel.gpgpusim.simdevice import GpgpusimDevice, card_device_facts
 from hilsim.simmodel.gpgpusim.tunedcard import (
     Setting,
+    canonical_facts,
     clock_domains,
     device_settings,
     dl2_value,
@@ -85,11 +86,6 @@ MODULES: dict[str, tuple[str, ...]] = {
     "shared_bw": ("bandwidth.onchip",),
     "l2_bw": ("bandwidth.grid",),
     "dram_bw": ("bandwidth.grid",),
-}
-#: simulated-slice evaluators on top of the knob table
-EXTRA_EVALUATORS: dict[str, Callable[[Any], list[Measurement]]] = {
-    "l2_bw": lambda d: tuneknobs.bandwidth.l2(d),
-    "dram_bw": lambda d: [tuneknobs.bandwidth.dram_read_slice(d)],
 }
 CHANNELS = Knob(
     "mem_channels", "-gpgpu_n_mem", None, (mn.DRAM_READ_BANDWIDTH,), "dram_bw",
@@ -420,7 +416,7 @@ class _Runner:
         def one(ev: str) -> tuple[str, list[Measurement], list[dict[str, Any]]]:
             sms = self.memory_slice_sms if ev in MEMORY_EVALUATORS else 2
             device = GpgpusimDevice(card, build=self.build, throughput_sms=sms)
-            fn = EVALUATORS.get(ev) or EXTRA_EVALUATORS[ev]
+            fn = EVALUATORS[ev]
             try:
                 out = fn(device)
             except HilsimError as exc:
@@ -453,11 +449,20 @@ def tune_on_simulator(
     workers: int | None = None,
     max_rounds: int = 8,
     say: Callable[[str], None] | None = None,
+    only: Sequence[str] | None = None,
+    device_facts: Mapping[str, Any] | None = None,
 ) -> LoopResult:
-    """Tune a card from ``MEASURED.json`` by simulating candidates (module docstring)."""
+    """Tune a card from ``MEASURED.json`` by simulating candidates (module docstring).
+
+    ``only``: the knob keys to tune (:data:`~hilsim.simmodel.gpgpusim.tuneknobs.KNOBS`,
+    ``mem_channels``, ``l2_clock``); the others keep the base card's values (the tests'
+    bounded runs). ``device_facts`` (an ``agent probe`` file's) win over the file's
+    device block.
+    """
     say = say or (lambda _text: None)
     started, cpu0 = time.monotonic(), _cpu_seconds()
-    rows, facts = read_microbench_json(measured_path)
+    rows, raw_facts = read_microbench_json(measured_path)
+    facts = canonical_facts({**raw_facts, **(device_facts or {})})
     measured, by_name, skipped = _measured(rows)
     build = build or find_build()
     if build is None:
@@ -487,10 +492,23 @@ def tune_on_simulator(
     knobs = [k for k in KNOBS if applicable(k, measured)]
     if applicable(CHANNELS, measured):
         knobs.append(dataclasses.replace(CHANNELS, domain=domain))
-    if applicable(L2_CLOCK, measured):
+    l2m = by_name.get(mn.L2_BANDWIDTH)
+    if l2m is not None and l2m.params.get("sms_simulated"):
+        skipped[mn.L2_BANDWIDTH] = (
+            f"measured on a simulated {l2m.params['sms_simulated']}-SM slice of one channel, "
+            "where the SMs' requests in flight bound it (not the L2 clock: on SM90_H100's "
+            "slice it is the same at L2 = 1x and 2x the core clock): the base card's "
+            "L2 and interconnect clocks (as ratios to the core clock) kept"
+        )
+    elif applicable(L2_CLOCK, measured):
         ratios = sorted({*L2_CLOCK_RATIOS, clocks.l2 / clocks.core})
         mhz = tuple(sorted({int(round(clocks.core * r)) for r in ratios}))
         knobs.append(dataclasses.replace(L2_CLOCK, lo=mhz[0], hi=mhz[-1], domain=mhz))
+    if only is not None:
+        unknown = set(only) - {k.key for k in (*KNOBS, CHANNELS, L2_CLOCK)}
+        if unknown:
+            raise HilsimError(f"tune --on-simulator: unknown knob {', '.join(sorted(unknown))}")
+        knobs = [k for k in knobs if k.key in only]
     for knob in knobs:
         target = knob.target(measured, ctx)
         if knob.key == "launch_latency" and not (
