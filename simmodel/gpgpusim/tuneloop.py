@@ -238,7 +238,8 @@ def _first_channels(facts: Mapping[str, Any], base: CardConfig, domain: tuple[in
 def _memory_slice_sms(by_name: Mapping[str, Measurement], facts: Mapping[str, Any],
                       channels: int) -> int:
     """SMs of the memory slice: the measurement's own simulated slice when it was taken
-    on one, else the device's SMs per channel (rounded, at least 1)."""
+    on one, else the candidate's SMs per channel (rounded, at least 1: a whole GPU's
+    bandwidth is bound where its SMs per channel bind it)."""
     for name in (mn.DRAM_READ_BANDWIDTH, mn.L2_BANDWIDTH):
         m = by_name.get(name)
         if m is not None and m.params.get("sms_simulated"):
@@ -486,7 +487,7 @@ def tune_on_simulator(
             f"card {base_card.name}'s L2 banks for any channel count"
         )
     first_channels = _first_channels(facts, structure, domain)
-    slice_sms = _memory_slice_sms(by_name, facts, first_channels)
+    slice_sms = _memory_slice_sms(by_name, facts, first_channels)  # per round below
 
     states: list[KnobState] = []
     knobs = [k for k in KNOBS if applicable(k, measured)]
@@ -552,6 +553,8 @@ def tune_on_simulator(
         settings, _entries = assemble(base_card, device, clocks, clock_src, states, proposals,
                                       facts, first_channels)
         options = {s.option: s.value for s in settings}
+        runner.memory_slice_sms = _memory_slice_sms(
+            by_name, facts, int(options.get("-gpgpu_n_mem") or first_channels))
         card = base_card.with_options(options)
         evaluators = sorted({st.knob.evaluator for st in states
                              if _needs_run(st, options, last_run, by_key)})
@@ -595,7 +598,7 @@ def tune_on_simulator(
     return LoopResult(
         str(measured_path), base_card, choice, facts, measured, states, settings, rounds,
         runner.runs, skipped, notes, final_sim, _cpu_seconds() - cpu0,
-        time.monotonic() - started, runner.workers, slice_sms, ctx, entries,
+        time.monotonic() - started, runner.workers, runner.memory_slice_sms, ctx, entries,
     )
 
 
