@@ -171,13 +171,53 @@ def silicon(build: Any, workers: int, out: Path) -> dict[str, Any]:
     return {"cost": cost(result), "targets": targets(result), "skipped": result.skipped}
 
 
+def summary(results: dict[str, Any]) -> None:
+    """One row per tuned card: recovered latencies and intervals, probed list entries,
+    runs, rounds, CPU minutes."""
+    print("\n| card | base | 4 latencies (2 cyc / 3 %) | MAD intervals (exact) | list entries "
+          "(probe, 2 cyc / 3 %) | runs | rounds | CPU-min | wall s |")
+    print("|---|---|---|---|---|---:|---:|---:|---:|")
+    for case in ("held-out", "drawn", "h100"):
+        for name, v in results.get(case, {}).items():
+            rec = v.get("recovery", [])
+            lat = [r for r in rec if r["rule"] != "exact"]
+            ini = [r for r in rec if r["rule"] == "exact"]
+            bad_i = ", ".join(f"{r['option'].split('_')[-1]} {r['tuned']:g} (true {r['true']:g})"
+                              for r in ini if not r["ok"])
+            probes = v.get("probes")
+            pr = "-" if probes is None else (
+                f"{sum(r['ok'] for r in probes)}/{len(probes)}"
+                + "".join(f"; {r['option'].split('_')[-1]} {r['entry']} {r['tuned']:.4g} "
+                          f"(true {r['true']:.4g})" for r in probes if not r["ok"]))
+            c = v["cost"]
+            print(f"| {name} | {c['base']} | {sum(r['ok'] for r in lat)}/{len(lat)} | "
+                  f"{sum(r['ok'] for r in ini)}/{len(ini)}{'; ' + bad_i if bad_i else ''} | "
+                  f"{pr} | {c['runs']} | {c['rounds']} | {c['cpu_min']} | {c['wall_s']} |")
+    if "silicon" in results:
+        c = results["silicon"]["cost"]
+        print(f"| H100 silicon | {c['base']} | (targets table) | | | {c['runs']} | "
+              f"{c['rounds']} | {c['cpu_min']} | {c['wall_s']} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--summarize", type=Path, nargs="*", default=None,
+                    help="print the summary table of earlier results.json files and stop")
     ap.add_argument("--cases", default="held-out,drawn,h100,silicon")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
+    if args.summarize is not None:
+        merged: dict[str, Any] = {}
+        for path in args.summarize:
+            for case, v in json.loads(path.read_text()).items():
+                if case == "silicon":
+                    merged[case] = v
+                else:
+                    merged.setdefault(case, {}).update(v)
+        summary(merged)
+        return
     build = find_build()
     if build is None:
         raise SystemExit("no GPGPU-Sim build: run `hilsim gpgpusim setup`")
@@ -198,6 +238,7 @@ def main() -> None:
     if "silicon" in cases:
         results["silicon"] = silicon(build, args.workers, out)
     (out / "results.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
+    summary(results)
     print(f"\nresults: {out / 'results.json'}")
 
 

@@ -25,9 +25,12 @@ from hilsim.simmodel.gpgpusim.heldout import (
     LATENCIES,
     draw_card,
     measure,
+    probe_check,
     recovery,
+    with_unit_probes,
     within,
 )
+from hilsim.simmodel.gpgpusim.tuneknobs import PROBE_KNOBS
 from hilsim.simmodel.gpgpusim.tuneloop import tune_on_simulator
 
 from tests.simbuild import require_sim_build
@@ -104,3 +107,24 @@ def test_a_drawn_card_is_recovered_and_never_read(
     launch = float(true.option("-gpgpu_kernel_launch_latency"))
     assert within(launch, float(tuned.option("-gpgpu_kernel_launch_latency")))
     assert tuned.sm_count == true.sm_count  # a device fact, not a recovery
+
+
+@pytest.mark.gpgpusim
+@pytest.mark.slow
+def test_max_div_shfl_sfu_entries_follow_their_probes(tmp_path: Path) -> None:
+    """SM75_RTX2060_S's lists differ from its base's (int 4,13,4,5,145,32 vs 4,4,4,4,21;
+    fp MAX 13 vs 4; SFU 100 vs 21). With the unit probes' measurements (MAX, DIV, SHFL,
+    SFU: taken here with the simulator probes under the suite's names, as the suite's own
+    probes will write them), every probed entry of the tuned card re-simulates within 2
+    cycles or 3 % of the card's; ADD and MUL, which nothing measures, stay the base's."""
+    build = require_sim_build()
+    true = card_config("SM75_RTX2060_S", build)
+    measured = with_unit_probes(true, build, DATA / "SM75_RTX2060_S.microbench.json",
+                                tmp_path / "probes.microbench.json")
+    result = tune_on_simulator(measured, build=build, workers=2,
+                               only=(*PROBE_KNOBS, "fp_mad_latency", "int_mad_latency"))
+    tuned = _tuned(result, tmp_path)
+    rows = probe_check(true, tuned, build, keys=("int.max", "int.div", "int.shfl", "fp.max",
+                                                  "fp.div", "sfu.ex2", "int.mad", "fp.mad"))
+    assert all(r.ok for r in rows), [r for r in rows if not r.ok]
+    assert tuned.option("-ptx_opcode_latency_int").split(",")[0] == "4"  # ADD: the base's

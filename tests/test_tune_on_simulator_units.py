@@ -24,10 +24,11 @@ from hilsim.simmodel.gpgpusim.tunedcard import (
     config_text,
     dl2_value,
     icnt_for,
+    list_rows,
     partition_indexing,
+    pipeline_depths,
     valid_channel_counts,
 )
-from hilsim.simmodel.gpgpusim.tuneloop import _list_rows, _pipeline_depths
 
 from hilsim.cli.main import cli, main
 from hilsim.core.errors import HilsimError
@@ -220,21 +221,21 @@ def test_a_tuned_latency_above_the_unit_depth_raises_max() -> None:
     """GPGPU-Sim sizes the SP pipeline by the MAX entry: a MAD of 10 on the RTX 2060's
     4,4,4,4 list would overrun it (simulated: SIGSEGV), so MAX becomes 10."""
     rtx = card("SM75_RTX2060")
-    lists = {"-ptx_opcode_latency_fp": _list_rows(rtx, "-ptx_opcode_latency_fp")}
+    lists = {"-ptx_opcode_latency_fp": list_rows(rtx, "-ptx_opcode_latency_fp")}
     lists["-ptx_opcode_latency_fp"][3].update(value="10", kind="measured")
-    _pipeline_depths(rtx, lists)
+    pipeline_depths(rtx, lists)
     fp = [r["value"] for r in lists["-ptx_opcode_latency_fp"]]
     assert fp == ["4", "10", "4", "10", "39"]
     assert lists["-ptx_opcode_latency_fp"][1]["kind"] == "derived"
     # a DIV longer than the SFU pipeline (max(dp DIV, SFU)) raises the SFU's
-    lists = {"-ptx_opcode_latency_int": _list_rows(rtx, "-ptx_opcode_latency_int")}
+    lists = {"-ptx_opcode_latency_int": list_rows(rtx, "-ptx_opcode_latency_int")}
     lists["-ptx_opcode_latency_int"][4].update(value="400", kind="measured")
-    _pipeline_depths(rtx, lists)
+    pipeline_depths(rtx, lists)
     assert lists["-ptx_opcode_latency_sfu"][0]["value"] == "400"
     # within the depth: nothing moves
-    lists = {"-ptx_opcode_latency_fp": _list_rows(card("SM7_QV100"), "-ptx_opcode_latency_fp")}
+    lists = {"-ptx_opcode_latency_fp": list_rows(card("SM7_QV100"), "-ptx_opcode_latency_fp")}
     lists["-ptx_opcode_latency_fp"][3].update(value="9", kind="measured")
-    _pipeline_depths(card("SM7_QV100"), lists)
+    pipeline_depths(card("SM7_QV100"), lists)
     assert lists["-ptx_opcode_latency_fp"][1]["value"] == "13"
 
 

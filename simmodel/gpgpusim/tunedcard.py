@@ -32,6 +32,7 @@ from typing import Any
 from hilsim.simmodel.accelsim import OptionLine, format_value
 from hilsim.simmodel.gpgpusim.basecard import device_compute_capability
 from hilsim.simmodel.gpgpusim.cards import INT_LIST_DEFAULTS, CardConfig
+from hilsim.simmodel.gpgpusim.unitprobe import ENTRY_NAMES
 
 from hilsim.core import measurement_names as mn
 from hilsim.core.errors import HilsimError
@@ -344,3 +345,60 @@ def write_card(
 def round_mhz(x: float) -> float:
     """A clock in MHz as written (three decimals)."""
     return math.floor(x * 1000 + 0.5) / 1000
+
+
+#: GPGPU-Sim sizes each unit's pipeline by one entry of its list (``shader.cc``,
+#: ``shader_core_config::set_pipeline_latency``): an instruction whose latency exceeds it
+#: overruns the pipeline (measured: SIGSEGV). (list, depth entries, entries it must cover)
+PIPELINE_DEPTH: tuple[tuple[str, tuple[int, ...], tuple[int, ...]], ...] = (
+    ("-ptx_opcode_latency_fp", (1,), (0, 1, 2, 3)),
+    ("-ptx_opcode_latency_dp", (1,), (0, 1, 2, 3)),
+    ("-ptx_opcode_latency_int", (1, 5), (0, 1, 2, 3, 5)),
+)
+DEPTH_NOTE = (
+    "GPGPU-Sim sizes the unit's pipeline by its MAX entry (SHFL too for int; shader.cc "
+    "set_pipeline_latency): a longer latency overruns it, so MAX is raised to it"
+)
+
+
+def list_rows(base: CardConfig, option: str) -> list[dict[str, Any]]:
+    """A list option's entries as report rows (entry name, value, kind ``base``)."""
+    values = list_entries(base, option)
+    return [
+        {"entry": ENTRY_NAMES[i] if len(values) > 1 else "value", "value": v, "kind": "base",
+         "base": v}
+        for i, v in enumerate(values)
+    ]
+
+
+def pipeline_depths(base: CardConfig, lists: dict[str, list[dict[str, Any]]]) -> None:
+    """Raise each unit's depth entry (MAX) to its longest latency where a tuned entry
+    exceeds it; and the SFU's (``max(dp DIV, sfu)``) to the fp and int DIV entries."""
+    for option, depth, covered in PIPELINE_DEPTH:
+        rows = lists.get(option)
+        if rows is None:
+            continue
+        need = max(int(float(rows[i]["value"])) for i in covered if i < len(rows))
+        have = max(int(float(rows[i]["value"])) for i in depth if i < len(rows))
+        if need > have:
+            row = rows[depth[0]]
+            if row["kind"] == "measured":
+                row["note"] = (f"MAX measured {row['value']}, raised to {need}: {DEPTH_NOTE}")
+            row.update(value=str(need), kind="derived" if row["kind"] != "measured"
+                       else "measured")
+            row.setdefault("note", DEPTH_NOTE)
+    divs = [lists[o][4] for o in ("-ptx_opcode_latency_fp", "-ptx_opcode_latency_int")
+            if o in lists and len(lists[o]) > 4]
+    if not divs:
+        return
+    need = max(int(float(r["value"])) for r in divs)
+    for o in ("-ptx_opcode_latency_dp", "-ptx_opcode_latency_sfu"):
+        if o not in lists:
+            lists[o] = list_rows(base, o)
+    dp_div, sfu = lists["-ptx_opcode_latency_dp"][4], lists["-ptx_opcode_latency_sfu"][0]
+    if need > max(int(float(dp_div["value"])), int(float(sfu["value"]))):
+        target = dp_div if sfu["kind"] == "measured" else sfu
+        target.update(value=str(need), kind="derived" if target["kind"] == "base"
+                      else target["kind"],
+                      note="GPGPU-Sim runs every DIV on the SFU, whose pipeline is "
+                      "max(dp DIV, SFU) deep (shader.cc): raised to the longest DIV")

@@ -55,7 +55,9 @@ from hilsim.simmodel.gpgpusim.tunedcard import (
     device_settings,
     dl2_value,
     list_entries,
+    list_rows,
     partition_indexing,
+    pipeline_depths,
     valid_channel_counts,
 )
 from hilsim.simmodel.gpgpusim.tuneknobs import (
@@ -67,7 +69,6 @@ from hilsim.simmodel.gpgpusim.tuneknobs import (
     Knob,
     applicable,
 )
-from hilsim.simmodel.gpgpusim.unitprobe import ENTRY_NAMES
 
 from hilsim.core import measurement_names as mn
 from hilsim.core.errors import HilsimError
@@ -270,13 +271,13 @@ def assemble(
     for option, sts in by_option.items():
         if not option.startswith("-ptx_opcode_"):
             continue
-        lists[option] = _list_rows(base, option)
+        lists[option] = list_rows(base, option)
         for st in sts:
             i = st.knob.entry if st.knob.entry is not None else 0
             x = proposals.get(st.knob.key, st.value) if not st.frozen else st.value
             lists[option][i].update(value=str(x), kind="measured",
                                     measurement=", ".join(st.knob.inputs))
-    _pipeline_depths(base, lists)
+    pipeline_depths(base, lists)
     for option, rows in lists.items():
         if all(r["kind"] == "base" for r in rows):
             continue
@@ -335,62 +336,6 @@ def assemble(
     if idx != base.option("-gpgpu_memory_partition_indexing", "0").split()[0]:
         out.append(Setting("-gpgpu_memory_partition_indexing", idx, "derived", why))
     return out, entries
-
-
-#: GPGPU-Sim sizes each unit's pipeline by one entry of its list (``shader.cc``,
-#: ``shader_core_config::set_pipeline_latency``): an instruction whose latency exceeds it
-#: overruns the pipeline (measured: SIGSEGV). (list, depth entries, entries it must cover)
-PIPELINE_DEPTH: tuple[tuple[str, tuple[int, ...], tuple[int, ...]], ...] = (
-    ("-ptx_opcode_latency_fp", (1,), (0, 1, 2, 3)),
-    ("-ptx_opcode_latency_dp", (1,), (0, 1, 2, 3)),
-    ("-ptx_opcode_latency_int", (1, 5), (0, 1, 2, 3, 5)),
-)
-DEPTH_NOTE = (
-    "GPGPU-Sim sizes the unit's pipeline by its MAX entry (SHFL too for int; shader.cc "
-    "set_pipeline_latency): a longer latency overruns it, so MAX is raised to it"
-)
-
-
-def _list_rows(base: CardConfig, option: str) -> list[dict[str, Any]]:
-    values = list_entries(base, option)
-    return [
-        {"entry": ENTRY_NAMES[i] if len(values) > 1 else "value", "value": v, "kind": "base",
-         "base": v}
-        for i, v in enumerate(values)
-    ]
-
-
-def _pipeline_depths(base: CardConfig, lists: dict[str, list[dict[str, Any]]]) -> None:
-    """Raise each unit's depth entry (MAX) to its longest latency where a tuned entry
-    exceeds it; and the SFU's (``max(dp DIV, sfu)``) to the fp and int DIV entries."""
-    for option, depth, covered in PIPELINE_DEPTH:
-        rows = lists.get(option)
-        if rows is None:
-            continue
-        need = max(int(float(rows[i]["value"])) for i in covered if i < len(rows))
-        have = max(int(float(rows[i]["value"])) for i in depth if i < len(rows))
-        if need > have:
-            row = rows[depth[0]]
-            if row["kind"] == "measured":
-                row["note"] = (f"MAX measured {row['value']}, raised to {need}: {DEPTH_NOTE}")
-            row.update(value=str(need), kind="derived" if row["kind"] != "measured"
-                       else "measured")
-            row.setdefault("note", DEPTH_NOTE)
-    divs = [lists[o][4] for o in ("-ptx_opcode_latency_fp", "-ptx_opcode_latency_int")
-            if o in lists and len(lists[o]) > 4]
-    if not divs:
-        return
-    need = max(int(float(r["value"])) for r in divs)
-    for o in ("-ptx_opcode_latency_dp", "-ptx_opcode_latency_sfu"):
-        if o not in lists:
-            lists[o] = _list_rows(base, o)
-    dp_div, sfu = lists["-ptx_opcode_latency_dp"][4], lists["-ptx_opcode_latency_sfu"][0]
-    if need > max(int(float(dp_div["value"])), int(float(sfu["value"]))):
-        target = dp_div if sfu["kind"] == "measured" else sfu
-        target.update(value=str(need), kind="derived" if target["kind"] == "base"
-                      else target["kind"],
-                      note="GPGPU-Sim runs every DIV on the SFU, whose pipeline is "
-                      "max(dp DIV, SFU) deep (shader.cc): raised to the longest DIV")
 
 
 class _Runner:
@@ -536,6 +481,10 @@ def tune_on_simulator(
     for name in tuneknobs.PROBE_KNOBS:
         if name not in measured:
             skipped.setdefault(name, "not in the measurements: the base card's entry kept")
+    used = {n for st in states for n in st.knob.inputs} | {mn.SM_CLOCK_MHZ}  # the core clock
+    for name in measured:
+        if name not in used:
+            skipped.setdefault(name, "measured, not a target: no option is set from it here")
 
     runner = _Runner(build, workers or max(1, os.cpu_count() or 1), slice_sms)
     rounds: list[Round] = []

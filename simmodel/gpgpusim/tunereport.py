@@ -149,6 +149,9 @@ def summary(result: LoopResult) -> list[str]:
                                                           else "")
         lines.append(f"  {where} = {row['value']} (base {row['base_value']}): measured "
                      f"{row['measured']:.4g}, simulated {row['simulated']:.4g}{flag}")
+    by_reason: dict[str, list[str]] = {}
     for name, why in sorted(result.skipped.items()):
-        lines.append(f"  not used: {name}: {why}")
+        by_reason.setdefault(why, []).append(name)
+    for why, names in by_reason.items():
+        lines.append(f"  not used: {', '.join(names)}: {why}")
     return lines
