@@ -39,7 +39,7 @@ def build(tmp_path: Path) -> FakeBuild:
 
 
 def test_facts_of_the_shipped_cards(build: FakeBuild) -> None:
-    assert shipped_cards(build) == sorted(CARDS)
+    assert shipped_cards(build) == sorted((*CARDS, "SM90_H100"))  # + the project's card
     qv = card_config("SM7_QV100", build)
     # values as written in configs/tested-cfgs/SM7_QV100/gpgpusim.config
     assert qv.core_clock_mhz == 1132.0 and qv.clock_domains_mhz[3] == 850.0
@@ -157,3 +157,46 @@ def test_short_integer_latency_lists_are_completed(build: FakeBuild, tmp_path: P
     short = rtx.with_options({"-ptx_opcode_initiation_int": "1,1,4,4"})
     assert read_options(short.write(tmp_path / "s")).options()["-ptx_opcode_initiation_int"] == (
         "1,1,4,4,32,4")
+
+
+# --- the project's SM90_H100 card -----------------------------------------------------
+
+H100_README = Path(__file__).parents[1] / "simmodel" / "gpgpusim" / "cards" / "SM90_H100"
+
+
+def test_project_card_resolves_without_a_build() -> None:
+    h100 = card_config("SM90_H100", None)
+    assert h100.path.parent.name == "SM90_H100"
+    assert (h100.sm_count, h100.core_clock_mhz, h100.l2_banks) == (132, 1980.0, 80)
+    assert h100.clock_domains_mhz == (1980.0, 3960.0, 3960.0, 3106.0)
+    assert h100.facts()["l2_bytes"] == 50 << 20  # 256 sets x 128 B x 20 ways x 80 banks
+    assert set(h100.referenced_files()) == {"-inter_config_file"}
+
+
+def _option_lines(text: str) -> list[str]:
+    return [ln.strip() for ln in text.splitlines() if ln.strip().startswith("-")]
+
+
+def test_project_h100_differs_from_the_published_card_in_the_documented_lines_only() -> None:
+    """The card is GPGPU-Sim's published H100 file with exactly the README's changes: the
+    seven options GPGPU-Sim 667834c does not know removed, the partition indexing 6 -> 0."""
+    ours = (H100_README / "gpgpusim.config").read_text()
+    published = (DATA / "gpgpusim" / "SM90_H100.upstream.gpgpusim.config").read_text()
+    removed = {
+        "-gpgpu_n_chiplet_partition 2", "-inter_chiplet_queue_size 256",
+        "-gpgpu_chiplet_interleave 0", "-gpgpu_opndcoll_model 1", "-gpgpu_lrc_enabled 1",
+        "-gpgpu_lrc_max_entries 1024", "-gpgpu_lrc_max_merged 4",
+        "-gpgpu_memory_partition_indexing 6",
+    }
+    added = "-gpgpu_memory_partition_indexing 0"
+    assert [ln for ln in _option_lines(published) if ln not in removed] == [
+        ln for ln in _option_lines(ours) if ln != added
+    ]
+    assert _option_lines(ours).count(added) == 1
+    readme = (H100_README / "README.md").read_text()
+    for line in removed:
+        assert f"`{line}`" in readme, line  # every change is documented
+    assert "baf2b8f0390342ff6bab23917d21e40a4780b2fb" in readme
+    assert (H100_README / "config_hopper_islip.icnt").read_bytes() == (
+        DATA / "gpgpusim" / "SM90_H100.upstream.config_hopper_islip.icnt").read_bytes()
+    assert "Redistribution and use" in (H100_README / "COPYRIGHT").read_text()

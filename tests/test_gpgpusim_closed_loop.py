@@ -221,3 +221,23 @@ def test_the_tuned_config_reproduces_the_measured_latencies(tmp_path: Path) -> N
     }
     for name in ("l1_hit_latency", "l2_hit_latency", "dram_latency", "shared_latency"):
         assert abs(again[name] - measured[name]) <= 1, (name, again[name], measured[name])
+
+
+def test_rows_read_from_the_device_are_shown_not_counted() -> None:
+    """Ten rows are the card's config read back through the device facts: a wrong one
+    does not count as a recovery failure (nor a right one as a success); a measured row
+    does."""
+    from hilsim.simmodel.gpgpusim.closedloop import READ_FROM_DEVICE, CardCheck, markdown_table
+
+    card = card_config(DATA / "accelsim" / "SM7_QV100.gpgpusim.config").options()
+    bench = DATA / "microbench" / "gpgpusim" / "SM7_QV100.microbench.json"
+    tuned = _tuned_options(tune_simulated(bench))
+    assert len(READ_FROM_DEVICE) == 10
+    rows = compare(card, {**tuned, "-gpgpu_n_clusters": "81"}, measured_values(bench))
+    assert {r.quantity for r in rows if r.category == "device"} == set(READ_FROM_DEVICE)
+    check = CardCheck("c", "m", rows)
+    assert check.ok and not next(r for r in rows if r.quantity == "sm_count").ok
+    bad = compare(card, {**tuned, "-gpgpu_l1_latency": "25"}, measured_values(bench))
+    assert not CardCheck("c", "m", bad).ok
+    text = markdown_table(rows)
+    assert text.index("**measured**") < text.index("**read from the device**")

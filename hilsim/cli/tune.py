@@ -2,7 +2,10 @@
 
 Accel-Sim paper, Section II-C (tuner and targeted microbenchmarks). Writes
 ``timing.json`` (``hilsim.timing/1``), ``gpgpusim.config``, ``trace.config`` and
-``tune-report.json`` into the output folder, atomically.
+``tune-report.json`` into the output folder, atomically. With ``--on-simulator`` the
+options are set by simulating candidates on GPGPU-Sim until the same microbenchmarks
+meet the measured values (:mod:`hilsim.simmodel.gpgpusim.tuneloop`); the folder is then
+a runnable card (``gpgpusim.config``, the files it names, ``tune-report.json``).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from pathlib import Path
 import click
 
 from hilsim.core.errors import HilsimError
-from hilsim.simmodel.tuner import CONVENTIONS, tune_files
+from hilsim.simmodel.tuner import CONVENTIONS, read_device_facts, tune_files
 
 
 @click.command("tune")
@@ -29,20 +32,62 @@ from hilsim.simmodel.tuner import CONVENTIONS, tune_files
               help="Latency options as Accel-Sim's tuner prints them, minus GPGPU-Sim's "
               "pipeline offset where known, or (gpgpusim) the values that make GPGPU-Sim "
               "reproduce the measurements (map measured on the simulator, docs/tuner.md).")
+@click.option("--on-simulator", is_flag=True,
+              help="Set every measured option by simulating candidates on GPGPU-Sim until "
+              "the same microbenchmarks meet MICROBENCH.json (docs/tuner.md); writes a card.")
+@click.option("--base", "base_card", metavar="CARD",
+              help="--on-simulator: start from this card (name or gpgpusim.config) instead "
+              "of the one closest to the device's facts.")
+@click.option("--workers", type=click.IntRange(1, 256),
+              help="--on-simulator: simulator processes at a time (default: CPU count).")
 @click.option("-o", "--output", required=True, type=click.Path(path_type=Path),
               help="Output folder (written atomically).")
 @click.option("--force", is_flag=True, help="Replace an existing output folder.")
 def tune_cmd(microbench: Path | None, accelsim_output: Path | None, device_facts: Path | None,
-             preset_name: str | None, convention: str, output: Path, force: bool) -> None:
+             preset_name: str | None, convention: str, on_simulator: bool,
+             base_card: str | None, workers: int | None, output: Path, force: bool) -> None:
     """Build a timing config and Accel-Sim gpgpusim.config/trace.config.
 
     Input: MICROBENCH.json (hilsim.microbench/1) and/or --accelsim-output FILE, plus
     optional --device-facts. Every emitted option carries its source and convention.
     """
+    if output.exists() and not force:
+        raise HilsimError(f"{output}: already exists (use --force to replace)")
+    if on_simulator:
+        _on_simulator(microbench, accelsim_output, device_facts, preset_name, base_card,
+                      workers, output, force)
+        return
+    if base_card or workers:
+        raise click.UsageError("--base and --workers need --on-simulator")
     result = tune_files(microbench, accelsim_output=accelsim_output,
                         device_facts=device_facts, preset_name=preset_name,
                         convention=convention)
-    if output.exists() and not force:
-        raise HilsimError(f"{output}: already exists (use --force to replace)")
+    for note in result.notes:
+        if note.startswith("preset ") or "pipeline floor" in note:
+            click.echo(f"warning: {note}", err=True)
     result.write(output, overwrite=force)
     click.echo(f"{result.summary()}; wrote {output}")
+
+
+def _on_simulator(microbench: Path | None, accelsim_output: Path | None,
+                  device_facts: Path | None, preset_name: str | None, base_card: str | None,
+                  workers: int | None, output: Path, force: bool) -> None:
+    if microbench is None:
+        raise click.UsageError("--on-simulator needs MICROBENCH.json")
+    if accelsim_output or preset_name:
+        raise click.UsageError(
+            "--on-simulator reads MICROBENCH.json (and --device-facts); --accelsim-output "
+            "and --preset do not apply (--base names the card to start from)"
+        )
+    # intra-project, kept lazy: the microbenchmark families and the simulator driver load
+    # only when --on-simulator runs
+    from hilsim.simmodel.gpgpusim import tuneloop, tunereport  # noqa: PLC0415
+
+    facts = read_device_facts(device_facts) if device_facts is not None else None
+    result = tuneloop.tune_on_simulator(
+        microbench, base=base_card, workers=workers, say=click.echo, device_facts=facts
+    )
+    tunereport.write(result, output, overwrite=force)
+    for line in tunereport.summary(result):
+        click.echo(line)
+    click.echo(f"wrote {output}")

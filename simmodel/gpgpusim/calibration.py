@@ -174,6 +174,16 @@ def round_option(value: float) -> int:
     return max(1, int(math.floor(value + 0.5)))
 
 
+def floor_note(value: float, floor: float) -> str:
+    """The note of an option whose unrounded value lies below 1: the measurement is under
+    what the simulator produces at the option's least value (its pipeline floor)."""
+    if value >= 0.5:
+        return ""
+    return (f"below the simulator's pipeline floor: the map gives {value:.3g}; at 1 the "
+            f"simulator measures {floor:.4g}, the closest it can (kept 1; "
+            "tune --on-simulator reports each target it cannot reach)")
+
+
 def tuned_options(
     lat: list[tuple[str, float, list[str], str]],
     launch_cycles: float | None,
@@ -191,8 +201,8 @@ def tuned_options(
     if cal is None:
         raise HilsimError(
             f"convention gpgpusim: no GPGPU-Sim calibration for compute capability "
-            f"{compute_capability} (have {', '.join(sorted(cals)) or 'none'}; run "
-            "hilsim gpgpusim calibrate CARD)"
+            f"{compute_capability} (have {', '.join(sorted(cals)) or 'none'}; tune with "
+            "--on-simulator, which needs none, or run hilsim gpgpusim calibrate CARD)"
         )
     by_name = {name: (x, ins, formula) for name, x, ins, formula in lat}
     missing = [o for o in LATENCY_OPTIONS if o not in by_name]
@@ -207,6 +217,8 @@ def tuned_options(
     rows = []
     for j, opt in enumerate(LATENCY_OPTIONS):
         row = ", ".join(f"{a:+.3g}" for a in cal.matrix[j])
+        at_one = cal.predict(np.where(np.arange(4) == j, 1.0, values))[j]
+        note = floor_note(float(values[j]), float(at_one))
         rows.append(
             (
                 opt,
@@ -214,7 +226,7 @@ def tuned_options(
                 inputs,
                 f"x = A^-1 (m - c), m = (L1, L2-L1, DRAM-L2, shared); row {j}: A [{row}], "
                 f"c {cal.offset[j]:+.3g}",
-                f"GPGPU-Sim map measured on {cal.source}",
+                "; ".join(filter(None, [f"GPGPU-Sim map measured on {cal.source}", note])),
             )
         )
     if launch_cycles is not None and cal.launch_slope:
@@ -296,8 +308,10 @@ def unit_latency_option(
     cal = _unit_calibrations().get(str(compute_capability), {}).get(unit)
     if cal is None:
         return None
+    value = cal.option_for(measured)
+    note = floor_note(value, cal.slope + cal.offset)
     return (
-        round_option(cal.option_for(measured)),
+        round_option(value),
         f"round((latency - {cal.offset:.4g}) / {cal.slope:.4g})",
-        f"GPGPU-Sim unit map measured on {cal.source}",
+        "; ".join(filter(None, [f"GPGPU-Sim unit map measured on {cal.source}", note])),
     )

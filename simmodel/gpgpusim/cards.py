@@ -1,12 +1,15 @@
 """A simulated card: a GPGPU-Sim ``gpgpusim.config``, its overrides and the files it names.
 
 A card is a shipped name (any folder under the build's ``configs/tested-cfgs/``, e.g.
-``SM7_QV100``, ``SM75_RTX2060``, ``SM86_RTX3070``) or a path to any ``gpgpusim.config``
-(or to a folder holding one). Both go through the same code: the file is parsed with
-:func:`hilsim.simmodel.accelsim.parse_options`, files it references (``-inter_config_file``
-and other ``*_file`` options) are resolved relative to the config's folder and copied into
-the run folder, and caller overrides are appended after the card's text (GPGPU-Sim keeps the
-last value of a repeated option). Shipped files lack a final newline; one is added before
+``SM7_QV100``, ``SM75_RTX2060``, ``SM86_RTX3070``, or a project card under
+``simmodel/gpgpusim/cards/``, e.g. ``SM90_H100``: package data, resolved without a
+build) or a path to any ``gpgpusim.config`` (or to a folder holding one). Both go
+through the same code: the file is parsed with
+:func:`hilsim.simmodel.accelsim.parse_options`, files it references
+(``-inter_config_file`` and other ``*_file`` options) are resolved relative to the
+config's folder and copied into the run folder, and caller overrides are appended after
+the card's text (GPGPU-Sim keeps the last value of a repeated option). Shipped files
+lack a final newline; one is added before
 anything is appended.
 
 Card facts other modules need (core clock, SM count, L1/L2 geometry, latencies) come from
@@ -21,6 +24,7 @@ import re
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -52,12 +56,27 @@ INT_LIST_DEFAULTS = {
 }
 
 
-def shipped_cards(build: Any) -> list[str]:
-    """Names of the shipped card configs of a build (folders with a gpgpusim.config)."""
-    root = Path(build.configs_dir)
+def project_cards_dir() -> Path:
+    """The project's own cards (package data ``simmodel/gpgpusim/cards/NAME/``)."""
+    return Path(str(resources.files("hilsim.simmodel.gpgpusim").joinpath("cards")))
+
+
+def project_cards() -> list[str]:
+    """Names of the project's cards (folders with a gpgpusim.config)."""
+    root = project_cards_dir()
     if not root.is_dir():
         return []
     return sorted(p.parent.name for p in root.glob(f"*/{CONFIG_NAME}"))
+
+
+def shipped_cards(build: Any) -> list[str]:
+    """Names of the shipped card configs: the build's (folders with a gpgpusim.config)
+    and the project's (:func:`project_cards`)."""
+    names = set(project_cards())
+    root = Path(build.configs_dir) if build is not None else None
+    if root is not None and root.is_dir():
+        names.update(p.parent.name for p in root.glob(f"*/{CONFIG_NAME}"))
+    return sorted(names)
 
 
 def normalize_options(options: Mapping[str, Any] | None) -> dict[str, str]:
@@ -292,10 +311,14 @@ def _resolve(card: str | os.PathLike[str], build: Any) -> tuple[str, Path]:
         name = p.parent.name if p.name == CONFIG_NAME else p.name.removesuffix(".config")
         name = name.removesuffix(".gpgpusim") or name
         return name, p.resolve()
+    own = project_cards_dir() / text / CONFIG_NAME
+    if own.is_file():
+        return text, own
     if build is None:
         raise HilsimError(
             f"card {text!r}: a shipped card name needs a GPGPU-Sim build "
-            "(run `hilsim gpgpusim setup`), or give a path to a gpgpusim.config"
+            "(run `hilsim gpgpusim setup`), or give a path to a gpgpusim.config "
+            f"(project cards: {', '.join(project_cards()) or 'none'})"
         )
     cfg = Path(build.configs_dir) / text / CONFIG_NAME
     if not cfg.is_file():

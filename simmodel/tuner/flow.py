@@ -16,7 +16,8 @@ from typing import Any
 
 from hilsim.simmodel.accelsim import UbenchOutput, read_ubench_output
 from hilsim.simmodel.config import TimingConfig
-from hilsim.simmodel.presets import Preset, load_preset, nearest_preset
+from hilsim.simmodel.gpgpusim.basecard import Profile, choose
+from hilsim.simmodel.presets import Preset, all_presets, load_preset
 from hilsim.simmodel.tuner.checks import capacity_checks, launch_latency_note
 from hilsim.simmodel.tuner.conventions import CONVENTIONS
 from hilsim.simmodel.tuner.dram import DRAM_MODELS, dram_model
@@ -65,7 +66,7 @@ def tune(
         raise HilsimError(f"convention {convention!r} not one of {', '.join(CONVENTIONS)}")
     facts = dict(facts or {})
     rows = list(measurements or [])
-    preset, reason, name, cc = _preset_for(facts, ubench, preset_name)
+    preset, reason, name, cc, mismatches = _preset_for(facts, ubench, preset_name)
     cfg = replace(preset.timing, name=str(name or preset.name), notes=())
     if ubench is not None:
         cfg = apply_ubench_output(cfg, ubench)
@@ -91,18 +92,18 @@ def tune(
     cfg = _derive_channels(cfg)
     cfg.validate(f"tuned timing for {cfg.name}")
     result = TuneResult(cfg, preset, reason, convention)
+    result.notes.extend(mismatches)
     result.notes.extend(capacity_checks(cfg, rows))
     if rows and convention == "simulator-corrected":
         result.notes.append(CORRECTED_ON_HILSIM_NOTE)
     launch_note = launch_latency_note(rows, cfg)
     if launch_note is not None:
         result.notes.append(launch_note)
-    if str(cc or preset.compute_capability) != preset.compute_capability:
-        result.notes.append(
-            f"preset {preset.name} is sm_{preset.compute_capability}, device is "
-            f"sm_{cc}: preset options are a starting point only"
-        )
     derived = {d.name: d for d in derive_options(cfg, preset, convention, _same_run(ubench))}
+    result.notes.extend(
+        f"{d.name}: {d.note[d.note.index('below the simulator'):]}" for d in derived.values()
+        if "pipeline floor" in d.note
+    )
     printed = ubench.options if ubench is not None else {}
     chooser = OptionChooser(cfg, preset, convention, ubench)
     # emission: preset option lists, then new options; each value chosen by priority
@@ -157,8 +158,11 @@ def tune_files(
 
 def _preset_for(
     facts: dict[str, Any], ubench: UbenchOutput | None, preset_name: str | None
-) -> tuple[Preset, str, Any, Any]:
-    """(preset, why, device name, compute capability): ``--preset`` or the nearest."""
+) -> tuple[Preset, str, Any, Any, list[str]]:
+    """(preset, why, device name, compute capability, mismatches): ``--preset``, else the
+    closest by compute capability, memory type and SM count
+    (:func:`hilsim.simmodel.gpgpusim.basecard.choose`); the device's name is never used
+    to choose (it only names the output)."""
     name = facts.get("name") or (ubench.device_name if ubench else None)
     if isinstance(name, bytes):
         name = name.decode("utf-8", "replace")
@@ -169,11 +173,25 @@ def _preset_for(
         if major and minor:
             cc = f"{major.value}.{minor.value}"
     if preset_name:
-        return load_preset(preset_name), "chosen with --preset", name, cc
-    preset, reason = nearest_preset(
-        str(name) if name else None, str(cc) if cc is not None else None
-    )
-    return preset, reason, name, cc
+        return load_preset(preset_name), "chosen with --preset", name, cc, []
+    if cc is None:
+        raise HilsimError("cannot choose a preset: no compute capability in the device facts; "
+                          "pass --preset or --device-facts")
+    mem = facts.get("memory_type") or facts.get("memoryType")
+    sms = facts.get("sm_count") or facts.get("multiProcessorCount")
+    device = Profile("device", str(cc), str(mem) if mem else None, int(sms) if sms else None)
+    presets = all_presets()
+    profiles = [Profile(p.name, p.compute_capability, _timing(p, "dram.type"),
+                        _timing(p, "core.sm_count")) for p in presets]
+    choice = choose(device, profiles)
+    mismatches = [m.replace("base ", "preset ", 1) for m in choice.mismatches]
+    preset = next(p for p in presets if p.name == choice.name)
+    return preset, choice.reason, name, cc, mismatches
+
+
+def _timing(preset: Preset, dotted: str) -> Any:
+    value = preset.timing.get(dotted)
+    return None if value is None else value.value
 
 
 def _derive_channels(cfg: TimingConfig) -> TimingConfig:

@@ -1,0 +1,284 @@
+"""The parts of `hilsim tune --on-simulator` that need no simulator: the monotone integer
+search, the base-card choice (facts, never names), the tuned card's derived options and
+text, the pipeline-depth rule, and the tuner's preset choice on the same rule.
+
+The simulator tier (tests/test_tune_on_simulator.py) runs the loop itself.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hilsim.simmodel.accelsim import read_options
+from hilsim.simmodel.gpgpusim.basecard import Profile, choose
+from hilsim.simmodel.gpgpusim.cards import card_config
+from hilsim.simmodel.gpgpusim.intsolve import IntSearch
+from hilsim.simmodel.gpgpusim.simdevice import card_device_facts
+from hilsim.simmodel.gpgpusim.tunedcard import (
+    Setting,
+    config_text,
+    dl2_value,
+    icnt_for,
+    list_rows,
+    partition_indexing,
+    pipeline_depths,
+    valid_channel_counts,
+)
+
+from hilsim.cli.main import cli, main
+from hilsim.core.errors import HilsimError
+
+DATA = Path(__file__).parent / "data"
+ACCEL = DATA / "accelsim"
+
+
+def card(name: str):  # noqa: ANN201 - a CardConfig
+    if name == "SM90_H100":
+        return card_config("SM90_H100", None)
+    return card_config(ACCEL / f"{name}.gpgpusim.config")
+
+
+# --- the search ----------------------------------------------------------------------
+
+
+def _solve(f, target: float, first: int, rounds: int = 12, **kw) -> tuple[IntSearch, int]:  # noqa: ANN001
+    s = IntSearch(target=target, first_guess=first, **kw)
+    n = 0
+    while not s.settled and n < rounds:
+        x = s.propose()
+        s.record(x, f(x))
+        n += 1
+    return s, n
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_search_finds_the_nearest_integer_of_a_monotone_staircase(seed: int) -> None:
+    """Random affine maps with a clock-domain staircase (slope 0.3..3, offset 0..40,
+    steps of up to 2 cycles), as the simulator's latencies look: the search ends on the
+    integer whose value is nearest the target, in a few rounds."""
+    rng = np.random.default_rng(seed)
+    slope, offset = rng.uniform(0.3, 3.0), rng.uniform(0, 40)
+    step = rng.choice([0.0, 0.5, 1.7])
+
+    def f(x: int) -> float:
+        v = slope * x + offset
+        return math.floor(v / step) * step if step else v
+
+    truth = int(rng.integers(5, 400))
+    target = f(truth) + rng.uniform(-0.4, 0.4) * slope
+    s, rounds = _solve(f, target, first=int(target))
+    best = min(range(1, 2000), key=lambda x: (abs(f(x) - target), x))
+    assert abs(f(s.best()) - target) == pytest.approx(abs(f(best) - target))
+    assert rounds <= 8
+    assert not s.unreachable
+
+
+def test_a_target_below_the_floor_is_reported_not_clamped_silently() -> None:
+    """The silicon FFMA case: 4 cycles measured, the simulator's floor is 1 x 0.992 +
+    5.36: the bound 1 is kept and the search says why."""
+    s, _ = _solve(lambda x: 127 / 128 * x + 5.36, 4.0, first=4)
+    assert s.settled and s.best() == 1
+    assert "below the simulator's floor" in s.unreachable and "6.35" in s.unreachable
+
+
+def test_powers_of_two_and_a_proportional_quantity() -> None:
+    banks, _ = _solve(lambda b: 0.82 * b, 26.2, first=32, domain=(1, 2, 4, 8, 16, 32, 64))
+    assert banks.best() == 32
+    chans, rounds = _solve(lambda n: 26.4 * n, 26.4 * 24 + 3, first=32, proportional=True)
+    assert chans.best() == 24 and rounds == 2
+
+
+def test_an_exact_initiation_interval_any_integer() -> None:
+    """Initiation intervals are integers, 3 and 6 included (not only powers of two)."""
+    for truth in (1, 2, 3, 4, 5, 6, 7, 8):
+        def f(i: int) -> float:
+            return i + 0.09 * (1 + (i % 3))  # cycles per instruction, slightly above i
+        s, _ = _solve(f, f(truth), first=round(f(truth)))
+        assert s.best() == truth
+
+
+# --- base card: facts, never names ----------------------------------------------------
+
+BASES = ("SM7_QV100", "SM75_RTX2060", "SM86_RTX3070", "SM90_H100")
+
+
+def _profiles() -> list[Profile]:
+    out = []
+    for name in BASES:
+        f = card_device_facts(card(name))
+        out.append(Profile(name, f["compute_capability"], f["memory_type"], f["sm_count"]))
+    return out
+
+
+@pytest.mark.parametrize(("cc", "mem", "sms", "want"), [
+    ("7.0", "HBM", 80, "SM7_QV100"),
+    ("7.0", None, 80, "SM7_QV100"),
+    ("7.5", "GDDR6", 34, "SM75_RTX2060"),
+    ("8.6", "GDDR6", 46, "SM86_RTX3070"),
+    ("8.9", "GDDR6X", 128, "SM86_RTX3070"),
+    ("8.0", "HBM2e", 108, "SM86_RTX3070"),
+    ("9.0", "HBM3", 132, "SM90_H100"),
+    ("9.0", None, 114, "SM90_H100"),
+])
+def test_base_follows_compute_capability_then_memory_then_sms(cc, mem, sms, want) -> None:  # noqa: ANN001
+    choice = choose(Profile("device", cc, mem, sms), _profiles())
+    assert choice.name == want
+    assert choice.mismatches == ([] if cc in ("7.0", "7.5", "8.6", "9.0") else choice.mismatches)
+
+
+def test_a_name_never_chooses_the_base() -> None:
+    """A cc-7.0 card whose folder is named h100x gets the Volta base, as it does renamed."""
+    a = choose(Profile("h100x", "7.0", "HBM", 80), _profiles())
+    b = choose(Profile("cardA", "7.0", "HBM", 80), _profiles())
+    assert a.name == b.name == "SM7_QV100" and a.reason == b.reason
+
+
+def test_a_generation_mismatch_is_stated() -> None:
+    choice = choose(Profile("device", "6.1", "GDDR5X", 28), _profiles())
+    assert choice.name == "SM7_QV100"
+    assert any("compute capability 7.0" in m for m in choice.mismatches)
+    assert any("memory" in m for m in choice.mismatches)
+
+
+def test_the_tuner_preset_is_chosen_the_same_way(tmp_path: Path) -> None:
+    """`hilsim tune` (every convention): a device named like an H100 with a Volta compute
+    capability gets the Volta preset, and a mismatch is printed on the console."""
+    src = json.loads((DATA / "microbench" / "gpgpusim" / "SM7_QV100.microbench.json").read_text())
+    src["device"]["name"] = "NVIDIA H100 80GB HBM3 h100x"
+    path = tmp_path / "mb.json"
+    path.write_text(json.dumps(src))
+    result = CliRunner().invoke(cli, ["tune", str(path), "-o", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert "preset QV100" in result.output
+    report = json.loads((tmp_path / "out" / "tune-report.json").read_text())
+    assert report["preset"] == "QV100" and "h100x" not in report["preset_reason"]
+    src["device"]["compute_capability"], src["device"]["memory_type"] = "6.1", "GDDR5X"
+    path.write_text(json.dumps(src))
+    result = CliRunner().invoke(cli, ["tune", str(path), "-o", str(tmp_path / "out2")])
+    assert result.exit_code == 0, result.output
+    assert "warning: preset" in result.output and "compute capability" in result.output
+
+
+# --- the tuned card: derived options and text -----------------------------------------
+
+
+def test_l2_sets_keep_the_device_l2_over_the_tuned_channels() -> None:
+    h100 = card("SM90_H100")
+    assert dl2_value(50 << 20, 40, h100)[0].startswith("S:256:128:20,L:B:m:L:X")
+    assert 41 not in valid_channel_counts(50 << 20, h100) and 40 in valid_channel_counts(
+        50 << 20, h100)
+    with pytest.raises(HilsimError, match="does not divide"):
+        dl2_value(50 << 20, 41, h100)
+    qv = card("SM7_QV100")  # 24 ways, IPOLY set index (16/32/64 sets)
+    value, note = dl2_value(int(4.5 * 2**20), 24, qv)  # the TITAN V's L2 over 24 channels
+    assert value.startswith("S:32:128:24,L:B:m:L:P") and note
+    value, note = dl2_value(6 << 20, 8, qv)  # 128 sets: IPOLY cannot hash them
+    assert value.startswith("S:128:128:24,L:B:m:L:L") and "linear" in note
+
+
+def test_partition_indexing_is_the_base_unless_it_cannot_hash_the_channels() -> None:
+    qv = card("SM7_QV100")  # IPOLY (2)
+    assert partition_indexing(24, qv) == ("2", "base card")  # 32 x 2 = 64 banks hashed
+    assert partition_indexing(40, qv)[0] == "0"  # 64 x 2 = 128: not hashable
+    assert partition_indexing(40, card("SM90_H100")) == ("0", "base card")
+
+
+def test_the_interconnect_grows_with_the_tuned_card() -> None:
+    text = (DATA / "gpgpusim" / "SM90_H100.upstream.config_hopper_islip.icnt").read_text()
+    same, note = icnt_for(text, 212)
+    assert same == text and note == ""
+    bigger, note = icnt_for(text, 300)
+    assert "k = 300;" in bigger and "212 -> 300" in note
+    assert bigger.replace("k = 300;", "k = 212;") == text
+
+
+def test_config_text_replaces_in_place_and_keeps_every_other_line(tmp_path: Path) -> None:
+    qv = card("SM7_QV100")
+    settings = [
+        Setting("-gpgpu_l1_latency", "33", "measured", "L1 hit chase"),
+        Setting("-gpgpu_n_clusters", "84", "device", "device sm_count"),
+        Setting("-gpgpu_not_in_base", "1", "derived", "a new option"),
+    ]
+    text = config_text(qv, settings, ["header line"])
+    out = tmp_path / "gpgpusim.config"
+    out.write_text(text)
+    opts = read_options(out).options()
+    assert opts["-gpgpu_l1_latency"] == "33" and opts["-gpgpu_n_clusters"] == "84"
+    assert opts["-gpgpu_not_in_base"] == "1"
+    set_names = {s.option for s in settings}
+    base = {k: v for k, v in qv.options().items() if k not in set_names}
+    assert {k: v for k, v in opts.items() if k not in set_names} == base
+    assert text.count("-gpgpu_l1_latency ") == 1  # replaced, not appended
+    assert "# hilsim measured: L1 hit chase (base: 20)" in text
+
+
+def test_a_tuned_latency_above_the_unit_depth_raises_max() -> None:
+    """GPGPU-Sim sizes the SP pipeline by the MAX entry: a MAD of 10 on the RTX 2060's
+    4,4,4,4 list would overrun it (simulated: SIGSEGV), so MAX becomes 10."""
+    rtx = card("SM75_RTX2060")
+    lists = {"-ptx_opcode_latency_fp": list_rows(rtx, "-ptx_opcode_latency_fp")}
+    lists["-ptx_opcode_latency_fp"][3].update(value="10", kind="measured")
+    pipeline_depths(rtx, lists)
+    fp = [r["value"] for r in lists["-ptx_opcode_latency_fp"]]
+    assert fp == ["4", "10", "4", "10", "39"]
+    assert lists["-ptx_opcode_latency_fp"][1]["kind"] == "derived"
+    # a DIV longer than the SFU pipeline (max(dp DIV, SFU)) raises the SFU's
+    lists = {"-ptx_opcode_latency_int": list_rows(rtx, "-ptx_opcode_latency_int")}
+    lists["-ptx_opcode_latency_int"][4].update(value="400", kind="measured")
+    pipeline_depths(rtx, lists)
+    assert lists["-ptx_opcode_latency_sfu"][0]["value"] == "400"
+    # within the depth: nothing moves
+    lists = {"-ptx_opcode_latency_fp": list_rows(card("SM7_QV100"), "-ptx_opcode_latency_fp")}
+    lists["-ptx_opcode_latency_fp"][3].update(value="9", kind="measured")
+    pipeline_depths(card("SM7_QV100"), lists)
+    assert lists["-ptx_opcode_latency_fp"][1]["value"] == "13"
+
+
+# --- the command's errors --------------------------------------------------------------
+
+
+def test_on_simulator_errors_are_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mb = str(DATA / "microbench" / "gpgpusim" / "SM7_QV100.microbench.json")
+
+    def run(*args: str) -> tuple[int, str]:
+        code = main(["tune", *args])
+        out = capsys.readouterr()
+        return code, out.out + out.err
+
+    code, out = run(mb, "--base", "SM7_QV100", "-o", str(tmp_path / "a"))
+    assert code == 2 and "--base and --workers need --on-simulator" in out
+    code, out = run("--on-simulator", "-o", str(tmp_path / "b"))
+    assert code == 2 and "needs MICROBENCH.json" in out
+    code, out = run(mb, "--on-simulator", "--preset", "QV100", "-o", str(tmp_path / "c"))
+    assert code == 2 and "do not apply" in out
+    from hilsim.simmodel.gpgpusim import tuneloop  # noqa: PLC0415 (the module under test)
+
+    monkeypatch.setattr(tuneloop, "find_build", lambda: None)
+    code, out = run(mb, "--on-simulator", "-o", str(tmp_path / "d"))
+    assert code == 2 and "no GPGPU-Sim build found" in out
+    assert len(out.strip().splitlines()) == 1 and not (tmp_path / "d").exists()
+
+
+def test_the_gpgpusim_convention_says_when_it_clamps(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Silicon FFMA/IMAD ~4 cycles under the unit map's floor (~6.35 at option 1): the
+    option stays 1, and the console and the report say the target is below the floor."""
+    doc = json.loads((DATA / "silicon" / "H100" / "microbench.json").read_text())
+    doc["device"].update(compute_capability="7.0", cc_major=7, shared_mem_per_sm_bytes=98304,
+                         l2_cache_bytes=6 << 20, memory_bus_width_bits=4096)
+    path = tmp_path / "h100-as-volta.json"
+    path.write_text(json.dumps(doc))
+    assert main(["tune", str(path), "--convention", "gpgpusim", "-o", str(tmp_path / "o")]) == 0
+    err = capsys.readouterr().err
+    assert "warning: -ptx_opcode_latency_fp: below the simulator's pipeline floor" in err
+    report = json.loads((tmp_path / "o" / "tune-report.json").read_text())
+    fp = next(o for o in report["options"] if o["name"] == "-ptx_opcode_latency_fp")
+    assert fp["value"].startswith("1,1,1,1") and "pipeline floor" in fp["note"]
