@@ -187,7 +187,7 @@ def test_manifest_device_list_refused(capsys, bundle):
 def test_non_utf8_microbench_refused(capsys, bundle):
     (bundle / "microbench.json").write_bytes(b'[{"name": "\xff"}]')
     resign(bundle, files=[*manifest(bundle)["files"], "microbench.json"])
-    refused(capsys, bundle, "microbench.json", "not valid JSON")
+    refused(capsys, bundle, "microbench.json", "not UTF-8 text")
 
 
 def test_deeply_nested_manifest_refused(capsys, bundle):

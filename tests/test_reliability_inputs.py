@@ -34,7 +34,7 @@ def made(tmp_path_factory) -> dict[str, Path]:
         "bundle_b": EXAMPLE / "rtx3070.bundle",
         "plan": EXAMPLE / "plans" / "stem.json",
         "timing": EXAMPLE / "tuned-timing.json",
-        "log": EXAMPLE / "logs" / "stem-tuned.sampled.log.gz",
+        "log": EXAMPLE / "sims" / "stem-tuned" / "sampled.log.gz",
         "full_log": EXAMPLE / "logs" / "tuned-full.sim.log.gz",
         "pkp_run": EXAMPLE / "pkp-stem-tuned",
         "microbench": inputs.DATA / "microbench" / "gpgpusim" / "SM7_QV100.microbench.json",

@@ -17,7 +17,7 @@ from tests import reliability_inputs as inputs
 from tests.fuzz.promise import check_no_output, run_cli
 
 EXAMPLE = inputs.SIMULATED_V100
-SAMPLED = EXAMPLE / "logs" / "stem-tuned.sampled.log.gz"
+SAMPLED = EXAMPLE / "sims" / "stem-tuned" / "sampled.log.gz"
 
 
 def _import(log: Path, tmp_path: Path) -> tuple[int, list[str]]:
