@@ -45,6 +45,15 @@ def test_option_values_are_one_line(argv: list, what: str, tmp_path: Path) -> No
     assert not out.exists()
 
 
+@pytest.mark.parametrize("timeout", ["-1", "0", "nan", "inf"])
+def test_simulate_timeout_that_is_not_a_time(timeout: str, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    code, lines, _ = run_cli(["simulate", str(PLAN), "--card", "SM7_QV100", "-o", str(out),
+                              "--timeout", timeout, "--", "true"], 0)
+    assert code == 2 and "--timeout" in lines[0], lines
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("variation", [
     "l2_size=x1e308", "sm_count=x1e308", "sm_clock=x1e-308", "dram_clock=x1e-308",
     "l1_latency=x1e308", "sm_clock=1e-320", "dram_bandwidth=x1e-300", "l2_size=1e300",
