@@ -18,6 +18,7 @@ from hilsim.analyzer.report import write_result
 from hilsim.core import limits
 from hilsim.core.console import out, progress_bar, status
 from hilsim.core.errors import HilsimError
+from hilsim.core.files import check_output
 
 
 def parse_error(text: str) -> float:
@@ -56,6 +57,9 @@ def recommend_cmd(profile: Path, target_error: str, holdout: Path | None, seeds:
     limits.check_seeds(seeds, "recommend: --seeds")
     if not (math.isfinite(budget_s) and budget_s > 0):
         raise HilsimError(f"recommend: --budget {budget_s!r}: expected seconds > 0")
+    for path in (output, json_path):
+        if path is not None:
+            check_output(path)  # refused before the search, not after it
     with status(f"reading {profile}"):
         loaded = Profile.load(profile)
         other = Profile.load(holdout) if holdout else None
