@@ -182,13 +182,13 @@ def test_verify_reads_each_file_once(tmp_path, monkeypatch) -> None:
 
     path = write_bundle(small_bundle(), tmp_path / "b")
     opened: list[str] = []
-    real_read_bytes = Path.read_bytes
+    real_read = module._read_arrow_buffer
 
-    def read_bytes(self: Path) -> bytes:
-        opened.append(self.name)
-        return real_read_bytes(self)
+    def read(item: Path, size: int):
+        opened.append(item.name)
+        return real_read(item, size)
 
-    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    monkeypatch.setattr(module, "_read_arrow_buffer", read)
     monkeypatch.setattr(module, "_sha256", lambda item: pytest.fail(f"{item} read twice"))
     read_bundle(path)
     assert sorted(opened) == ["launches.parquet", "metrics.parquet"]

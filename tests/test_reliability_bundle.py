@@ -187,7 +187,7 @@ def test_manifest_device_list_refused(capsys, bundle):
 def test_non_utf8_microbench_refused(capsys, bundle):
     (bundle / "microbench.json").write_bytes(b'[{"name": "\xff"}]')
     resign(bundle, files=[*manifest(bundle)["files"], "microbench.json"])
-    refused(capsys, bundle, "microbench.json", "not UTF-8 text")
+    refused(capsys, bundle, "microbench.json", "not UTF-8")
 
 
 def test_deeply_nested_manifest_refused(capsys, bundle):
@@ -199,3 +199,24 @@ def test_read_back_of_a_fresh_bundle_is_unchanged(original):
     bundle = read_bundle(original)
     assert bundle.n_launches == 1106
     assert isinstance(bundle.launches["name"].dtype, pd.CategoricalDtype)
+
+
+# ------------------------------------------------------------ buffers handed to Arrow
+
+def test_parquet_bytes_are_arrow_memory(bundle, monkeypatch):
+    """The verified table bytes Arrow decodes are Arrow-allocated, not a Python ``bytes``:
+    Arrow's worker threads may release the last reference after the read returned, and a
+    buffer wrapping a Python object takes the GIL there; during interpreter teardown (a
+    command failing right after a read) that aborted the process with exit 134."""
+    import hilsim.core.bundle as module
+
+    seen: list[object] = []
+    real = module._parquet_rows
+
+    def spy(path, data, expected=None):
+        seen.append(data)
+        return real(path, data, expected)
+
+    monkeypatch.setattr(module, "_parquet_rows", spy)
+    read_bundle(bundle)
+    assert seen and all(isinstance(d, pa.Buffer) and d.is_mutable for d in seen), seen

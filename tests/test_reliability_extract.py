@@ -182,3 +182,21 @@ def test_setup_errors_are_one_line(tmp_path: Path, monkeypatch) -> None:
     assert code == 2
     lines = err.getvalue().splitlines()
     assert len(lines) == 1 and "not a GPGPU-Sim source tree" in lines[0], lines
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_source_that_is_not_a_file_names_what_it_is(kind: str, tmp_path: Path,
+                                                       monkeypatch) -> None:
+    monkeypatch.setattr("hilsim.cli.gpgpusim.find_toolchain", lambda: TC)
+    source = Path("/dev/zero")
+    if kind == "fifo":
+        source = tmp_path / "src-667834c.tar.gz"
+        os.mkfifo(source)
+    err = io.StringIO()
+    with redirect_stderr(err), redirect_stdout(io.StringIO()):
+        code = main(["gpgpusim", "setup", "--source", str(source), "--cache",
+                     str(tmp_path / "c")])
+    lines = err.getvalue().splitlines()
+    assert code == 2 and len(lines) == 1, lines
+    assert ("FIFO" if kind == "fifo" else "character device") in lines[0], lines
+    assert not (tmp_path / "c").exists()

@@ -30,7 +30,8 @@ MICROBENCH = inputs.DATA / "microbench" / "gpgpusim" / "SM7_QV100.microbench.jso
     (["evaluate", BUNDLE, "-m", "random", "-p", "seed=18446744073709551616"], "2**32"),
     (["recommend", BUNDLE, "--target-error", "1%", "--seeds", "0"], "seeds >= 1"),
     (["recommend", BUNDLE, "--target-error", "1%", "--seeds", "-1"], "seeds >= 1"),
-    (["recommend", BUNDLE, "--target-error", "1%", "--budget", "-1"], "expected seconds > 0"),
+    (["recommend", BUNDLE, "--target-error", "1%", "--budget", "-1"], "expected seconds >= 0"),
+    (["recommend", BUNDLE, "--target-error", "1%", "--budget", "nan"], "expected seconds >= 0"),
     (["plan", BUNDLE, "-m", "stem", "-p", "confidence=1e-300"], "confidence must be"),
     (["plan", BUNDLE, "-m", "stem", "-p", "max_depth=inf"], "max_depth must be"),
     (["plan", BUNDLE, "-m", "random", "-p", "n_samples=inf"], "n_samples must be"),
@@ -42,6 +43,15 @@ def test_option_values_are_one_line(argv: list, what: str, tmp_path: Path) -> No
     out = tmp_path / "out"
     code, lines, _ = run_cli([*map(str, argv), "-o", str(out)], 0)
     assert code == 2 and what in lines[0], lines
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("timeout", ["-1", "0", "nan", "inf"])
+def test_simulate_timeout_that_is_not_a_time(timeout: str, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    code, lines, _ = run_cli(["simulate", str(PLAN), "--card", "SM7_QV100", "-o", str(out),
+                              "--timeout", timeout, "--", "true"], 0)
+    assert code == 2 and "--timeout" in lines[0], lines
     assert not out.exists()
 
 

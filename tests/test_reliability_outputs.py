@@ -189,3 +189,24 @@ def test_check_output_rules(tmp_path: Path):
         files.check_output(tmp_path / "f", folder=True)
     with pytest.raises(HilsimError, match="is a file, not a folder"):
         files.check_output(tmp_path / "f" / "x" / "y.json")
+
+
+@pytest.mark.parametrize("argv", [
+    ["evaluate", "{missing}", "--plan", PLAN, "-o", "{out}"],
+    ["recommend", "{missing}", "--target-error", "5%", "--json", "{out}"],
+    ["recommend", "{missing}", "--target-error", "5%", "-o", "{out}"],
+    ["dse", "{missing}", "--plan", PLAN, "--config", TIMING, "--vary", "l2_size=x2",
+     "-o", "{out}"],
+    ["pkp", "{missing}", "--plan", PLAN, "--model", TIMING, "-o", "{out}"],
+    ["portability", "--plan", PLAN, "--source", "{missing}", "--bundle", "{missing}",
+     "-o", "{out}"],
+])
+def test_an_output_that_cannot_be_written_is_refused_before_the_work(argv, tmp_path):
+    """The output path is checked before any input is read (a missing profile here), so a
+    search of minutes (recommend) does not end in a refusal of where to write it."""
+    out = tmp_path / "out"
+    os.mkfifo(out)
+    missing = tmp_path / "missing.bundle"
+    code, lines, _ = run_cli([str(a).format(out=out, missing=missing) for a in argv], 0)
+    assert code == 2 and str(out) in lines[0] and "FIFO" in lines[0], lines
+    assert stat.S_ISFIFO(os.lstat(out).st_mode)

@@ -46,8 +46,8 @@ def _tampered(data: dict, where: str, value) -> dict:
 
 CASES = [
     ("samples.0.weight", -1.0, "weight must be a finite non-negative"),
-    ("samples.0.weight", float("nan"), "NaN is not a JSON value"),
-    ("samples.0.weight", float("inf"), "Infinity is not a JSON value"),
+    ("samples.0.weight", float("nan"), "not valid JSON"),
+    ("samples.0.weight", float("inf"), "not valid JSON"),
     ("samples.0.weight", None, "weight must be a finite non-negative"),
     ("samples.0.launch_id", -1, "launch_id must be a non-negative integer"),
     ("samples.0.launch_id", True, "launch_id must be a non-negative integer"),

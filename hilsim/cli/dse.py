@@ -16,6 +16,7 @@ from rich.table import Table
 from hilsim.analyzer.evaluate import check_compatible
 from hilsim.core.bundle import read_bundle
 from hilsim.core.console import out
+from hilsim.core.files import check_output
 from hilsim.core.jsonfile import write_json
 from hilsim.core.plan import load_plan
 from hilsim.simmodel.dse import counters_from_bundle, dse
@@ -36,6 +37,8 @@ from hilsim.simmodel.presets import load_timing_config
 def dse_cmd(bundle_path: Path, plan_path: Path, config_spec: str,
             variations: tuple[str, ...], output: Path | None) -> None:
     """Speedup of each hardware variation: full (all launches) vs sampled (the plan)."""
+    if output is not None:
+        check_output(output)  # refused before the work, not after it
     config = load_timing_config(config_spec)
     bundle = read_bundle(bundle_path)
     plan = load_plan(plan_path)

@@ -16,6 +16,7 @@ from hilsim.cli.options import parse_params
 from hilsim.core import limits
 from hilsim.core.console import progress_bar, status
 from hilsim.core.errors import HilsimError
+from hilsim.core.files import check_output
 
 
 @click.command("evaluate")
@@ -62,6 +63,8 @@ def evaluate_cmd(
     """
     if (plan_path is None) == (method_name is None):
         raise HilsimError("evaluate: give either --plan PLAN.json or --method NAME")
+    if output is not None:
+        check_output(output)  # refused before the work, not after it
     method = methods.create(method_name, **parse_params(params)) if method_name else None
     if method is not None:
         limits.check_seeds(seeds, "evaluate: --seeds")

@@ -19,6 +19,7 @@ from hilsim.analyzer.facade import Profile
 from hilsim.analyzer.report import write_result
 from hilsim.core.console import out, status
 from hilsim.core.errors import HilsimError
+from hilsim.core.files import check_output
 from hilsim.core.plan import load_plan
 
 
@@ -92,6 +93,8 @@ def pkp_cmd(
     if sum(x is not None for x in (model_config, cta_trace, gpgpusim_run)) != 1:
         raise HilsimError(
             "pkp: give one of --model CONFIG, --cta-trace CSV or --gpgpusim-log RUN")
+    if output is not None:
+        check_output(output)  # refused before the work, not after it
     plan = load_plan(plan_path)
     with status(f"reading {profile}"):
         loaded = Profile.load(profile)

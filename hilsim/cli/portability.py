@@ -14,6 +14,7 @@ import click
 from hilsim.analyzer.importers.profile import load_profile
 from hilsim.analyzer.portability import evaluate_portability
 from hilsim.analyzer.report import write_result
+from hilsim.core.files import check_output
 from hilsim.core.plan import load_plan
 
 
@@ -28,6 +29,7 @@ from hilsim.core.plan import load_plan
               help="JSON result to write (atomically).")
 def portability_cmd(plan_path: Path, source_path: Path, target_path: Path, output: Path) -> None:
     """Error, per-kernel-class changes and predicted speedup of an A-plan on B."""
+    check_output(output)  # refused before the work, not after it
     plan = load_plan(plan_path)
     result = evaluate_portability(plan, load_profile(source_path), load_profile(target_path))
     write_result(output, result)

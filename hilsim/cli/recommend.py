@@ -6,7 +6,6 @@ protocol and the confidence rule.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import click
@@ -18,6 +17,7 @@ from hilsim.analyzer.report import write_result
 from hilsim.core import limits
 from hilsim.core.console import out, progress_bar, status
 from hilsim.core.errors import HilsimError
+from hilsim.core.files import check_output
 
 
 def parse_error(text: str) -> float:
@@ -54,8 +54,11 @@ def recommend_cmd(profile: Path, target_error: str, holdout: Path | None, seeds:
     stays under --target-error (its --quantile over --seeds), and write its plan."""
     target = parse_error(target_error)
     limits.check_seeds(seeds, "recommend: --seeds")
-    if not (math.isfinite(budget_s) and budget_s > 0):
-        raise HilsimError(f"recommend: --budget {budget_s!r}: expected seconds > 0")
+    if not budget_s >= 0:  # 0: only the first candidate runs; inf: no budget
+        raise HilsimError(f"recommend: --budget {budget_s!r}: expected seconds >= 0")
+    for path in (output, json_path):
+        if path is not None:
+            check_output(path)  # refused before the search, not after it
     with status(f"reading {profile}"):
         loaded = Profile.load(profile)
         other = Profile.load(holdout) if holdout else None

@@ -5,11 +5,13 @@ See :func:`hilsim.analyzer.simulate.simulate_plan`.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import click
 
 from hilsim.analyzer.simulate import simulate_plan
+from hilsim.core.errors import HilsimError
 from hilsim.simmodel.gpgpusim.cards import parse_override
 
 
@@ -89,6 +91,8 @@ def simulate_cmd(plan: Path, card: str, overrides: tuple[str, ...], out_dir: Pat
     the profiled run. Then:
     hilsim validate --silicon RUN.bundle --plan PLAN --sim OUT
     """
+    if not (math.isfinite(timeout_s) and timeout_s > 0):
+        raise HilsimError(f"simulate: --timeout {timeout_s}: must be a number of seconds > 0")
     opts = dict(parse_override(o) for o in overrides)
     s = simulate_plan(plan, list(program), card, out_dir, options=opts, timeout_s=timeout_s,
                       full_cycles=full_cycles, warmup=warmup, profile=profile, force=force)

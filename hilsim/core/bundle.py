@@ -246,7 +246,7 @@ def _verify_files(folder: Path, manifest: dict[str, Any]) -> None:
 
 def _read_verified(
     folder: Path, manifest: dict[str, Any], keep: tuple[str, ...]
-) -> dict[str, bytes]:
+) -> dict[str, pa.Buffer]:
     """Check every listed file against the manifest; return the bytes of those in ``keep``.
 
     Each file is read once: the files named in ``keep`` (the tables :func:`read_bundle`
@@ -257,7 +257,7 @@ def _read_verified(
     if LAUNCHES not in files:
         raise HilsimError(f"{folder / MANIFEST}: does not list {LAUNCHES}")
     _refuse_unlisted(folder, files)
-    kept: dict[str, bytes] = {}
+    kept: dict[str, pa.Buffer] = {}
     for name, entry in files.items():
         if Path(name).name != name:
             raise HilsimError(f"{folder / MANIFEST}: unsafe file name {name!r} in 'files'")
@@ -271,12 +271,9 @@ def _read_verified(
                 f"{size} bytes, the manifest says {entry['bytes']})"
             )
         expected = entry.get("sha256") if isinstance(entry, dict) else None
-        data: bytes | None = None
+        data: pa.Buffer | None = None
         if name in keep:
-            try:
-                data = item.read_bytes()
-            except OSError as exc:
-                raise HilsimError(f"{item}: cannot read ({exc.strerror or exc})") from exc
+            data = _read_arrow_buffer(item, size)
             digest = hashlib.sha256(data).hexdigest()
         else:
             digest = _sha256(item)
@@ -289,6 +286,33 @@ def _read_verified(
     return kept
 
 
+def _read_arrow_buffer(item: Path, size: int) -> pa.Buffer:
+    """The file's ``size`` bytes in memory Arrow owns (not a Python ``bytes``).
+
+    Parquet decoding runs on Arrow's thread pool, whose workers may drop their last
+    reference to the source buffer after the read has returned. A buffer wrapping a Python
+    object takes the GIL to release it; when that happens while the interpreter is
+    finalizing (a command that fails right after a read), the worker thread is ended
+    inside a C++ destructor and the process aborts ("terminate called without an active
+    exception", exit 134). An Arrow-allocated buffer is released without Python.
+    """
+    buffer = pa.allocate_buffer(size)
+    view = memoryview(buffer).cast("B")
+    try:
+        with open(item, "rb") as handle:
+            got = handle.readinto(view)
+    except OSError as exc:
+        raise HilsimError(f"{item}: cannot read ({exc.strerror or exc})") from exc
+    finally:
+        view.release()
+    if got != size:
+        raise HilsimError(
+            f"{item}: sha256 differs from the manifest (file changed while read: {got} of "
+            f"{size} bytes)"
+        )
+    return buffer
+
+
 def _refuse_unlisted(folder: Path, files: dict[str, Any]) -> None:
     """A bundle table the manifest does not list is never loaded unverified."""
     for name in (METRICS, REGIONS, MICROBENCH):
@@ -299,7 +323,7 @@ def _refuse_unlisted(folder: Path, files: dict[str, Any]) -> None:
             )
 
 
-def _parquet_rows(path: Path, data: bytes | None, expected: int | None = None) -> int:
+def _parquet_rows(path: Path, data: pa.Buffer | None, expected: int | None = None) -> int:
     """Row count from the parquet footer, checked before any row is materialised.
 
     Refuses a table holding more rows per byte of file than ``max_rows_per_byte`` (a tiny
@@ -404,13 +428,13 @@ def _table_to_frame(table: pa.Table) -> pd.DataFrame:
 
 def _read_parquet(
     path: Path,
-    data: bytes | None = None,
+    data: pa.Buffer | None = None,
     columns: list[str] | None = None,
     expected_rows: int | None = None,
     launches: bool = False,
 ) -> pd.DataFrame:
     """Read one parquet table (only ``columns`` when given: the others are never decoded),
-    from ``data`` (its bytes, already read) when given.
+    from ``data`` (its bytes, already read into an Arrow buffer) when given.
 
     The footer is checked first (:func:`_parquet_rows`; with ``launches`` the column
     types too), so a table that would not fit is refused before it is materialised.

@@ -42,6 +42,7 @@ from hilsim.simmodel.gpgpusim.toolchain import SCRIPT, Toolchain, find_toolchain
 
 from hilsim.core.errors import HilsimError
 from hilsim.core.files import write_text_atomic
+from hilsim.core.inputs import check_file
 
 PROVENANCE = "hilsim-build.json"
 PROVENANCE_SCHEMA = "hilsim.gpgpusim-build/1"
@@ -345,8 +346,7 @@ def ensure_build(
         raise HilsimError("gpgpusim setup: --git needs --commit (a pinned sha)")
     tarball = Path(source).expanduser().resolve() if source is not None else None
     if tarball is not None:
-        if not tarball.is_file():
-            raise HilsimError(f"{tarball}: no such file (the GPGPU-Sim source tarball)")
+        check_file(tarball, "the GPGPU-Sim source tarball")
         commit = commit or commit_from_tarball_name(tarball)
         if not commit:
             raise HilsimError(

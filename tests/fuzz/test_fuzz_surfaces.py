@@ -1,0 +1,292 @@
+"""Fuzz tier: the surfaces added since the first attack, each fed generated or mutated
+inputs built from real ones.
+
+* source tarballs through the extractor: member lists of nasty names, every member type,
+  links to anything, PAX records; nothing may appear outside the destination, no link
+  inside it, and a refusal is one :class:`HilsimError`;
+* GPGPU-Sim logs (the real ``transformer_step`` log) through ``hilsim import``: byte
+  mutations and edits of the statistics values, launch marks, region marks and options;
+* sweep specs (TOML) through the spec check and the task list (no cluster is started);
+* ``dse --vary`` values through ``hilsim dse``;
+* input paths that are FIFOs, devices or folders, output paths that are devices, FIFOs,
+  links or under a file, through the commands that read and write them.
+
+Same promise as the rest of the tier (:mod:`tests.fuzz.promise`), same bounds.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import stat
+import tarfile
+import tempfile
+from functools import cache
+from pathlib import Path
+
+import pytest
+from hilsim.analyzer.sweep import build_tasks, parse_spec
+from hilsim.simmodel.gpgpusim.extract import safe_extract
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hilsim.core.errors import HilsimError
+from tests import reliability_inputs as inputs
+from tests.fuzz.promise import check_bundle, check_no_output, run_cli
+from tests.fuzz.strategies import NASTY_TEXT, byte_mutations, fuzz_settings, numbers
+
+pytestmark = pytest.mark.fuzz
+
+EXAMPLE = inputs.SIMULATED_V100
+
+# ------------------------------------------------------------------------ tarballs
+
+_NAMES = ("top", "top/a", "top/b.txt", "top/lib/x.so", "top/lib", "a", "..", "../x", "/abs",
+          "top/../../x", "top/./c", "", ".", "top//d", "x" * 300, "top/\u00e9", "top/a/b/c")
+_TYPES = (tarfile.REGTYPE, tarfile.DIRTYPE, tarfile.SYMTYPE, tarfile.LNKTYPE,
+          tarfile.FIFOTYPE, tarfile.CHRTYPE)
+_PAX = {"size": ("0", "-1", "1e20", "100000000000000000000", "x"),
+        "mtime": ("nan", "inf", "-1", "1e300", "1700000000.5"),
+        "path": ("../p", "/p", "top/p")}
+
+
+@st.composite
+def tar_members(draw):
+    members = []
+    for _ in range(draw(st.integers(1, 8))):
+        info = tarfile.TarInfo(draw(st.sampled_from(_NAMES)))
+        info.type = draw(st.sampled_from(_TYPES))
+        data = None
+        if info.type == tarfile.REGTYPE:
+            data = draw(st.binary(max_size=64))
+        elif info.type in (tarfile.SYMTYPE, tarfile.LNKTYPE):
+            info.linkname = draw(st.sampled_from(_NAMES + ("/etc/passwd", "../../../x")))
+        if draw(st.booleans()):
+            key = draw(st.sampled_from(sorted(_PAX)))
+            info.pax_headers = {key: draw(st.sampled_from(_PAX[key]))}
+        info.mode = draw(st.sampled_from([0o644, 0o755, 0o4777, 0o000]))
+        members.append((info, data))
+    return members
+
+
+def _tarball(path: Path, members) -> Path | None:
+    try:
+        with tarfile.open(path, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+            for info, data in members:
+                if data is not None:
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+                else:
+                    tar.addfile(info)
+    except (ValueError, tarfile.TarError, UnicodeError):
+        return None  # tarfile cannot write it: nothing to extract
+    return path
+
+
+def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(folder)): (p.lstat().st_mode, p.lstat().st_size)
+            for p in folder.rglob("*")}
+
+
+@fuzz_settings(80)
+@given(tar_members())
+def test_fuzz_tarball_extraction(members):
+    with tempfile.TemporaryDirectory(prefix="hilsim-fuzz-tar-") as folder:
+        outer = Path(folder)
+        (outer / "flag").write_text("secret")
+        (outer / "x").write_text("keep")
+        tarball = _tarball(outer / "src-667834c.tar.gz", members)
+        if tarball is None:
+            return
+        dest = outer / "nest" / "dest"
+        dest.mkdir(parents=True)
+        before = {k: v for k, v in _snapshot(outer).items() if not k.startswith("nest")}
+        try:
+            safe_extract(tarball, dest)
+        except HilsimError as exc:
+            assert "\n" not in str(exc)
+        after = {k: v for k, v in _snapshot(outer).items() if not k.startswith("nest")}
+        assert after == before
+        assert sorted(p.name for p in (outer / "nest").iterdir()) == ["dest"]
+        for path in dest.rglob("*"):
+            mode = path.lstat().st_mode
+            assert stat.S_ISREG(mode) or stat.S_ISDIR(mode), path
+
+
+# ----------------------------------------------------------------- simulator logs
+
+_KEYS = ("gpu_sim_cycle", "gpu_tot_sim_cycle", "gpu_sim_insn", "gpu_tot_sim_insn",
+         "kernel_launch_uid", "L2_total_cache_accesses", "gpgpu_n_tot_w_icount",
+         "total dram reads")
+
+
+@cache
+def _log_text() -> str:
+    return inputs.GPGPUSIM_LOG.read_text(encoding="utf-8")
+
+
+@st.composite
+def edited_logs(draw) -> bytes:
+    text = _log_text()
+    if draw(st.integers(0, 3)) == 0:
+        return draw(byte_mutations(text.encode()))
+    for _ in range(draw(st.integers(1, 3))):
+        what = draw(st.sampled_from(["value", "mark", "region", "clock", "block"]))
+        value = draw(st.one_of(st.sampled_from(NASTY_TEXT), numbers.map(str)))
+        value = value.replace("\n", " ") or "0"
+        if what == "value":
+            key = draw(st.sampled_from(_KEYS))
+            matches = list(re.finditer(rf"^{re.escape(key)}\s*=\s*\S+", text, flags=re.M))
+            if matches:
+                m = matches[draw(st.integers(0, len(matches) - 1))]
+                text = text[: m.start()] + f"{key} = {value}" + text[m.end():]
+        elif what == "mark":
+            k = draw(st.integers(0, 28))
+            text = text.replace(f"hilsim-launch {k} ", f"hilsim-launch {value} ", 1)
+        elif what == "region":
+            depth = draw(st.sampled_from([1, 70, 2000]))
+            pushes = "".join(f"hilsim-region push {value}\n" for _ in range(depth))
+            text = text.replace("hilsim-region push step0\n", pushes, 1)
+        elif what == "clock":
+            text = re.sub(r"^-gpgpu_clock_domains \S+", f"-gpgpu_clock_domains {value}", text,
+                          flags=re.M)
+        else:
+            start = text.index("hilsim-launch 3 ")
+            end = text.index("hilsim-launch 4 ")
+            text = text[:end] + text[start:end] + text[end:]
+    return text.encode("utf-8", "surrogatepass")
+
+
+@fuzz_settings(70)
+@given(edited_logs())
+def test_fuzz_gpgpusim_log_import(data):
+    with tempfile.TemporaryDirectory(prefix="hilsim-fuzz-log-") as folder:
+        log = Path(folder) / "sim.log"
+        log.write_bytes(data)
+        output = Path(folder) / "out"
+        code, _, _ = run_cli(["import", str(log), "--format", "gpgpusim-log", "-o",
+                              str(output)], len(data))
+        if code == 2:
+            check_no_output(output)
+        else:
+            check_bundle(output)
+
+
+# -------------------------------------------------------------------- sweep specs
+
+_SPEC_VALUES = st.one_of(
+    st.none(), st.booleans(), numbers, st.text(max_size=12), st.sampled_from(NASTY_TEXT),
+    st.lists(st.one_of(numbers, st.text(max_size=4)), max_size=3),
+    st.sampled_from(["results.parquet", "summary.csv", "sim", "x" * 300, "a/b", ".h",
+                     "=1+1", "w$\\frac{$", 10**9, [2**63], [2**64], [-1], []]),
+)
+
+
+@fuzz_settings(120)
+@given(st.data())
+def test_fuzz_sweep_specs(data):
+    workload = {"path": str(EXAMPLE / "reference.bundle")}
+    method = {"name": "random", "params": {"fraction": 0.05}}
+    spec = {"seeds": 2, "workloads": [workload], "methods": [method]}
+    for _ in range(data.draw(st.integers(1, 3))):
+        where = data.draw(st.sampled_from(["top", "workload", "method", "params"]))
+        value = data.draw(_SPEC_VALUES)
+        if where == "top":
+            spec[data.draw(st.sampled_from(["seeds", "simulate", "cards", "workloads",
+                                            "methods", "other"]))] = value
+        elif where == "workload":
+            workload[data.draw(st.sampled_from(["name", "path", "holdout", "example"]))] = value
+        elif where == "method":
+            method[data.draw(st.sampled_from(["name", "params"]))] = value
+        else:
+            method["params"] = {data.draw(st.sampled_from(["fraction", "seed", "n_samples",
+                                                           "budget_ns", "min_samples"])): value}
+    try:
+        parsed = parse_spec(spec, Path("spec.toml"))
+    except HilsimError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert 1 <= len(parsed.seeds) <= 10_000
+    tasks = build_tasks(parsed)
+    assert len({t.key for t in tasks}) == len(tasks)
+
+
+# ---------------------------------------------------------------------- dse --vary
+
+@fuzz_settings(30)
+@given(st.sampled_from(["l2_size", "sm_clock", "dram_clock", "sm_count", "l1_latency",
+                        "dram_bandwidth", "schedulers", "nope"]),
+       st.one_of(numbers.map(str), st.sampled_from(NASTY_TEXT)), st.booleans())
+def test_fuzz_dse_variations(name, value, scale):
+    with tempfile.TemporaryDirectory(prefix="hilsim-fuzz-dse-") as folder:
+        output = Path(folder) / "dse.json"
+        code, _, _ = run_cli(["dse", str(EXAMPLE / "reference.bundle"), "--plan",
+                              str(EXAMPLE / "plans" / "stem.json"), "--config",
+                              str(EXAMPLE / "tuned-timing.json"), "--vary",
+                              f"{name}={'x' if scale else ''}{value}", "-o", str(output)], 0)
+        if code == 2:
+            check_no_output(output)
+        else:
+            import json
+
+            json.loads(output.read_text(), parse_constant=pytest.fail)
+
+
+# ------------------------------------------------------------- input and output paths
+
+def _special(kind: str, path: Path) -> Path:
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "symlink":
+        path.symlink_to(path.parent / "elsewhere")
+    elif kind == "under-file":
+        path.parent.joinpath("FILE").write_text("x")
+        return path.parent / "FILE" / "sub"
+    return path
+
+
+_READERS = {
+    "evaluate --plan": lambda bad, out: ["evaluate", EXAMPLE / "reference.bundle", "--plan",
+                                         bad, "-o", out],
+    "validate --sim": lambda bad, out: ["validate", "--silicon", EXAMPLE / "reference.bundle",
+                                        "--plan", EXAMPLE / "plans" / "stem.json", "--sim", bad,
+                                        "-o", out],
+    "dse --config": lambda bad, out: ["dse", EXAMPLE / "reference.bundle", "--plan",
+                                      EXAMPLE / "plans" / "stem.json", "--config", bad,
+                                      "--vary", "l2_size=x2", "-o", out],
+    "pkp --cta-trace": lambda bad, out: ["pkp", EXAMPLE / "reference.bundle", "--plan",
+                                         EXAMPLE / "plans" / "stem.json", "--cta-trace", bad,
+                                         "-o", out],
+    "plan profile": lambda bad, out: ["plan", bad, "-m", "random", "-o", out],
+    "sweep spec": lambda bad, out: ["sweep", bad, "-o", out],
+}
+
+
+@fuzz_settings(24)
+@given(st.sampled_from(sorted(_READERS)), st.sampled_from(["fifo", "folder", "/dev/zero",
+                                                           "/dev/null", "missing"]))
+def test_fuzz_input_paths(surface, kind):
+    with tempfile.TemporaryDirectory(prefix="hilsim-fuzz-in-") as folder:
+        bad = Path(kind) if kind.startswith("/") else _special(kind, Path(folder) / "input")
+        output = Path(folder) / "out"
+        code, _, _ = run_cli([str(a) for a in _READERS[surface](bad, output)], 0)
+        assert code == 2
+        check_no_output(output)
+
+
+@fuzz_settings(12)
+@given(st.sampled_from(["fifo", "folder", "symlink", "under-file"]),
+       st.sampled_from(["evaluate", "plan"]))
+def test_fuzz_output_paths(kind, command):
+    with tempfile.TemporaryDirectory(prefix="hilsim-fuzz-out-") as folder:
+        target = _special(kind, Path(folder) / "out.json")
+        before = _snapshot(Path(folder))
+        argv = (["evaluate", EXAMPLE / "reference.bundle", "--plan",
+                 EXAMPLE / "plans" / "stem.json", "-o", target] if command == "evaluate" else
+                ["plan", EXAMPLE / "reference.bundle", "-m", "random", "-o", target])
+        code, _, _ = run_cli([str(a) for a in argv], 0)
+        assert code == 2
+        assert _snapshot(Path(folder)) == before
