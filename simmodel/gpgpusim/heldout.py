@@ -173,7 +173,9 @@ def draw_card(seed: int, base: CardConfig, folder: str | os.PathLike[str]) -> Dr
     for i, lst in enumerate(("fp", "dp", "int")):
         lat = list_entries(base, f"-ptx_opcode_latency_{lst}")
         init = list_entries(base, f"-ptx_opcode_initiation_{lst}")
-        mad = int(rng.integers(3, 12))
+        # an interval above its latency crashes GPGPU-Sim (measured: SIGSEGV, int MAD
+        # latency 5 with interval 6): no card has one
+        mad = max(int(rng.integers(3, 12)), inits[i])
         lat[3] = str(mad)
         lat[1] = str(max(int(lat[1]), mad))  # the unit's pipeline depth (MAX) covers it
         init[3] = str(inits[i])

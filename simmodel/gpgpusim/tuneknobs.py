@@ -118,6 +118,12 @@ PROBE_KNOBS: dict[str, tuple[str, int | None, str]] = {
 }
 
 
+def _latency_of(name: str) -> tuple[str, ...]:
+    """An initiation probe's knob depends on the same instruction's latency knob."""
+    lat = name.replace("_initiation", "_latency")
+    return (lat,) if name.endswith("_initiation") and lat in PROBE_KNOBS else ()
+
+
 def _knobs() -> tuple[Knob, ...]:
     out = [
         Knob("l1_latency", "-gpgpu_l1_latency", None, (mn.L1_HIT_LATENCY,), "chase",
@@ -145,14 +151,22 @@ def _knobs() -> tuple[Knob, ...]:
         out.append(Knob(f"{lst}_mad_initiation", f"-ptx_opcode_initiation_{lst}", 3, (tput,),
                         f"tput.{unit}", _per_unit_cycles(tput, units),
                         f"{compute.TYPES[unit][2]} throughput, full occupancy: units x 64 / "
-                        "flop/clk/SM"))
+                        "flop/clk/SM",
+                        # a full-occupancy rate is latency-bound near the interval: points
+                        # simulated at another MAD latency are stale; and an interval above
+                        # the entry's latency crashes the simulator (measured: SIGSEGV, int
+                        # MAD latency 5, interval 6), so the interval moves once the
+                        # latency is settled
+                        depends_on=(f"{lst}_mad_latency",),
+                        waits_for=(f"{lst}_mad_latency",)))
     out.append(Knob("shmem_banks", "-gpgpu_shmem_num_banks", None, (mn.SHARED_BANDWIDTH,),
                     "shared_bw", lambda m, _c: float(m[mn.SHARED_BANDWIDTH]) / 4,
                     "shared-memory bandwidth / 4 B per bank (powers of two)", domain=POW2))
     for name, (option, entry, key) in PROBE_KNOBS.items():
         out.append(Knob(name, option, entry, (name,), f"probe.{key}", _value(name),
                         f"one-warp {unitprobe.PROBE_BY_KEY[key].text.split()[0]} "
-                        f"{'chain' if 'latency' in name else 'independent issue'}"))
+                        f"{'chain' if 'latency' in name else 'independent issue'}",
+                        depends_on=_latency_of(name), waits_for=_latency_of(name)))
     return tuple(out)
 
 
