@@ -6,11 +6,26 @@ capability. CUDA device properties (CuPy) give the rest: SM count, L2 size, and 
 runtime version. Either source alone still yields a partial probe (``sources`` says which
 answered); neither, or no GPU, is a one-line :class:`~hilsim.core.errors.HilsimError`.
 Both libraries are imported inside the functions only.
+
+Clocks (:func:`locked_clocks`): a GPU boosts, so the microbenchmarks lock the SM clock
+where they can, as Nsight Compute does by default (``--clock-control base``): as root,
+``nvidia-smi -lgc F,F`` at the card's default applications clock (``nvidia-smi
+--query-gpu=clocks.default_applications.graphics``), reset with ``nvidia-smi -rgc``
+afterwards. ``nvidia-smi`` runs without a shell and with a timeout; its absence, a
+non-root user or a refusal is one recorded line (``clock_lock`` in the device facts,
+``clocks_locked`` false), never an error: the suite then records the clocks under load
+(NVML, ``hilsim.microbench.clock``) and converts with those.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from hilsim.agent.tools import all_tools
@@ -214,3 +229,121 @@ DEVICE_KEYS: tuple[str, ...] = (
     "bus_width_bits", "memory_bytes", "l2_bytes", "driver", "cuda_runtime",
     "cuda_driver_version",
 )
+
+
+#: seconds an nvidia-smi call may take
+NVIDIA_SMI_TIMEOUT_S = 20
+#: words in nvidia-smi's output that mean a clock setting did not take (it may still exit 0,
+#: "Treating as warning and moving on")
+_REFUSED = re.compile(r"not supported|insufficient|permission|not permitted|fail|error|warning",
+                      re.IGNORECASE)
+
+
+def nvidia_smi(args: list[str], index: int,
+               timeout_s: float | None = None) -> tuple[int | None, str]:
+    """Run ``nvidia-smi -i INDEX ARGS`` (no shell, ``timeout_s``, default
+    :data:`NVIDIA_SMI_TIMEOUT_S`): (exit code, its output), or (None, one line saying why
+    it could not run)."""
+    timeout_s = NVIDIA_SMI_TIMEOUT_S if timeout_s is None else timeout_s
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None, "nvidia-smi not found on PATH"
+    try:
+        res = subprocess.run([exe, "-i", str(index), *args], capture_output=True, text=True,
+                             timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired:
+        return None, f"nvidia-smi {' '.join(args)} did not answer within {timeout_s:g} s"
+    except OSError as exc:
+        return None, f"nvidia-smi could not run: {exc}"
+    return res.returncode, (res.stdout + res.stderr).strip()
+
+
+def _one_line(text: str) -> str:
+    return " | ".join(line.strip() for line in text.splitlines() if line.strip())[:300]
+
+
+def default_application_clock_mhz(index: int) -> tuple[float | None, str]:
+    """The card's default applications graphics clock (MHz) from nvidia-smi, or (None, why)."""
+    query = ["--query-gpu=clocks.default_applications.graphics", "--format=csv,noheader,nounits"]
+    rc, out = nvidia_smi(query, index)
+    if rc is None:
+        return None, out
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(?:MHz)?\s*", out.splitlines()[0] if out else "")
+    if rc != 0 or m is None:
+        return None, f"nvidia-smi {query[0]} gave {_one_line(out)!r} (exit {rc})"
+    return float(m.group(1)), ""
+
+
+@dataclass
+class ClockLock:
+    """What the agent did with the SM clock: recorded in the device facts."""
+
+    locked: bool
+    requested_mhz: float | None
+    result: str
+    restored: str = ""
+    index: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def facts(self) -> dict[str, Any]:
+        """``clocks_locked`` and ``clock_lock`` for the device facts."""
+        lock = {"requested_mhz": self.requested_mhz, "result": self.result, **self.extra}
+        if self.restored:
+            lock["restored"] = self.restored
+        return {"clocks_locked": self.locked, "clock_lock": lock}
+
+
+def lock_clocks(index: int = 0, mhz: float | None = None) -> ClockLock:
+    """Lock GPU ``index``'s SM clock at ``mhz`` (default: its default applications clock)
+    with ``nvidia-smi -lgc``, as root only; any obstacle is the returned lock's one line."""
+    if os.geteuid() != 0:
+        why = f"not root (uid {os.geteuid()}): clocks not locked"
+        return ClockLock(False, mhz, why, index=index)
+    if mhz is None:
+        mhz, why = default_application_clock_mhz(index)
+        if mhz is None:
+            return ClockLock(False, None, f"{why}: clocks not locked", index=index)
+    value = f"{mhz:g}"
+    rc, out = nvidia_smi(["-lgc", f"{value},{value}"], index)
+    if rc is None:
+        return ClockLock(False, mhz, f"{out}: clocks not locked", index=index)
+    if rc != 0 or _REFUSED.search(out):
+        return ClockLock(False, mhz, f"nvidia-smi -lgc {value},{value} refused (exit {rc}): "
+                         f"{_one_line(out)}", index=index)
+    return ClockLock(True, mhz, f"locked at {value} MHz: {_one_line(out)}", index=index)
+
+
+def restore_clocks(lock: ClockLock) -> ClockLock:
+    """Undo :func:`lock_clocks` (``nvidia-smi -rgc``) when it locked; the line is recorded."""
+    if lock.locked:
+        rc, out = nvidia_smi(["-rgc"], lock.index)
+        ok = rc == 0 and not _REFUSED.search(out or "")
+        lock.restored = ("reset (nvidia-smi -rgc): " if ok else
+                         f"nvidia-smi -rgc failed (exit {rc}): ") + _one_line(out)
+    return lock
+
+
+@contextlib.contextmanager
+def locked_clocks(index: int = 0, enabled: bool = True,
+                  mhz: float | None = None) -> Iterator[ClockLock]:
+    """Hold the SM clock locked (when ``enabled`` and permitted) for the ``with`` block and
+    restore it afterwards, whatever happens inside."""
+    if not enabled:
+        yield ClockLock(False, None, "not locked (--no-lock-clocks)", index=index)
+        return
+    lock = lock_clocks(index, mhz)
+    try:
+        yield lock
+    finally:
+        restore_clocks(lock)
+
+
+def clocks_under_load(measurements: list[Any]) -> dict[str, Any] | None:
+    """The SM clock the clock family measured under its all-SM load and NVML's SM and
+    memory clocks sampled then (``clocks_under_load`` of the device facts), or None."""
+    m = next((m for m in measurements if m.name == "sm_clock_mhz"), None)
+    if m is None or m.value is None:
+        return None
+    return {"sm_mhz": m.value, "nvml_sm_mhz": m.params.get("nvml_sm_clock_mhz"),
+            "nvml_mem_mhz": m.params.get("nvml_mem_clock_mhz"),
+            "source": "clock family: clock64 / %globaltimer under an all-SM FMA load; NVML then"}

@@ -52,6 +52,7 @@ def report(path: Path, runs_too: bool = False) -> float:
         row[1] += r["sim_cycles"]
         row[2] += 1
     card = doc["device"].get("card", path.name)
+    families = sim.get("families")  # the suite's own wall time per family, when recorded
     print(f"\n{card}  ({path.name}; build {sim.get('build')}; host {doc.get('host')})")
     print(f"  {'family':<12} {'runs':>4} {'sim cycles':>12} {'wall s':>8} {'cycles/s':>9}")
     total = 0.0
@@ -62,6 +63,9 @@ def report(path: Path, runs_too: bool = False) -> float:
         f"  {'total':<12} {len(runs):>4} {sum(r['sim_cycles'] for r in runs):>12,.0f} "
         f"{total:>8.1f}   (suite wall {sim.get('wall_s')} s incl. compiles)"
     )
+    if families:
+        shown = ", ".join(f"{f} {t:.0f} s" for f, t in families.items())
+        print(f"  per family incl. compiles and host work: {shown}")
     rates(doc)
     if runs_too:
         for r in runs:
@@ -79,12 +83,17 @@ def report(path: Path, runs_too: bool = False) -> float:
 
 def rates(doc: dict) -> None:
     """Measured throughput/bandwidth vs what the card's config implies (closedloop)."""
+    from hilsim.simmodel.gpgpusim.build import find_build
     from hilsim.simmodel.gpgpusim.cards import card_config
     from hilsim.simmodel.gpgpusim.closedloop import RATES, configured_rates
 
-    config = doc["device"].get("config")
-    if not config or not Path(config).is_file():  # the build's copy; else the test data's
-        config = COMMITTED.parents[1] / "accelsim" / f"{doc['device'].get('card')}.gpgpusim.config"
+    device = doc["device"]
+    config = Path(device.get("config") or "")
+    build = find_build() if str(device.get("config_source", "")).startswith("build") else None
+    if build is not None:  # a shipped card: named relative to the build's configs
+        config = Path(build.configs_dir) / config
+    if not config.is_file():  # else the test data's copy
+        config = COMMITTED.parents[1] / "accelsim" / f"{device.get('card')}.gpgpusim.config"
         if not config.is_file():
             return
     want = configured_rates(card_config(config).options())

@@ -9,7 +9,11 @@ sampled while the kernel runs, for comparison. Validation: positive time deltas 
 clock between 100 and 5000 MHz.
 
 Running this family first lets the others convert GB/s into bytes per clock with the
-measured clock instead of NVML's maximum. A device without ``%globaltimer`` records the
+measured clock instead of NVML's maximum. NVML's memory clock is sampled beside the SM
+clock (the clocks under load, recorded in the measurement's params).
+:func:`one_warp_clock_mhz` runs the same kernel as one warp: the clock a single-thread
+latency chase runs at, which on an unlocked GPU can be the boost clock the all-SM load
+does not hold. A device without ``%globaltimer`` records the
 clock as skipped (a simulated card's clock is its configuration, in the device facts).
 """
 
@@ -19,7 +23,7 @@ import time
 
 import numpy as np
 from hilsim.microbench.device import GLOBALTIMER, Benchmark, Device, Setup, skip_unless
-from hilsim.microbench.gpu import nvml_sm_clock_mhz
+from hilsim.microbench.gpu import nvml_clocks_mhz
 from hilsim.microbench.program import Program
 
 from hilsim.core.measurement import Measurement, measurement_from_stability
@@ -78,13 +82,16 @@ def sm_clock(device: Device, target_ms: float = 20.0) -> list[Measurement]:
     block = 256
     grid = device.sm_count * max(1, device.threads_per_sm // block)
     nvml: list[float] = []
+    nvml_mem: list[float] = []
     failures: list[str] = []
 
     def sample_nvml() -> None:
         time.sleep(target_ms / 2e3)
-        value = nvml_sm_clock_mhz(device.facts)
-        if value:
-            nvml.append(value)
+        sm, mem = nvml_clocks_mhz(device.facts)
+        if sm:
+            nvml.append(sm)
+        if mem:
+            nvml_mem.append(mem)
 
     def program(n: int, timing: str | None, sample: bool) -> Program:
         prog = Program("clock.probe").buf("rec", 16 * grid).buf("out", 4 * grid * block)
@@ -115,6 +122,7 @@ def sm_clock(device: Device, target_ms: float = 20.0) -> list[Measurement]:
             "load": "fp32 FMA, all SMs",
             "nvml_sm_clock_mhz": float(np.median(nvml)) if nvml else None,
             "max_sm_clock_mhz": device.facts.get("max_sm_clock_mhz"),
+            "nvml_mem_clock_mhz": float(np.median(nvml_mem)) if nvml_mem else None,
         },
         not failures,
         "; ".join(sorted(set(failures))),
@@ -122,6 +130,26 @@ def sm_clock(device: Device, target_ms: float = 20.0) -> list[Measurement]:
     if m.valid and m.value:
         device.use_measured_clock(float(m.value))
     return [m]
+
+
+def one_warp_clock_mhz(device: Device, target_ms: float = 20.0) -> float | None:
+    """The SM clock while one warp runs (the load of the latency chases: a GPU may boost
+    higher than under the all-SM load :func:`sm_clock` measures), or None on a device
+    without ``%globaltimer`` or when the probe's delta is implausible."""
+    if not device.supports(GLOBALTIMER):
+        return None
+
+    def program(n: int, timing: str | None) -> Program:
+        prog = Program("clock.probe").buf("rec", 16).buf("out", 4 * 32)
+        args = [("i32", n), ("f32", 0.999), ("f32", 0.001), ("f32", -12345.5)]
+        prog.launch("clock_probe", 1, 32, [*args, ("buf", "out"), ("buf", "rec")], timing=timing)
+        return prog.read("rec")
+
+    ms = device.run("chase_sm_clock_mhz", program(64, "event"), Setup.ONE_SM).ms[0]
+    n = int(max(64, min(1 << 24, 64 * target_ms / max(ms, 1e-3))))
+    rec = device.run("chase_sm_clock_mhz", program(n, None), Setup.ONE_SM).array("rec", np.uint64)
+    mhz = clock_mhz_from_records(rec)
+    return mhz if 100.0 <= mhz <= 5000.0 else None
 
 
 def benchmarks(device: Device) -> list[Benchmark]:

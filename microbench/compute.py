@@ -9,6 +9,10 @@ FMA counts 2 operations, a half2 FMA 4, an integer multiply-add 2.
 Latency: one warp runs one dependent chain of 64 x ``n`` operations; cycles per op after
 subtracting the clock-read overhead (an empty ``clock64()`` interval).
 
+The operations outside the FMA pipes (SFU, division, min/max, shuffle: latency and
+per-warp initiation interval) are :mod:`hilsim.microbench.unit_ops`, source
+``compute.ops``.
+
 Tensor cores: ``mma.sync`` inline PTX, shape chosen by ``__CUDA_ARCH__`` (m8n8k4 on
 sm_70/72, m16n8k8 on sm_75, m16n8k16 on sm_80+); the kernel reports the flops of one
 warp-level mma so host and device agree. FP16 inputs, FP32 accumulate.
@@ -30,6 +34,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from hilsim.microbench import unit_ops
 from hilsim.microbench.device import MMA, Benchmark, Device, Setup, skip_unless
 from hilsim.microbench.program import Program, scalar_arg
 from hilsim.microbench.rates import per_sm_rate, per_sm_spans
@@ -208,7 +213,7 @@ extern "C" __global__ void mma_lat(unsigned int av, int n, float magic,
 """
 )
 
-SOURCES: dict[str, str] = {"arith": _arith_source(), "mma": MMA_SOURCE}
+SOURCES: dict[str, str] = {"arith": _arith_source(), "mma": MMA_SOURCE, "ops": unit_ops.SOURCE}
 
 
 def measurement_prefix(key: str) -> str:
@@ -443,4 +448,5 @@ def benchmarks(device: Device) -> list[Benchmark]:
         for key in TYPES
     ]
     out.append(("compute.mma", tensor))
+    out.extend(unit_ops.benchmarks(device))
     return out

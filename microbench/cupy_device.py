@@ -171,7 +171,10 @@ class CupyDevice:
             except Exception as exc:
                 hint = ""
                 runtime = int(self.facts.get("cuda_runtime_version") or 0)
-                if self.cc < (7, 5) and runtime >= 13000:
+                text = str(exc).lower()
+                if "libnvrtc" in text or ("nvrtc" in text and "not found" in text):
+                    hint = f" (NVRTC is missing: the GPU extras install it; {EXTRA_HINT})"
+                elif self.cc < (7, 5) and runtime >= 13000:
                     hint = (
                         f" (CUDA 13 cannot compile for sm_{self.cc[0]}{self.cc[1]}: {EXTRA_HINT})"
                     )

@@ -51,6 +51,10 @@ class Setup(enum.Enum):
     ONE_SM = "one_sm"
     #: as ``ONE_SM``, but uploads go through L2 as the card is configured
     ONE_SM_CACHED_UPLOADS = "one_sm_cached_uploads"
+    #: one warp timing itself with no memory access between its clock reads (the unit
+    #: probes): ``ONE_SM`` on one memory channel, as a simulator's cost per cycle grows
+    #: with the channels it ticks
+    ONE_SM_ONE_CHANNEL = "one_sm_one_channel"
     #: kernel launches themselves: one SM, the card's own launch latency
     LAUNCH = "launch"
     #: per-SM rates: :attr:`Device.active_sms` SMs, no launch latency, cold uploads

@@ -131,24 +131,39 @@ def _nvml_facts(pci_bus_id: str | None, device: int) -> dict[str, Any]:
     return facts
 
 
-def nvml_sm_clock_mhz(device_facts: dict[str, Any]) -> float | None:
-    """Current SM clock from NVML (while a kernel runs: the clock under load), or None."""
+def nvml_clocks_mhz(device_facts: dict[str, Any]) -> tuple[float | None, float | None]:
+    """Current SM and memory clocks from NVML (while a kernel runs: the clocks under load),
+    each None when NVML cannot say."""
     try:
         import pynvml  # noqa: PLC0415
 
         pynvml.nvmlInit()
-        try:
-            uuid = device_facts.get("uuid")
-            handle = (
-                pynvml.nvmlDeviceGetHandleByUUID(uuid)
-                if uuid
-                else pynvml.nvmlDeviceGetHandleByIndex(int(device_facts.get("index", 0)))
-            )
-            return float(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
-        finally:
-            pynvml.nvmlShutdown()
     except Exception:
-        return None
+        return None, None
+    try:
+        uuid = device_facts.get("uuid")
+        handle = (
+            pynvml.nvmlDeviceGetHandleByUUID(uuid)
+            if uuid
+            else pynvml.nvmlDeviceGetHandleByIndex(int(device_facts.get("index", 0)))
+        )
+        out: list[float | None] = []
+        for clock in (pynvml.NVML_CLOCK_SM, pynvml.NVML_CLOCK_MEM):
+            try:
+                out.append(float(pynvml.nvmlDeviceGetClockInfo(handle, clock)))
+            except Exception:
+                out.append(None)
+        return out[0], out[1]
+    except Exception:
+        return None, None
+    finally:
+        with contextlib.suppress(Exception):  # a shutdown failure must not hide the clocks
+            pynvml.nvmlShutdown()
+
+
+def nvml_sm_clock_mhz(device_facts: dict[str, Any]) -> float | None:
+    """Current SM clock from NVML (while a kernel runs: the clock under load), or None."""
+    return nvml_clocks_mhz(device_facts)[0]
 
 
 def _attribute(runtime: Any, name: str, device: int) -> int | None:

@@ -41,12 +41,14 @@ chases records the page-stride chase and the stride sweep as skipped.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from hilsim.microbench.analysis import cache_levels, line_size_from_stride_sweep
+from hilsim.microbench.clock import one_warp_clock_mhz
 from hilsim.microbench.device import LONG_CHASES, TLB, Benchmark, Device, Setup, skip_unless
 from hilsim.microbench.program import Program
 
@@ -635,9 +637,28 @@ def stride_sweep(
     ]
 
 
+def at_suite_clock(m: Measurement, chase_mhz: float | None, suite_mhz: float | None,
+                   suite_source: str) -> Measurement:
+    """``m`` (cycles counted at the clock the chase ran at, ``chase_mhz``) in cycles of the
+    suite's SM clock ``suite_mhz`` (the clock family's all-SM figure, the core clock the
+    tuner writes): DRAM time is fixed in ns, so its cycles scale with the SM clock. The
+    raw figure and both clocks stay in ``params``; nothing changes when a clock is
+    unknown or the two agree within 0.5 %."""
+    params = {**m.params, "chase_sm_clock_mhz": chase_mhz, "sm_clock_mhz": suite_mhz,
+              "clock_source": suite_source, "cycles_at_chase_clock": m.value}
+    ratio = suite_mhz / chase_mhz if chase_mhz and suite_mhz else 1.0
+    if m.value is None or abs(ratio - 1.0) <= 0.005:
+        return dataclasses.replace(m, params={**params, "clock_conversion": 1.0})
+    params["clock_conversion"] = ratio
+    return dataclasses.replace(
+        m, value=m.value * ratio, samples=[v * ratio for v in m.samples], params=params)
+
+
 def dram_latencies(device: Device) -> list[Measurement]:
     """``dram_latency`` (4 KiB stride: TLB misses amortised) and, on a device with a TLB,
-    ``dram_latency_page_stride`` (every step a new 2 MiB page)."""
+    ``dram_latency_page_stride`` (every step a new 2 MiB page), in cycles of the suite's
+    SM clock (:func:`at_suite_clock`, with the one-warp clock measured right after the
+    chases: :func:`hilsim.microbench.clock.one_warp_clock_mhz`)."""
     l2 = _l2_bytes(device)
     footprint = max(4 * l2, 256 << 20)
     footprint = min(footprint, device.free_bytes() // 4)
@@ -655,7 +676,12 @@ def dram_latencies(device: Device) -> list[Measurement]:
         )
     ]
     out.extend(page_stride_latency(device))
-    return out
+    chase_mhz = one_warp_clock_mhz(device)
+    suite_mhz, source = device.sm_clock_mhz()
+    if not source.startswith("measured"):  # no all-SM figure to convert to
+        suite_mhz = None
+    return [at_suite_clock(m, chase_mhz, suite_mhz, source) if m.value is not None else m
+            for m in out]
 
 
 def page_stride_latency(device: Device) -> list[Measurement]:

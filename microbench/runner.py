@@ -26,11 +26,14 @@ from hilsim.core.measurement import Measurement
 
 __all__ = [
     "FAMILIES",
+    "QUICK_SKIP",
     "device_facts",
     "family_benchmarks",
     "parse_only",
+    "parse_skip",
     "run_benchmarks",
     "run_suite",
+    "without_skipped",
 ]
 
 #: every family, in suite order
@@ -59,6 +62,45 @@ def parse_only(only: str | Sequence[str] | None) -> list[str]:
 def family_benchmarks(device: Device, families: Sequence[str]) -> list[Benchmark]:
     """The benchmarks of ``families`` on ``device``, in order."""
     return [b for family in families for b in FAMILY_MODULES[family].benchmarks(device)]
+
+
+#: what ``--quick`` skips: the footprint sweep (most of the suite's time on a simulated
+#: card: 4 x the unified L1 in dependent loads per point) and the stride sweep; the tuner
+#: takes the L1 size from the device facts, which it prefers to the sweep anyway
+QUICK_SKIP: tuple[str, ...] = ("latency_footprint_sweep", "latency_stride_sweep")
+
+
+def parse_skip(skip: str | Sequence[str] | None) -> list[str]:
+    """Benchmark names from ``"a,b"`` or a list (empty for None)."""
+    if skip is None:
+        return []
+    items = skip.split(",") if isinstance(skip, str) else list(skip)
+    return [item.strip() for item in items if item.strip()]
+
+
+def without_skipped(
+    benches: Sequence[Benchmark], skip: Sequence[str], backend_params: dict[str, Any],
+    *, quick: bool = False,
+) -> tuple[list[Benchmark], list[Measurement]]:
+    """(the benchmarks to run, a skipped measurement per benchmark left out). A name in
+    ``skip`` that is no benchmark of this device is a one-line ``HilsimError`` naming the
+    ones there are; ``quick`` adds :data:`QUICK_SKIP` (those the device has)."""
+    names = [name for name, _ in benches]
+    unknown = [s for s in skip if s not in names]
+    if unknown:
+        raise HilsimError(
+            f"--skip: no benchmark {', '.join(unknown)} here (choose from {', '.join(names)})"
+        )
+    why = {name: "--skip" for name in skip}
+    if quick:
+        why.update({name: "--quick" for name in QUICK_SKIP if name in names and name not in why})
+    kept = [b for b in benches if b[0] not in why]
+    skipped = [
+        Measurement(name, None, "", dict(backend_params), [], 0.0, False,
+                    f"skipped: not run ({reason})")
+        for name, reason in why.items()
+    ]
+    return kept, skipped
 
 
 def run_benchmarks(
@@ -103,8 +145,12 @@ def run_suite(
     facts: dict[str, Any] | None = None,
     seed: int = 0,
     on_measured: Callable[[list[Measurement]], None] | None = None,
+    skip: Sequence[str] = (),
+    quick: bool = False,
 ) -> list[Measurement]:
-    """Run the selected families on CUDA device ``device``; every measurement in order.
+    """Run the selected families on CUDA device ``device``; every measurement in order
+    (benchmarks in ``skip``, and with ``quick`` those of :data:`QUICK_SKIP`, recorded as
+    skipped instead: :func:`without_skipped`).
 
     ``on_measured`` is called with every measurement so far after each benchmark (the
     CLI writes them to the output file, so a suite stopped by a timeout or a hung kernel
@@ -118,7 +164,8 @@ def run_suite(
     cp = require_cupy()
     with cp.cuda.Device(device):
         gpu = CupyDevice(cp=cp, device=device, facts=facts, seed=seed)
-        benches = family_benchmarks(gpu, families)
+        benches, skipped = without_skipped(family_benchmarks(gpu, families), skip,
+                                           gpu.backend_params, quick=quick)
         with progress_bar("microbenchmarks", total=len(benches), enabled=progress) as advance:
 
             def after(results: list[Measurement]) -> None:
@@ -129,4 +176,4 @@ def run_suite(
 
             results = run_benchmarks(gpu, benches, _failed, after=after)
         cp.get_default_memory_pool().free_all_blocks()
-    return results
+    return results + skipped

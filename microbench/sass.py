@@ -33,6 +33,7 @@ import shutil
 import struct
 import subprocess
 import tempfile
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +44,36 @@ from hilsim.core.errors import HilsimError
 TARGETS = (70, 75, 86, 90)
 
 _NO_BARRIER = 7
+#: opcodes without a register or predicate destination
+_NO_DESTINATION = frozenset({
+    "ST", "STG", "STS", "STL", "RED", "REDG", "BRA", "BRX", "JMP", "EXIT", "BAR", "CALL", "RET",
+    "BSSY", "BSYNC", "NOP", "MEMBAR", "WARPSYNC", "YIELD", "ERRBAR", "DEPBAR", "CCTL", "BREAK",
+})
+_FP64 = frozenset({"DFMA", "DADD", "DMUL", "DSETP", "DMNMX"})
+_MEMORY = frozenset({"LDG", "LDS", "LD", "LDL", "LDC", "STG", "STS", "ST", "STL", "ATOMG", "ATOMS",
+                     "ATOM", "RED", "REDG"})
+_PREDICATE = re.compile(r"!?U?P(?:T|\d)")
+_NAME = re.compile(r"(?<![\w.])(U?R\d+|U?P\d)\b")
+
+
+def _names(operand: str) -> list[str]:
+    return _NAME.findall(operand)
+
+
+def _access_width(op: str) -> int:
+    return 4 if ".128" in op else 2 if ".64" in op else 1
+
+
+def _expand(names: list[str], width: int) -> list[str]:
+    """``R4`` of a 64-bit (``width`` 2) or 128-bit (4) value: ``R4, R5(, R6, R7)``."""
+    out = []
+    for name in names:
+        m = re.fullmatch(r"(U?R)(\d+)", name)
+        if m and width > 1:
+            out += [f"{m.group(1)}{int(m.group(2)) + i}" for i in range(width)]
+        else:
+            out.append(name)
+    return out
 
 
 def cupy_options(arch: int) -> list[str]:
@@ -225,6 +256,67 @@ class Instr:
             ops = ops[1:]
         return [m for o in ops for m in re.findall(r"\bR\d+\b", o)]
 
+    def writes(self) -> list[str]:
+        """Registers and predicates the instruction writes (64/128-bit results expanded to
+        their register pairs/quads; ``PT``/``RZ`` left out): the operands of
+        :meth:`writes_operands`."""
+        out: list[str] = []
+        for k, operand in enumerate(self.writes_operands()):
+            out += _expand(_names(operand), self._dst_width() if k == 0 else 1)
+        return out
+
+    def reads(self) -> list[str]:
+        """Registers and predicates the instruction reads: its sources, its guard
+        predicate, and (under a guard) its own destinations, which keep their value when
+        the guard is false."""
+        skip = 0 if self.base in _NO_DESTINATION else len(self.writes_operands())
+        out: list[str] = []
+        sources = self.operands[skip:]
+        for k, operand in enumerate(sources):
+            width = self._src_width(k, len(sources), operand)
+            out += _expand(_names(operand), width)
+        if self.pred:
+            out += _names(self.pred)
+            out += self.writes()
+        return out
+
+    def writes_operands(self) -> tuple[str, ...]:
+        """The destination operands: the first, followed by any predicate outputs
+        (``IADD3 R1, P0, ...`` carry, ``ISETP P0, PT, ...``); ``SHFL`` writes its predicate
+        and its register; stores, branches and barriers write nothing."""
+        if self.base in _NO_DESTINATION or not self.operands:
+            return ()
+        count = 2 if self.base == "SHFL" else 1
+        while count < len(self.operands) and _PREDICATE.fullmatch(self.operands[count]):
+            count += 1
+        return self.operands[:count]
+
+    def _dst_width(self) -> int:
+        if self.base in _FP64 or ".WIDE" in self.op:
+            return 2
+        return _access_width(self.op) if self.base in _MEMORY else 1
+
+    def _src_width(self, k: int, n: int, operand: str) -> int:
+        if self.base in _FP64:
+            return 2
+        if ".WIDE" in self.op and k == n - 1:
+            return 2
+        if self.base in _MEMORY and "[" in operand:
+            return 2 if ".64]" in operand or "64" in operand.split("]")[0] else 1
+        if self.base in _MEMORY:
+            return _access_width(self.op)
+        return 1
+
+    def immediate(self) -> int | None:
+        """The last hexadecimal immediate operand as a signed 32-bit integer, or None."""
+        for operand in reversed(self.operands):
+            m = re.fullmatch(r"(-?)0x([0-9a-f]+)", operand)
+            if m:
+                value = int(m.group(2), 16)
+                value = value - (1 << 32) if value >= 1 << 31 else value
+                return -value if m.group(1) else value
+        return None
+
     def address_reg(self) -> str | None:
         """The base register of the memory operand (``[R4.64]``, ``desc[UR4][R4.64+0x8]``)."""
         for o in self.operands:
@@ -406,3 +498,104 @@ def blocks_per_sm(
     by_threads = max_threads_per_sm // (warps * 32)
     by_shared = shared_per_sm // shared_bytes if shared_bytes else max_blocks_per_sm
     return max(0, min(by_regs, by_threads, by_shared, max_blocks_per_sm))
+
+
+@dataclass(frozen=True)
+class ChainReport:
+    """The loop-carried dependence chains of one loop body (:func:`loop_chains`)."""
+
+    #: marker instructions in the body (the operation whose latency is measured)
+    markers: int
+    #: most markers on one loop-carried dependence path through the body
+    depth: int
+    #: loop-carried registers whose value passes through a marker
+    chains: int
+    #: markers that read no loop-carried value (hoistable, or an operation beside the chain)
+    off_chain: tuple[Instr, ...]
+    #: every instruction on a loop-carried path through a marker
+    chain_ops: tuple[Instr, ...]
+
+
+def _chain_pass(
+    body: list[Instr],
+    start: set[str],
+    is_marker: Callable[[Instr], bool],
+    labels: Mapping[str, int],
+) -> tuple[dict[str, int], list[Instr], list[Instr]]:
+    depth = dict.fromkeys(start, 0)
+    off_chain: list[Instr] = []
+    on_chain: list[Instr] = []
+    skipped_until = -1  # instructions a guarded forward branch may jump over
+    for ins in body:
+        conditional = bool(ins.pred) or ins.addr < skipped_until
+        target = ins.branch_target()
+        if target is not None and ins.pred and labels.get(target, -1) > ins.addr:
+            skipped_until = max(skipped_until, labels[target])
+        reads = [r for r in ins.reads() if r in depth]
+        marker = int(is_marker(ins))
+        writes = ins.writes()
+        if not reads:
+            if marker:
+                off_chain.append(ins)
+            if not conditional:
+                for w in writes:
+                    depth.pop(w, None)
+            continue
+        on_chain.append(ins)
+        out = max(depth[r] for r in reads) + marker
+        for w in writes:
+            depth[w] = max(out, depth.get(w, 0)) if conditional else out
+    return depth, off_chain, on_chain
+
+
+def loop_chains(
+    body: list[Instr],
+    is_marker: Callable[[Instr], bool],
+    labels: Mapping[str, int] | None = None,
+) -> ChainReport:
+    """Follow the values a loop carries from one iteration to the next through ``body``
+    (instructions in program order). Code a guarded forward branch may skip (``labels``:
+    the kernel's label addresses), like a guarded instruction, merges its results with
+    the values it would leave unchanged (the deeper dependence path of the two wins).
+
+    The loop-carried values are the registers read before they are written in the body
+    and written in it; those that pass through a marker are the chains (the loop counter
+    is not one). A latency kernel's body is one chain (``depth == markers``); an
+    initiation kernel's is ``K`` chains of ``markers / K`` each (the dependence structure
+    Jia et al. 2018, Section 2.3, read through the control bits' scoreboards)."""
+    labels = labels or {}
+    written: set[str] = set()
+    carried: set[str] = set()
+    for ins in body:
+        carried |= {r for r in ins.reads() if r not in written}
+        written |= set(ins.writes())
+    carried &= written
+    first, _, _ = _chain_pass(body, carried, is_marker, labels)
+    chains = {r for r in carried if first.get(r, 0) > 0}
+    depth, off_chain, on_chain = _chain_pass(body, chains, is_marker, labels)
+    # the upper halves of 64-bit values (R3 of an R2:R3 pair) are not chains of their own
+    named = {n for ins in body for o in ins.writes_operands() for n in _names(o)}
+    tails = {r for ins in body for r in ins.writes()} - named
+    return ChainReport(
+        markers=sum(bool(is_marker(i)) for i in body),
+        depth=max([depth.get(r, 0) for r in chains], default=0),
+        chains=len(chains - tails),
+        off_chain=tuple(off_chain),
+        chain_ops=tuple(on_chain),
+    )
+
+
+def counter_step(body: list[Instr]) -> int | None:
+    """The step of a loop's counter: the one ``IADD3``/``VIADD``/``UIADD3`` in ``body``
+    that adds an immediate to its own source register (None when there is none or more
+    than one)."""
+    steps = []
+    for ins in body:
+        if ins.base not in ("IADD3", "VIADD", "UIADD3") and not ins.op.startswith("IMAD.IADD"):
+            continue
+        dst = ins.operands[0] if ins.operands else ""
+        if dst in ins.operands[1:] or any(o.startswith(dst + ".") for o in ins.operands[1:]):
+            value = ins.immediate()
+            if value is not None:
+                steps.append(abs(value))
+    return steps[0] if len(steps) == 1 else None

@@ -140,6 +140,10 @@ class Kernels:
             cyc: FakeArray) -> None:
         _v(cyc, np.int64)[:2] = [64 * int(n) * 4 + 5, 5]
 
+    def init(self, g: int, b: int, a: Any, bb: Any, n: Any, magic: Any, out: FakeArray,
+             cyc: FakeArray) -> None:
+        _v(cyc, np.int64)[:2] = [int(n) * 1024 + 7, 5]
+
     def mma_tput(self, g: int, b: int, av: Any, n: Any, magic: Any, out: FakeArray,
                  rec: FakeArray, flops: FakeArray) -> None:
         _rec(rec, g, 1000 * int(n))
@@ -180,7 +184,7 @@ class Kernels:
 
     def get(self, name: str) -> Any:
         for prefix, fn in (("chase_c", self.chase), ("grid_read_", self.grid_read),
-                           ("tput_", self.tput), ("lat_", self.lat)):
+                           ("tput_", self.tput), ("lat_", self.lat), ("init_", self.init)):
             if name.startswith(prefix):
                 return fn
         return getattr(self, name)

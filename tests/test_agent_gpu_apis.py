@@ -299,3 +299,21 @@ def test_pynvml_names_used():
                  "nvmlDeviceGetPciInfo", "NVML_CLOCK_SM", "NVML_CLOCK_MEM", "NVMLError"):
         assert hasattr(pynvml, name), name
     assert issubclass(pynvml.NVMLError_NotSupported, pynvml.NVMLError)
+
+
+def test_gpu_extras_pull_nvrtc():
+    """A host with only the driver compiles the suite: each GPU extra installs CuPy >= 14
+    (which finds NVRTC installed from PyPI) and NVRTC of its CUDA major."""
+    import re  # noqa: PLC0415
+    import tomllib  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    extras = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())[
+        "project"]["optional-dependencies"]
+    for major in (12, 13):
+        deps = extras[f"gpu-cuda{major}"]
+        cupy = next(d for d in deps if d.startswith(f"cupy-cuda{major}x"))
+        assert re.search(r">=\s*14", cupy), cupy
+        toolkit = next(d for d in deps if d.startswith("cuda-toolkit["))
+        parts = re.fullmatch(r"cuda-toolkit\[([a-z,]+)\]==(\d+)\.\*", toolkit)
+        assert parts and "nvrtc" in parts.group(1).split(",") and int(parts.group(2)) == major

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import types
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -13,6 +15,7 @@ from hilsim.microbench.runner import FAMILIES, parse_only
 
 from hilsim.cli.microbench import microbench_cmd
 from hilsim.core.errors import HilsimError
+from tests.fake_cupy import FACTS, FakeCupy
 
 
 def test_importing_the_suite_loads_no_gpu_module() -> None:
@@ -86,3 +89,57 @@ def test_cli_without_gpu_raises_hilsim_error(monkeypatch, tmp_path) -> None:
     assert not out.exists()
     bad = CliRunner().invoke(microbench_cmd, ["--only", "warp"])
     assert isinstance(bad.exception, HilsimError) and "unknown family warp" in str(bad.exception)
+
+
+# --- --skip / --quick -------------------------------------------------------------------
+
+def _suite(monkeypatch, **kwargs):
+
+    cp = FakeCupy()
+    monkeypatch.setitem(sys.modules, "cupy", cp)
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    return runner.run_suite(["latency"], progress=False, facts=dict(FACTS), **kwargs), cp
+
+
+def test_quick_skips_the_sweeps_and_says_so(monkeypatch) -> None:
+    got, cp = _suite(monkeypatch, quick=True)
+    by_name = {m.name: m for m in got}
+    for name in runner.QUICK_SKIP:
+        m = by_name[name]
+        assert not m.valid and m.value is None and m.note == "skipped: not run (--quick)"
+    assert "l1_capacity_bytes" not in by_name  # the sweep's products are not invented
+    assert by_name["l1_hit_latency"].valid
+    full, cp_full = _suite(monkeypatch)
+    assert len(cp.launches) < len(cp_full.launches) / 2  # the sweeps are most of the launches
+
+
+def test_skip_names_a_benchmark_of_this_device(monkeypatch) -> None:
+    got, _ = _suite(monkeypatch, skip=["shared_latency"])
+    assert {m.name: m.note for m in got}["shared_latency"] == "skipped: not run (--skip)"
+    with pytest.raises(HilsimError) as err:
+        _suite(monkeypatch, skip=["l1_footprint_sweep"])
+    assert "\n" not in str(err.value) and "latency_footprint_sweep" in str(err.value)
+
+
+def test_the_tuner_works_on_what_a_quick_run_leaves(tmp_path) -> None:
+    """The committed simulated QV100 file with the sweep's rows as ``--quick`` writes them:
+    ``hilsim tune`` succeeds and emits the same options (it takes the L1 size from the
+    device facts, which it prefers to the sweep anyway)."""
+
+    from hilsim.cli.main import main  # noqa: PLC0415
+
+    data = Path(__file__).parent / "data" / "microbench" / "gpgpusim"
+    doc = json.loads((data / "SM7_QV100.microbench.json").read_text())
+    sweep = {"latency_footprint_sweep", "l1_capacity_bytes", "l2_capacity_bytes"}
+    quick = dict(doc)
+    quick["measurements"] = [m for m in doc["measurements"] if m["name"] not in sweep] + [
+        {"name": "latency_footprint_sweep", "value": None, "unit": "", "params": {},
+         "samples": [], "spread": 0.0, "valid": False, "note": "skipped: not run (--quick)"}]
+    (tmp_path / "quick.json").write_text(json.dumps(quick))
+    for name in ("full", "quick"):
+        src = data / "SM7_QV100.microbench.json" if name == "full" else tmp_path / "quick.json"
+        assert main(["tune", str(src), "--preset", "QV100", "-o", str(tmp_path / name)]) == 0
+    full = (tmp_path / "full" / "gpgpusim.config").read_text().splitlines()
+    fast = (tmp_path / "quick" / "gpgpusim.config").read_text().splitlines()
+    assert [line for line in full if line.startswith("-")] == [
+        line for line in fast if line.startswith("-")]

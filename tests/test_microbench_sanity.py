@@ -56,9 +56,10 @@ def test_invalid_measurements_and_unknown_generations_are_skipped() -> None:
 
 def test_microbench_command_prints_the_warnings(monkeypatch, tmp_path) -> None:
     monkeypatch.setattr(mb_cli, "device_facts", lambda device: dict(V100))
-    monkeypatch.setattr(mb_cli, "run_suite", lambda families, device, facts, on_measured: [
-        _m("l1_hit_latency", 31.0), _m("l2_hit_latency", 900.0)])
-    result = CliRunner().invoke(mb_cli.microbench_cmd, ["-o", str(tmp_path / "mb.json")])
+    monkeypatch.setattr(mb_cli, "run_suite", lambda families, device, facts, on_measured,
+                        **options: [_m("l1_hit_latency", 31.0), _m("l2_hit_latency", 900.0)])
+    result = CliRunner().invoke(mb_cli.microbench_cmd,
+                                ["-o", str(tmp_path / "mb.json"), "--no-lock-clocks"])
     assert result.exit_code == 0, result.output
     assert "warning: l2_hit_latency = 900.0 cycles is outside [160, 270] for volta" in (
         result.output)
@@ -70,7 +71,7 @@ def test_a_suite_stopped_midway_keeps_what_it_measured(monkeypatch, tmp_path) ->
     silicon kit gives it one) leaves the measurements taken so far, not nothing."""
     from hilsim.core.measurement import read_microbench_json
 
-    def stopped(families, device, facts, on_measured):
+    def stopped(families, device, facts, on_measured, **options):
         done = [_m("l1_hit_latency", 31.0)]
         on_measured(done)
         raise KeyboardInterrupt
@@ -78,7 +79,7 @@ def test_a_suite_stopped_midway_keeps_what_it_measured(monkeypatch, tmp_path) ->
     monkeypatch.setattr(mb_cli, "device_facts", lambda device: dict(V100))
     monkeypatch.setattr(mb_cli, "run_suite", stopped)
     out = tmp_path / "mb.json"
-    result = CliRunner().invoke(mb_cli.microbench_cmd, ["-o", str(out)])
+    result = CliRunner().invoke(mb_cli.microbench_cmd, ["-o", str(out), "--no-lock-clocks"])
     assert result.exit_code != 0
     measurements, _facts = read_microbench_json(out)
     assert [m.name for m in measurements] == ["l1_hit_latency"]

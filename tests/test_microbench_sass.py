@@ -152,11 +152,8 @@ CACHE_OPS = [
 @pytest.mark.parametrize(("source", "kernel", "base", "modifier"), CACHE_OPS,
                          ids=[c[1] for c in CACHE_OPS])
 def test_cache_operator_and_scope(source, kernel, base, modifier, arch) -> None:
-    k = _kernel(source, kernel, arch)
-    ops = [i.op for i in k.instrs if re.fullmatch(base, i.base)]
-    assert ops, f"{kernel} sm_{arch}: no {base}"
-    timed = ops[-1:] if base == "LDG" and kernel.startswith("chase") else ops
-    assert all(re.search(modifier[arch], op) for op in timed), (kernel, arch, sorted(set(ops)))
+    """Every ``base`` instruction of the kernel (a chase's warm lap and timed loop alike)."""
+    assert cache_operator_problems(_kernel(source, kernel, arch), base, modifier[arch]) == []
 
 
 HMMA = {70: "HMMA.884.F32.F32", 75: "HMMA.1688.F32", 86: "HMMA.16816.F32", 90: "HMMA.16816.F32"}
@@ -297,3 +294,370 @@ def test_fp16_chain_pipes(arch: int) -> None:
     body = _loop_body(_kernel("compute.arith", "lat_fp16x2", arch))
     ops = {i.op for i in body if i.base == "HFMA2"}
     assert ops == ({"HFMA2", "HFMA2.MMA"} if arch == 90 else {"HFMA2"})
+
+
+# --- mutation-tested checks -------------------------------------------------------------
+# Each check below returns its problems (empty: the kernel is what its measurement needs)
+# and is run on the suite's kernels and on a broken copy of the source (a mutant) that it
+# must reject.
+
+
+def _mutant(source: str, old: str, new: str, arch: int, count: int = 1) -> dict[str, sass.Kernel]:
+    """The kernels of ``source`` with ``old`` replaced by ``new`` (``count`` times)."""
+    text = all_sources()[source]
+    assert text.count(old) >= count, f"mutant of {source}: {old!r} not in the source"
+    _kernels(source, arch)  # skip/fail like the real kernels when the tools are missing
+    broken = text.replace(old, new, count)
+    return sass.disassemble(sass.compile_cubin(broken, arch, f"{source}.mutant.cu"), arch)
+
+
+def _timed_loops(k: sass.Kernel) -> list[list[sass.Instr]]:
+    clocks = _clock_reads(k)
+    lo, hi = clocks[-2] + 1, clocks[-1] - 1
+    return [k.instrs[s : e + 1] for s, e in _loops(k, lo, hi)]
+
+
+def chase_step_problems(k: sass.Kernel) -> list[str]:
+    """Every timed loop of a chase does one dependent load per counted step: the host
+    divides the cycles by the step count, so two loads per step would double the
+    latency unseen."""
+    problems = []
+    loops = _timed_loops(k)
+    if not loops:
+        return [f"{k.name}: no loop in the timed region"]
+    for body in loops:
+        loads = sum(_is_load(i) for i in body)
+        step = sass.counter_step(body)
+        if step is None or loads != step:
+            problems.append(f"{k.name} loop at {body[0].addr:04x}: {loads} loads per "
+                            f"counter step {step}")
+    return problems
+
+
+def shared_chase_problems(k: sass.Kernel) -> list[str]:
+    """The shared chase's timed loads are ``LDS`` (a generic ``LD`` to a shared address
+    takes the generic path, another latency)."""
+    loads = [i for body in _timed_loops(k) for i in body if _is_load(i)]
+    if not loads:
+        return [f"{k.name}: no load in the timed loops"]
+    return [f"{k.name}: {i.addr:04x} {i.text} is not LDS" for i in loads if i.base != "LDS"]
+
+
+def cache_operator_problems(k: sass.Kernel, base: str, modifier: str) -> list[str]:
+    """Every ``base`` load of the kernel (warm lap and timed loop) carries ``modifier``."""
+    ops = [i for i in k.instrs if re.fullmatch(base, i.base)]
+    if not ops:
+        return [f"{k.name}: no {base}"]
+    return [f"{k.name}: {i.addr:04x} {i.text}" for i in ops if not re.search(modifier, i.op)]
+
+
+def arith_chain_problems(k: sass.Kernel, pattern: str, chains: int) -> list[str]:
+    """The timed loop of ``lat_*`` is one dependent chain of the measured instruction
+    (``chains`` 1), that of ``tput_*`` ``chains`` independent ones of equal length."""
+    body = _loop_body(k)
+    report = sass.loop_chains(body, lambda i: bool(re.match(pattern, i.op)), k.labels)
+    problems = []
+    if report.chains != chains:
+        problems.append(f"{k.name}: {report.chains} loop-carried chains, expected {chains}")
+    if report.markers != chains * report.depth:
+        problems.append(f"{k.name}: {report.markers} instructions but the longest chain "
+                        f"holds {report.depth} (expected {chains} chains of equal length)")
+    if report.off_chain:
+        problems.append(f"{k.name}: {len(report.off_chain)} measured instructions off the "
+                        "chains")
+    return problems
+
+
+ARITH_CHAINS = [(k, p, 1) for _, k, p, _ in WORK if k.startswith("lat_")] + [
+    (k, p, 8) for _, k, p, _ in WORK if k.startswith("tput_")
+]
+
+
+@pytest.mark.parametrize("arch", sass.TARGETS)
+@pytest.mark.parametrize(("kernel", "pattern", "chains"), ARITH_CHAINS,
+                         ids=[a[0] for a in ARITH_CHAINS])
+def test_arith_loops_are_the_chains_they_claim(kernel, pattern, chains, arch) -> None:
+    assert arith_chain_problems(_kernel("compute.arith", kernel, arch), pattern, chains) == []
+
+
+@pytest.mark.parametrize("arch", [70, 90])
+def test_chain_check_rejects_a_split_accumulator(arch: int) -> None:
+    """``lat_fp32`` with its chain split over two accumulators reads half the latency."""
+    old = ('            asm volatile("fma.rn.f32 %0, %0, %1, %2;" : "+f"(x) : "f"(a), "f"(b));\n'
+           "        }\n    }\n    long long t2 = clock64();\n    if (x == magic)")
+    new = ('            asm volatile("fma.rn.f32 %0, %0, %1, %2;" : "+f"(x) : "f"(a), "f"(b));\n'
+           '            asm volatile("fma.rn.f32 %0, %0, %1, %2;" : "+f"(y) : "f"(a), "f"(b));\n'
+           "        }\n    }\n    long long t2 = clock64();\n    x = x + y;\n    if (x == magic)")
+    text = all_sources()["compute.arith"]
+    assert text.count(old) == 1
+    broken = text.replace(old, new).replace(
+        "extern \"C\" __global__ void lat_fp32(float a, float b, int n, float magic,\n"
+        "                                      float* __restrict__ out, long long* __restrict__ "
+        "cyc)\n{\n    float x = (float)(threadIdx.x);",
+        "extern \"C\" __global__ void lat_fp32(float a, float b, int n, float magic,\n"
+        "                                      float* __restrict__ out, long long* __restrict__ "
+        "cyc)\n{\n    float x = (float)(threadIdx.x), y = x + 1.f;")
+    assert "y = x + 1.f" in broken
+    _kernels("compute.arith", arch)
+    k = sass.disassemble(sass.compile_cubin(broken, arch), arch)["lat_fp32"]
+    assert arith_chain_problems(k, r"^FFMA", 1)
+
+
+CHASE_KERNELS = [("latency.chase", "chase_ca"), ("latency.chase", "chase_cg"),
+                 ("latency.shared_chase", "chase_shared")]
+
+
+@pytest.mark.parametrize("arch", sass.TARGETS)
+@pytest.mark.parametrize(("source", "kernel"), CHASE_KERNELS, ids=[c[1] for c in CHASE_KERNELS])
+def test_one_dependent_load_per_counted_step(source: str, kernel: str, arch: int) -> None:
+    assert chase_step_problems(_kernel(source, kernel, arch)) == []
+
+
+_CA_STEP = 'asm volatile("ld.global.ca.u64 %0, [%0];" : "+l"(p));\n    }\n    long long t2'
+
+
+@pytest.mark.parametrize("arch", [70, 90])
+def test_step_check_rejects_two_loads_per_step(arch: int) -> None:
+    """Two chained loads per timed step while the host still divides by the step count."""
+    two = ('asm volatile("ld.global.ca.u64 %0, [%0];" : "+l"(p));\n'
+           '        asm volatile("ld.global.ca.u64 %0, [%0];" : "+l"(p));\n    }\n    long long t2')
+    k = _mutant("latency.chase", _CA_STEP, two, arch)["chase_ca"]
+    assert chase_step_problems(k)
+
+
+@pytest.mark.parametrize("arch", sass.TARGETS)
+def test_shared_chase_reads_shared_memory(arch: int) -> None:
+    assert shared_chase_problems(_kernel("latency.shared_chase", "chase_shared", arch)) == []
+
+
+@pytest.mark.parametrize("arch", [70, 90])
+def test_shared_check_rejects_a_generic_pointer_chase(arch: int) -> None:
+    """The chase through generic 64-bit pointers into shared memory (``LD.E.64``)."""
+    text = all_sources()["latency.shared_chase"]
+    generic = (
+        text.replace("extern __shared__ unsigned int s[];",
+                     "extern __shared__ unsigned long long s[];")
+        .replace("    for (int i = 0; i < n; ++i) s[i] = base + 4u * next[i];",
+                 "    for (int i = 0; i < n; ++i) s[i] = generic + 8ull * next[i];")
+        .replace("    unsigned int p = base;", "    unsigned long long p = generic;")
+        .replace('asm volatile("ld.shared.u32 %0, [%0];" : "+r"(p) :: "memory");',
+                 'asm volatile("ld.u64 %0, [%0];" : "+l"(p) :: "memory");')
+        .replace('asm volatile("ld.shared.u32 %0, [%0];" : "+r"(p));',
+                 'asm volatile("ld.u64 %0, [%0];" : "+l"(p));')
+    )
+    assert generic.count("ld.u64") == 2 and "ld.shared" not in generic
+    _kernels("latency.shared_chase", arch)
+    k = sass.disassemble(sass.compile_cubin(generic, arch), arch)["chase_shared"]
+    assert {i.base for body in _timed_loops(k) for i in body if _is_load(i)} == {"LD"}
+    assert shared_chase_problems(k)
+
+
+CHASE_OPS = [c for c in CACHE_OPS if c[1].startswith("chase")]
+
+
+@pytest.mark.parametrize("arch", [70, 90])
+@pytest.mark.parametrize("where", ["warm", "timed"])
+def test_cache_check_rejects_a_changed_operator(where: str, arch: int) -> None:
+    """``.cg`` on one load of ``chase_ca``: in the warm lap, or on every other timed step
+    (the last load of the kernel keeps ``.ca``)."""
+    if where == "warm":
+        old = 'asm volatile("ld.global.ca.u64 %0, [%0];" : "+l"(p));\n        sum += p;'
+        new = 'asm volatile("ld.global.cg.u64 %0, [%0];" : "+l"(p));\n        sum += p;'
+    else:
+        old = _CA_STEP
+        new = ('if (i & 1) asm volatile("ld.global.cg.u64 %0, [%0];" : "+l"(p));\n'
+               '        else asm volatile("ld.global.ca.u64 %0, [%0];" : "+l"(p));\n'
+               "    }\n    long long t2")
+    k = _mutant("latency.chase", old, new, arch)["chase_ca"]
+    last = [i for i in k.instrs if i.base == "LDG"][-1]
+    ca = dict(CHASE_OPS[0][3])[arch]
+    assert re.search(ca, last.op), "the mutant keeps the last load as it was"
+    assert cache_operator_problems(k, "LDG", ca)
+
+
+def launch_stamp_problems(kernels: dict[str, sass.Kernel]) -> list[str]:
+    """The launch family's kernels time themselves on the GPU: ``empty_kernel`` stores two
+    ``%globaltimer`` reads, ``spin_kernel`` spins on ``%globaltimer`` (a host round trip
+    around the launch is not the launch latency)."""
+    problems = []
+    empty = kernels["empty_kernel"]
+    reads = [i for i in empty.instrs if any("SR_GLOBALTIMER" in o for o in i.operands)]
+    stored = {r for i in empty.instrs if i.base == "STG" for r in i.reads()}
+    if len(reads) < 2 or not all(set(i.writes()) & stored for i in reads):
+        problems.append(f"empty_kernel: {len(reads)} %globaltimer reads stored, expected 2")
+    spin = kernels["spin_kernel"]
+    lo = min((i for i, ins in enumerate(spin.instrs) if ins.branch_target()), default=None)
+    in_loop = [body for s, e in _loops(spin, 0, len(spin.instrs) - 1)
+               for body in [spin.instrs[s : e + 1]]]
+    if lo is None or not any(any("SR_GLOBALTIMER" in o for i in b for o in i.operands)
+                             for b in in_loop):
+        problems.append("spin_kernel: no %globaltimer read in a loop")
+    return problems
+
+
+@pytest.mark.parametrize("arch", sass.TARGETS)
+def test_launch_kernels_stamp_globaltimer(arch: int) -> None:
+    assert launch_stamp_problems(_kernels("launch.empty", arch)) == []
+
+
+@pytest.mark.parametrize("arch", [70, 90])
+def test_launch_check_rejects_a_host_timed_empty_kernel(arch: int) -> None:
+    """The empty kernel reverted to a plain empty kernel timed by a host round trip."""
+    old = ("        stamps[2 * i] = gtimer_();\n        stamps[2 * i + 1] = gtimer_();")
+    new = "        stamps[2 * i] = i;"
+    assert launch_stamp_problems(_mutant("launch.empty", old, new, arch))
+
+
+# --- the unit-operation probes (hilsim.microbench.unit_ops) -----------------------------
+
+_INT_MAX = {70: "SEL", 75: "IMNMX", 86: "IMNMX", 90: "VIMNMX"}
+
+
+def _unit_marker(key: str, arch: int) -> tuple[str, set[str] | None]:
+    """(opcode counted once per PTX operation, opcodes allowed on the chain or None when
+    the operation is a multi-instruction sequence)."""
+    if key == "sfu":
+        return "MUFU.EX2", {"MUFU.EX2"}
+    if key in ("int_div", "fp_div"):
+        return "MUFU.RCP", None
+    if key == "shfl":
+        return "SHFL.BFLY", {"SHFL.BFLY"}
+    if key == "fp_max":
+        return "FMNMX", {"FMNMX"}
+    return _INT_MAX[arch], {"SEL", "ISETP.LT.AND"} if arch == 70 else {_INT_MAX[arch]}
+
+
+def unit_chain_problems(k: sass.Kernel, key: str, kind: str, arch: int) -> list[str]:
+    """The probe's timed loop: one marker per PTX operation, every marker on a
+    loop-carried chain, one chain (latency) or :data:`unit_ops.INDEPENDENT` equal ones
+    (initiation), nothing on the chain but the operation itself; a division keeps its
+    whole sequence (reciprocal of the divisor included) on the chain."""
+    from hilsim.microbench import unit_ops  # noqa: PLC0415  (the module under test)
+
+    op = unit_ops.OPS[key]
+    marker, allowed = _unit_marker(key, arch)
+    body = _loop_body(k)
+    report = sass.loop_chains(body, lambda i: i.op == marker or i.op.startswith(marker + "."),
+                              k.labels)
+    problems = []
+    per_copy = unit_ops.ops_per_iteration(op, kind)  # one marker per PTX operation
+    if report.markers == 0 or report.markers % per_copy:
+        problems.append(f"{k.name}: {report.markers} {marker} in the loop, expected a "
+                        f"multiple of {per_copy}")
+    chains = 1 if kind == "latency" else unit_ops.INDEPENDENT
+    if report.chains != chains or report.markers != chains * report.depth:
+        problems.append(f"{k.name}: {report.chains} chains, longest {report.depth} of "
+                        f"{report.markers} {marker} (expected {chains} equal chains)")
+    if report.off_chain:
+        problems.append(f"{k.name}: {len(report.off_chain)} {marker} off the chains")
+    ops = {i.op for i in report.chain_ops}
+    if allowed is not None and not ops <= allowed:
+        problems.append(f"{k.name}: the chain also runs {sorted(ops - allowed)}")
+    if key == "int_div":
+        rp = sum(i.op.startswith("I2F.U32.RP") for i in report.chain_ops)
+        if rp != report.markers:
+            problems.append(f"{k.name}: {rp} divisor reciprocals on the chain for "
+                            f"{report.markers} divisions")
+    if key == "fp_div":
+        fchk = sum(i.base == "FCHK" for i in report.chain_ops)
+        if fchk != report.markers:
+            problems.append(f"{k.name}: {fchk} FCHK for {report.markers} divisions")
+    return problems
+
+
+def _unit_probes() -> list[tuple[str, str]]:
+    from hilsim.microbench import unit_ops  # noqa: PLC0415  (the module under test)
+
+    out = []
+    for key, op in unit_ops.OPS.items():
+        out.append((key, "latency"))
+        if op.initiation_name:
+            out.append((key, "initiation"))
+    return out
+
+
+def _unit_kernel(key: str, kind: str) -> str:
+    return f"{'lat' if kind == 'latency' else 'init'}_{key}"
+
+
+@pytest.mark.parametrize("arch", sass.TARGETS)
+@pytest.mark.parametrize(("key", "kind"), _unit_probes(),
+                         ids=[_unit_kernel(*p) for p in _unit_probes()])
+def test_unit_probe_is_the_chain_it_claims(key: str, kind: str, arch: int) -> None:
+    k = _kernel("compute.ops", _unit_kernel(key, kind), arch)
+    assert unit_chain_problems(k, key, kind, arch) == []
+
+
+_EX2 = 'asm volatile("ex2.approx.ftz.f32 %0, %0;" : "+f"(x));'
+_UDIV = 'asm volatile("div.u32 %0, %1, %0;" : "+r"(x) : "r"(A));'
+_END = "    long long t2 = clock64();\n    if (x == magic)"
+UNIT_MUTANTS = {
+    # rcp(rcp(x)) == x: ptxas removes the chain
+    "rcp_folded": ("sfu", "latency", [
+        (_EX2, 'asm volatile("rcp.approx.ftz.f32 %0, %0;" : "+f"(x));')]),
+    # an independent SFU operation beside the chain in every step
+    "sfu_beside_chain": ("sfu", "latency", [
+        ("    float x = ", "    float y = B;\n    float x = "),
+        (_EX2, _EX2 + ' asm volatile("ex2.approx.ftz.f32 %0, %0;" : "+f"(y));'),
+        (_END, "    long long t2 = clock64();\n    x = x + y;\n    if (x == magic)")]),
+    # an add on the chain after each ex2
+    "add_on_chain": ("sfu", "latency", [
+        (_EX2, _EX2 + ' asm volatile("add.f32 %0, %0, %1;" : "+f"(x) : "f"(B));')]),
+    # a divisor the compiler knows: multiply by a magic number, no division
+    "div_by_constant": ("int_div", "latency", [
+        (_UDIV, 'asm volatile("div.u32 %0, %0, 7;" : "+r"(x));')]),
+    # the divisor off the chain (x = x / c): its reciprocal is loop-invariant and hoisted
+    "div_divisor_invariant": ("int_div", "latency", [
+        (_UDIV, 'asm volatile("div.u32 %0, %0, %1;" : "+r"(x) : "r"(A));')]),
+    # same-direction min/max pairs fuse into one 3-input VIMNMX3 on sm_90
+    "max_pairs_fused": ("int_max", "latency", [
+        ('asm volatile("min.s32 %0, %0, %1;" : "+r"(x) : "r"(B));',
+         'asm volatile("max.s32 %0, %0, %1;" : "+r"(x) : "r"(B));')]),
+}
+
+
+def _edit_kernel(source: str, kernel: str, edits: list[tuple[str, str]]) -> str:
+    """``source`` with ``edits`` applied inside ``kernel``'s text only."""
+    start = source.index(f" void {kernel}(")
+    end = source.find('extern "C"', start)
+    end = len(source) if end < 0 else end
+    text = source[start:end]
+    for old, new in edits:
+        assert old in text, f"{kernel}: {old!r} not in its text"
+        text = text.replace(old, new)
+    return source[:start] + text + source[end:]
+
+
+def _unit_problems_or_none(k: sass.Kernel | None, key: str, kind: str, arch: int) -> list[str]:
+    if k is None:
+        return ["kernel missing"]
+    try:
+        return unit_chain_problems(k, key, kind, arch)
+    except AssertionError as exc:  # no timed loop left at all
+        return [str(exc).splitlines()[0]]
+
+
+# the three-input VIMNMX3 exists on sm_90 only
+_UNIT_MUTANT_CASES = [(m, a) for m in sorted(UNIT_MUTANTS)
+                      for a in ([90] if m == "max_pairs_fused" else [75, 90])]
+
+
+@pytest.mark.parametrize(("mutant", "arch"), _UNIT_MUTANT_CASES)
+def test_unit_check_rejects_a_broken_probe(mutant: str, arch: int) -> None:
+    key, kind, edits = UNIT_MUTANTS[mutant]
+    _kernels("compute.ops", arch)
+    kernel = _unit_kernel(key, kind)
+    broken = _edit_kernel(all_sources()["compute.ops"], kernel, edits)
+    k = sass.disassemble(sass.compile_cubin(broken, arch), arch).get(kernel)
+    assert _unit_problems_or_none(k, key, kind, arch)
+
+
+@pytest.mark.parametrize("arch", [75, 90])
+def test_unit_check_rejects_an_initiation_kernel_of_fewer_chains(arch: int) -> None:
+    """``init_sfu`` with every other chain fed from its neighbour: 16 chains, not 32."""
+    old = ('            for (int j = 0; j < 32; ++j) { asm volatile("ex2.approx.ftz.f32 %0, %0;" '
+           ': "+f"(x[j])); }')
+    new = ('            for (int j = 0; j < 32; ++j) { asm volatile("ex2.approx.ftz.f32 %0, %1;" '
+           ': "=f"(x[j]) : "f"(x[j ^ (j & 1)])); }')
+    k = _mutant("compute.ops", old, new, arch)["init_sfu"]
+    assert _unit_problems_or_none(k, "sfu", "initiation", arch)

@@ -152,3 +152,27 @@ def test_reduced_sweep_brackets_the_unified_l1() -> None:
     assert points[0] == 8192 and points[-1] == 512 << 10
     ratios = np.diff(np.log2(points))
     assert np.allclose(ratios, 0.5, atol=0.01)
+
+
+def test_simulated_facts_hold_no_machine_paths(monkeypatch, tmp_path) -> None:
+    """A simulated card's facts name its config by the build key and a relative name."""
+    import json  # noqa: PLC0415
+    import types  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    from hilsim.simmodel.gpgpusim.cards import card_config  # noqa: PLC0415
+    from hilsim.simmodel.gpgpusim.simdevice import card_device_facts  # noqa: PLC0415
+
+    data = Path(__file__).parent / "data" / "accelsim"
+    card = card_config(data / "SM7_QV100.gpgpusim.config")
+    build = types.SimpleNamespace(configs_dir=data, key="667834c-pabc-gcc12.2.0-cuda11080")
+    shipped = card_device_facts(card, build)
+    assert shipped["config"] == "SM7_QV100.gpgpusim.config"
+    assert shipped["config_source"] == f"build {build.key}"
+    monkeypatch.chdir(tmp_path)  # a file outside the current folder: its folder and name
+    user = card_device_facts(card)
+    assert (user["config"], user["config_source"]) == ("accelsim/SM7_QV100.gpgpusim.config",
+                                                        "user file")
+    assert user["config_sha256"] == shipped["config_sha256"] and len(user["config_sha256"]) == 64
+    for facts in (shipped, user):
+        assert str(data.resolve()) not in json.dumps(facts) and "/root" not in json.dumps(facts)

@@ -166,3 +166,18 @@ def test_compile_failure_on_volta_with_cuda13_names_the_extra() -> None:
                                              "cuda_runtime_version": 13000})
     with pytest.raises(HilsimError, match=r"CUDA 13 cannot compile for sm_70.*gpu-cuda12"):
         ctx.kernel("latency.chase", "chase_ca")
+
+
+def test_clock_and_simulated_card_keys_are_known() -> None:
+    """What ``hilsim agent microbench`` adds to the device block (the clock lock, the clocks
+    under load) and what a simulated card's facts hold are in the table too."""
+    from pathlib import Path  # noqa: PLC0415
+
+    from hilsim.simmodel.gpgpusim.cards import card_config  # noqa: PLC0415
+    from hilsim.simmodel.gpgpusim.simdevice import card_device_facts  # noqa: PLC0415
+
+    lock = probe.ClockLock(True, 1980.0, "locked at 1980 MHz", restored="reset").facts()
+    written = set(lock) | {"clocks_under_load"}
+    config = Path(__file__).parent / "data" / "accelsim" / "SM7_QV100.gpgpusim.config"
+    written |= set(card_device_facts(card_config(config))) | {"simulation"}
+    assert not written - mn.known_fact_keys(), sorted(written - mn.known_fact_keys())

@@ -15,7 +15,8 @@
 # would be overrun, so the outputs are always packed before the device tool's limit.
 # Each step's exit code and seconds go to paths.tsv (docs/silicon.md's table). The
 # accelerator's settings are left as they are (the lending workplace forbids changing
-# them): the clocks are recorded before, during and after instead of locked.
+# them): the clocks are recorded before, during and after instead of locked, and the
+# microbenchmarks run with --no-lock-clocks (they would otherwise nvidia-smi -lgc as root).
 # Outputs: $OUT/<stage>.tar.gz (everything but the raw profiler files; .tar.xz when
 # gzip leaves it over 15 MB), <stage>-small.tar.gz (logs and JSON alone),
 # $OUT/<stage>-<name>-raw.tar.gz (each step's raw files, when under 15 MB), <stage>-paths.tsv, <stage>.log.
@@ -128,7 +129,8 @@ run_step() {  # the named step of the kit
   clocks-*) step "$1" 15 clocks ;;
   ncu-metrics) step ncu-metrics 40 ncu_metrics ;;
   probe) step probe 40 python3 -m hilsim.cli.main agent probe -o "$R/probe.json" --json ;;
-  microbench) step microbench 210 python3 -m hilsim.cli.main agent microbench -o "$R/microbench.json" ;;
+  microbench) step microbench 210 python3 -m hilsim.cli.main agent microbench --no-lock-clocks \
+      -o "$R/microbench.json" ;;
   cupy-cupti) profile cupy-cupti 150 cupti --measure-overhead --detailed-first 200 \
       --detailed-timeout 100 --keep-raw "$R/cupy-cupti-raw" -- python3 "$W/cupy_mix.py" ;;
   transformer-cupti) profile transformer-cupti 150 cupti --measure-overhead \

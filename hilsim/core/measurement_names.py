@@ -58,6 +58,14 @@ INT32_THROUGHPUT = "int32_throughput"
 INT32_LATENCY = "int32_latency"
 SFU_THROUGHPUT = "sfu_throughput"
 SFU_LATENCY = "sfu_latency"
+SFU_INITIATION = "sfu_initiation"
+INT_DIV_LATENCY = "int_div_latency"
+INT_DIV_INITIATION = "int_div_initiation"
+FP_DIV_LATENCY = "fp_div_latency"
+INT_MAX_LATENCY = "int_max_latency"
+FP_MAX_LATENCY = "fp_max_latency"
+SHFL_LATENCY = "shfl_latency"
+SHFL_INITIATION = "shfl_initiation"
 TENSOR_THROUGHPUT = "tensor_throughput"
 TENSOR_LATENCY = "tensor_latency"
 # --- system ----------------------------------------------------------------------
@@ -73,7 +81,9 @@ MEASUREMENTS: dict[str, MeasurementSpec] = {
         MeasurementSpec(L1_HIT_LATENCY, "cycles", "L1 data-cache hit, pointer chase (l1_lat)"),
         MeasurementSpec(L2_HIT_LATENCY, "cycles", "L2 hit with L1 bypassed (.cg), pointer chase"),
         MeasurementSpec(DRAM_LATENCY, "cycles",
-                        "DRAM access, L1 bypassed (.cg) and L2 flushed, 4 KiB-stride chase"),
+                        "DRAM access, L1 bypassed (.cg) and L2 flushed, 4 KiB-stride chase; "
+                        "in cycles of sm_clock_mhz (converted from the chase's own one-warp "
+                        "clock when they differ, params.clock_conversion)"),
         MeasurementSpec(SHARED_LATENCY, "cycles", "shared-memory load, pointer chase"),
         MeasurementSpec(ATOMIC_LATENCY, "cycles", "dependent global atomicAdd int32"),
         MeasurementSpec(L1_CAPACITY_BYTES, "bytes", "largest L1 data capacity (no shared)"),
@@ -96,7 +106,36 @@ MEASUREMENTS: dict[str, MeasurementSpec] = {
         MeasurementSpec(INT32_THROUGHPUT, _FLOP, f"peak int32 mad rate {_FLOP_NOTE}"),
         MeasurementSpec(INT32_LATENCY, "cycles", "dependent int32 add chain"),
         MeasurementSpec(SFU_THROUGHPUT, "ops/clk/SM", "fast sqrt / rsqrt per SM (sfu_bw_fsqrt)"),
-        MeasurementSpec(SFU_LATENCY, "cycles", "dependent fast sqrt chain"),
+        MeasurementSpec(SFU_LATENCY, "cycles",
+                        "dependent SFU chain, one warp, cycles per instruction: the hilsim "
+                        "suite's ex2.approx.ftz.f32 (MUFU.EX2; GPGPU-Sim "
+                        "-ptx_opcode_latency_sfu), Accel-Sim's sfu_lat_fsqrt (fast sqrt)"),
+        MeasurementSpec(SFU_INITIATION, "cycles",
+                        "one warp, independent ex2.approx.ftz.f32 chains (MUFU.EX2): cycles "
+                        "per SFU instruction the warp issues (-ptx_opcode_initiation_sfu)"),
+        MeasurementSpec(INT_DIV_LATENCY, "cycles",
+                        "dependent div.u32 chain through the divisor (x = c / x), one warp, "
+                        "cycles per PTX div.u32 (a multi-instruction SASS sequence on sm_70+; "
+                        "the DIV entry of -ptx_opcode_latency_int)"),
+        MeasurementSpec(INT_DIV_INITIATION, "cycles",
+                        "one warp, independent div.u32 chains: cycles per PTX div.u32 issued "
+                        "(the DIV entry of -ptx_opcode_initiation_int)"),
+        MeasurementSpec(FP_DIV_LATENCY, "cycles",
+                        "dependent div.rn.f32 chain through the divisor (x = c / x), one warp, "
+                        "cycles per PTX div.rn.f32 (MUFU.RCP + FFMA refinement in SASS; the "
+                        "DIV entry of -ptx_opcode_latency_fp)"),
+        MeasurementSpec(INT_MAX_LATENCY, "cycles",
+                        "dependent chain alternating max.s32 / min.s32, one warp, cycles per "
+                        "instruction (the MAX,MIN entry of -ptx_opcode_latency_int)"),
+        MeasurementSpec(FP_MAX_LATENCY, "cycles",
+                        "dependent chain alternating max.f32 / min.f32 (FMNMX), one warp (the "
+                        "MAX,MIN entry of -ptx_opcode_latency_fp)"),
+        MeasurementSpec(SHFL_LATENCY, "cycles",
+                        "dependent shfl.sync.bfly.b32 chain (SHFL.BFLY), one warp (the SHFL "
+                        "entry, 6th, of -ptx_opcode_latency_int)"),
+        MeasurementSpec(SHFL_INITIATION, "cycles",
+                        "one warp, independent shfl.sync.bfly.b32: cycles per shuffle the warp "
+                        "issues (the SHFL entry of -ptx_opcode_initiation_int)"),
         MeasurementSpec(TENSOR_THROUGHPUT, "FMA/clk/SM", "dense FP16-in FP32-acc tensor FMAs"),
         MeasurementSpec(TENSOR_LATENCY, "cycles",
                         "dependent mma.sync latency per instruction (m8n8k4 sm_70, m16n8k8 "
@@ -183,6 +222,11 @@ RECORDED_FACTS: frozenset[str] = frozenset({
     "devices_visible", "sm_clock_mhz", "mem_clock_mhz", "sm_clock_mhz_idle", "peak_dram_gbs",
     "nvml_error", "sources", "missing_packages", "tools", "extra", "clocks_locked",
     "pip_extra",
+    # hilsim agent microbench: the clock lock and the clocks under the all-SM load
+    "clock_lock", "clocks_under_load",
+    # a simulated card (simmodel/gpgpusim/simdevice.py): which config, and the runs
+    "backend", "card", "config", "config_source", "config_sha256", "simulation",
+    "l1_cache_bytes",
 })
 
 

@@ -24,13 +24,18 @@ What differs from a GPU is a property of this device:
 * **What it cannot do** (:data:`UNSUPPORTED`): ``%globaltimer``, ``mma``, a TLB, chases of
   10^5+ dependent loads; families record those measurements as skipped with the reason.
 * **Device facts from the config** (:func:`card_device_facts`), in the keys the GPU suite
-  writes; every simulator run is logged in :attr:`GpgpusimDevice.runs`.
+  writes, the config named by the build key and a relative name (no machine paths);
+  every simulator run is logged in :attr:`GpgpusimDevice.runs`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -65,14 +70,31 @@ ONE_SM = {
 }
 
 
-def card_device_facts(card: Any) -> dict[str, Any]:
+def portable_config_name(path: str | os.PathLike[str], build: Any = None) -> tuple[str, str]:
+    """(name, where) of a card's config file without the machine's paths: relative to the
+    build's ``configs/tested-cfgs`` for a shipped card (where: ``build <key>``), relative
+    to the current folder for a file inside it, else its folder and file name (where:
+    ``user file``)."""
+    p = Path(path).resolve()
+    if build is not None:
+        with contextlib.suppress(ValueError):
+            return str(p.relative_to(Path(build.configs_dir).resolve())), f"build {build.key}"
+    with contextlib.suppress(ValueError):
+        return str(p.relative_to(Path.cwd().resolve())), "user file"
+    return str(Path(p.parent.name) / p.name), "user file"
+
+
+def card_device_facts(card: Any, build: Any = None) -> dict[str, Any]:
     """Device facts of a simulated card, from its config, in the GPU suite's key names.
 
     The keys are those :func:`hilsim.microbench.gpu.device_facts` writes (and the tuner
     reads): ``sm_count``, ``max_sm_clock_mhz``, ``max_mem_clock_mhz``,
     ``l2_cache_bytes``, ``shared_mem_per_sm_bytes``, ``memory_bus_width_bits``, ...
+    The config is named without machine paths (:func:`portable_config_name`) and by the
+    sha256 of its text.
     """
     f = card.facts()
+    config, config_source = portable_config_name(card.path, build)
     opts = card.options()
     major = int(float(opts.get("-gpgpu_compute_capability_major", "7")))
     minor = int(float(opts.get("-gpgpu_compute_capability_minor", "0")))
@@ -83,7 +105,9 @@ def card_device_facts(card: Any) -> dict[str, Any]:
         "name": f"GPGPU-Sim {card.name}",
         "backend": "gpgpusim",
         "card": card.name,
-        "config": str(card.path),
+        "config": config,
+        "config_source": config_source,
+        "config_sha256": hashlib.sha256(card.text.encode()).hexdigest(),
         "compute_capability": f"{major}.{minor}",
         "cc_major": major,
         "cc_minor": minor,
@@ -141,7 +165,7 @@ class GpgpusimDevice:
 
     def __post_init__(self) -> None:
         if not self.facts and self.card is not None:
-            self.facts = card_device_facts(self.card)
+            self.facts = card_device_facts(self.card, self.build)
 
     @property
     def sm_count(self) -> int:
@@ -225,6 +249,8 @@ class GpgpusimDevice:
             return dict(ONE_SM)
         if setup is Setup.ONE_SM_CACHED_UPLOADS:
             return {k: v for k, v in ONE_SM.items() if k != "-gpgpu_perf_sim_memcpy"}
+        if setup is Setup.ONE_SM_ONE_CHANNEL:
+            return {**ONE_SM, "-gpgpu_n_mem": "1", "-gpgpu_memory_partition_indexing": "0"}
         if setup is Setup.LAUNCH:
             return {"-gpgpu_n_clusters": "1"}
         opts = {

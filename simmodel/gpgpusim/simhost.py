@@ -19,7 +19,10 @@ emits ``shfl.sync.bfly.b32 d|p, ...`` for it, GPGPU-Sim's parser takes ``d|p`` f
 vector operand and ``d`` reads 0 (measured: the ``grid_read_*`` warp reductions summed
 lane 0 only); the shim's inline PTX is the same shuffle without the predicate
 destination, and re-assembles 64-bit values without ``bfi.b64`` (which GPGPU-Sim
-computes on 32 bits, ``instructions.cc`` ``bfi_impl``). ``%clock`` is
+computes on 32 bits, ``instructions.cc`` ``bfi_impl``). Kernel text that writes the
+shuffle in that ``d`` form itself (the unit probes' ``shfl.sync.bfly.b32 x, x, 1, 31,
+-1``, :mod:`hilsim.microbench.unit_ops`) runs unchanged: GPGPU-Sim executes it exactly and
+times it by the SHFL entry of ``-ptx_opcode_latency_int`` / ``_initiation_int``. ``%clock`` is
 ``gpu_sim_cycle + gpu_tot_sim_cycle`` of a fresh process (it starts at 0);
 :func:`run_plan` refuses a log whose total cycle count reached 2^32, so every
 difference of two reads is exact (no wrap).

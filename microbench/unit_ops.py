@@ -1,0 +1,310 @@
+"""Latency and per-warp initiation interval of the operations outside the FMA pipes: the
+special-function unit, integer and FP32 division, integer and FP32 min/max, warp shuffle
+(Accel-Sim, Khairy et al., ISCA 2020, Section II-C: one microbenchmark per configured
+latency; GPGPU-Sim's ``-ptx_opcode_latency_{int,fp,sfu}`` and
+``-ptx_opcode_initiation_{int,sfu}`` lists, whose entries are
+``<ADD,MAX,MUL,MAD,DIV,SHFL>`` for int, ``<ADD,MAX,MUL,MAD,DIV>`` for fp).
+
+Latency: one warp runs one dependent chain of the operation; initiation: one warp runs
+:data:`INDEPENDENT` independent chains of it, so it issues as fast as the unit accepts
+its instructions (one warp is one scheduler's: on sm_70+ and in GPGPU-Sim's sub-core
+model it feeds one of the SM's four units). Both are slopes: the same kernel is launched
+with ``n1`` and ``n2`` loop iterations and the value is the difference of the two
+``clock64()`` intervals over the difference in operations, so what one launch pays once
+(the clock reads, the first iteration's instruction-cache misses, the last operation's
+drain) cancels.
+
+What each chain is (checked in SASS on sm_70/75/86/90 by ``tests/test_microbench_sass.py``):
+
+* ``sfu``: ``x = ex2.approx.ftz.f32(x)`` -> ``MUFU.EX2`` (the value reaches +inf after a
+  few steps; MUFU's latency does not depend on it). ``rcp`` would be folded: ptxas
+  cancels ``rcp(rcp(x))``.
+* ``int_div``: ``x = c / x`` in ``div.u32``, the chain through the *divisor*: on sm_70+
+  a PTX ``div.u32`` is a ~20-instruction sequence (``I2F.U32.RP``, ``MUFU.RCP``,
+  ``F2I``, ``IMAD.HI``, corrections), and with the divisor on the chain none of it is
+  loop-invariant. The value is cycles per PTX ``div.u32``, which is what GPGPU-Sim's
+  DIV entry times as one instruction. ``c = 2^32 - 1`` and ``x`` near 65537 keep ``x``
+  oscillating between ~65535 and ~65537 (never 0).
+* ``fp_div``: ``x = c / x`` in ``div.rn.f32`` -> ``MUFU.RCP``, ``FCHK`` and five
+  ``FFMA`` on the fast path (the slow-path call is never taken: ``x`` oscillates between
+  ``x0`` and ``1/x0``).
+* ``int_max`` / ``fp_max``: alternating ``max`` and ``min`` (a clamp): two ``max`` in a
+  row with the same direction fuse into one three-input ``VIMNMX3`` on sm_90, halving
+  the chain. sm_75/86 run ``IMNMX``, sm_90 ``VIMNMX``; sm_70 (ptxas 12) emits
+  ``ISETP`` + ``SEL`` for ``max.s32``, so there the value is that pair per PTX
+  instruction. The fp chain is ``FMNMX`` everywhere.
+* ``shfl``: ``x = shfl.sync.bfly.b32(x, 1)`` written without the predicate destination
+  (``d`` only, not ``d|p``): GPGPU-Sim reads 0 from the ``d|p`` form nvcc emits for
+  ``__shfl_xor_sync``, the ``d`` form runs (and times) there as on a GPU.
+
+On a simulated device all probes are one program (:func:`simulated`): latency at 1 and 2
+iterations of 64 operations, initiation at 2 and 4 iterations of :data:`INDEPENDENT` x
+``U`` operations, on one SM and one memory channel (nothing between the clock reads
+touches memory; what the launch's loads and stores cost outside them cancels in the
+slope).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from hilsim.microbench.device import Benchmark, Device, Setup
+from hilsim.microbench.program import Program, scalar_arg
+
+from hilsim.core import measurement_names as mn
+from hilsim.core.measurement import Measurement, Stability, measurement_from_stability
+
+#: independent chains of an initiation kernel: enough to cover a latency of
+#: INDEPENDENT x the initiation interval (GPGPU-Sim's 145-cycle QV100 DIV at 8 per issue
+#: needs ~20)
+INDEPENDENT = 32
+#: dependent operations per iteration of a latency kernel
+CHAIN_OPS = 64
+
+
+@dataclass(frozen=True)
+class UnitOp:
+    """One operation: its C type, one chain step and what the measurements are named."""
+
+    key: str
+    ctype: str
+    step: str  # C statement(s) advancing the variable X; A and B are the scalar arguments
+    ptx: str  # the PTX instruction(s) of one step
+    ops_per_step: int
+    latency_name: str
+    initiation_name: str | None
+    initiation_unroll: int  # steps per chain per iteration of the initiation kernel
+    a: Any  # the kernel's scalar arguments (numpy scalars of the C type)
+    b: Any
+    magic: Any
+    init: str  # the initial value of chain j (C expression in j)
+
+
+def _f32(v: float) -> np.float32:
+    return np.float32(v)
+
+
+OPS: dict[str, UnitOp] = {
+    op.key: op
+    for op in (
+        UnitOp("sfu", "float", 'asm volatile("ex2.approx.ftz.f32 %0, %0;" : "+f"(X));',
+               "ex2.approx.ftz.f32", 1, mn.SFU_LATENCY, mn.SFU_INITIATION, 2,
+               _f32(-1.0), _f32(0.0), _f32(-12345.5), "A + 0.001f * (float)(threadIdx.x + j)"),
+        UnitOp("int_div", "unsigned int",
+               'asm volatile("div.u32 %0, %1, %0;" : "+r"(X) : "r"(A));',
+               "div.u32 (x = c / x)", 1, mn.INT_DIV_LATENCY, mn.INT_DIV_INITIATION, 1,
+               np.uint32(0xFFFFFFFF), np.uint32(65537), np.uint32(1),
+               "B + threadIdx.x + j"),
+        UnitOp("fp_div", "float", 'asm volatile("div.rn.f32 %0, %1, %0;" : "+f"(X) : "f"(A));',
+               "div.rn.f32 (x = c / x)", 1, mn.FP_DIV_LATENCY, None, 1,
+               _f32(1.0), _f32(3.0), _f32(-12345.5), "B + (float)(threadIdx.x + j)"),
+        UnitOp("int_max", "int",
+               'asm volatile("max.s32 %0, %0, %1;" : "+r"(X) : "r"(A)); '
+               'asm volatile("min.s32 %0, %0, %1;" : "+r"(X) : "r"(B));',
+               "max.s32 + min.s32", 2, mn.INT_MAX_LATENCY, None, 1,
+               np.int32(3), np.int32(1 << 20), np.int32(-7), "(int)(threadIdx.x + j)"),
+        UnitOp("fp_max", "float",
+               'asm volatile("max.f32 %0, %0, %1;" : "+f"(X) : "f"(A)); '
+               'asm volatile("min.f32 %0, %0, %1;" : "+f"(X) : "f"(B));',
+               "max.f32 + min.f32", 2, mn.FP_MAX_LATENCY, None, 1,
+               _f32(0.5), _f32(1.0e6), _f32(-12345.5), "(float)(threadIdx.x + j)"),
+        UnitOp("shfl", "unsigned int",
+               'asm volatile("shfl.sync.bfly.b32 %0, %0, 1, 31, -1;" : "+r"(X));',
+               "shfl.sync.bfly.b32 (d form)", 1, mn.SHFL_LATENCY, mn.SHFL_INITIATION, 4,
+               np.uint32(12345), np.uint32(0), np.uint32(0xFFFFFFFF), "A + threadIdx.x + 32u * j"),
+    )
+}
+
+_KERNELS = r"""
+extern "C" __global__ void lat_{key}({t} A, {t} B, int n, {t} magic,
+                                      {t}* __restrict__ out, long long* __restrict__ cyc)
+{{
+    const unsigned int j = 0;
+    {t} x = {init};
+    long long t0 = clock64();
+    long long t1 = clock64();
+    for (int i = 0; i < n; ++i) {{
+#pragma unroll
+        for (int k = 0; k < {steps}; ++k) {{ {step_x} }}
+    }}
+    long long t2 = clock64();
+    if (x == magic) out[threadIdx.x] = x;
+    if (threadIdx.x == 0) {{ cyc[0] = t2 - t1; cyc[1] = t1 - t0; }}
+}}
+"""
+
+_INIT_KERNEL = r"""
+extern "C" __global__ void init_{key}({t} A, {t} B, int n, {t} magic,
+                                       {t}* __restrict__ out, long long* __restrict__ cyc)
+{{
+    {t} x[{chains}];
+#pragma unroll
+    for (unsigned int j = 0; j < {chains}; ++j) x[j] = {init};
+    long long t0 = clock64();
+    long long t1 = clock64();
+    for (int i = 0; i < n; ++i) {{
+#pragma unroll
+        for (int u = 0; u < {unroll}; ++u) {{
+#pragma unroll
+            for (int j = 0; j < {chains}; ++j) {{ {step_xj} }}
+        }}
+    }}
+    long long t2 = clock64();
+    {t} r = x[0];
+#pragma unroll
+    for (int j = 1; j < {chains}; ++j) r = r + x[j];
+    if (r == magic) out[threadIdx.x] = r;
+    if (threadIdx.x == 0) {{ cyc[0] = t2 - t1; cyc[1] = t1 - t0; }}
+}}
+"""
+
+
+def _source() -> str:
+    parts = []
+    for op in OPS.values():
+        steps = CHAIN_OPS // op.ops_per_step
+        parts.append(_KERNELS.format(key=op.key, t=op.ctype, init=op.init, steps=steps,
+                                     step_x=op.step.replace("X", "x")))
+        if op.initiation_name:
+            parts.append(_INIT_KERNEL.format(key=op.key, t=op.ctype, init=op.init,
+                                             chains=INDEPENDENT, unroll=op.initiation_unroll,
+                                             step_xj=op.step.replace("X", "x[j]")))
+    return "".join(parts)
+
+
+SOURCE = _source()
+
+
+def ops_per_iteration(op: UnitOp, kind: str) -> int:
+    """PTX operations one loop iteration of ``lat_{key}`` (``kind`` "latency") or
+    ``init_{key}`` ("initiation") executes per thread."""
+    if kind == "latency":
+        return CHAIN_OPS
+    return INDEPENDENT * op.initiation_unroll * op.ops_per_step
+
+
+def _args(op: UnitOp, n: int, out: str, cyc: str) -> list[tuple[str, Any]]:
+    return [scalar_arg(op.a), scalar_arg(op.b), ("i32", n), scalar_arg(op.magic),
+            ("buf", out), ("buf", cyc)]
+
+
+def add_probe(program: Program, op: UnitOp, kind: str, n: int, tag: str) -> str:
+    """One launch of ``lat_``/``init_{key}`` with ``n`` iterations (one warp); returns the
+    buffer its two clock intervals are read back from."""
+    kernel = f"{'lat' if kind == 'latency' else 'init'}_{op.key}"
+    out, cyc = f"out_{tag}", f"cyc_{tag}"
+    program.buf(out, 8 * 32).buf(cyc, 16)
+    program.launch(kernel, 1, 32, _args(op, n, out, cyc))
+    program.read(cyc)
+    return cyc
+
+
+def slope(cycles_short: int, cycles_long: int, ops_short: int, ops_long: int) -> float:
+    """Cycles per operation from two launches of one kernel: what one launch pays once
+    (clock reads, cold instruction cache, the last operation's drain) cancels."""
+    return (cycles_long - cycles_short) / (ops_long - ops_short)
+
+
+def _params(op: UnitOp, kind: str, n1: int, n2: int, device: Device,
+            intervals: list[int]) -> dict[str, Any]:
+    per = ops_per_iteration(op, kind)
+    params: dict[str, Any] = {
+        "instruction": op.ptx,
+        "kernel": f"{'lat' if kind == 'latency' else 'init'}_{op.key}",
+        "warps": 1,
+        "iterations": [n1, n2],
+        "operations": [n1 * per, n2 * per],
+        "method": "slope of two launches (cycles difference / operations difference)",
+        "clock_intervals_cycles": intervals,
+        **device.kernel_clock_params,
+    }
+    if kind == "initiation":
+        params["independent_chains"] = INDEPENDENT
+    else:
+        params["chain_length"] = [n1 * per, n2 * per]
+    return params
+
+
+def _measurement(name: str, value: float, params: dict[str, Any],
+                 stab: Stability | None = None) -> Measurement:
+    ok = bool(np.isfinite(value) and value > 0)
+    note = "" if ok else "non-positive slope: the longer launch was not slower"
+    if stab is not None:
+        return measurement_from_stability(name, stab, "cycles", params, ok, note)
+    return Measurement(name, value if ok else None, "cycles", params,
+                       [value] if ok else [], 0.0, ok, note)
+
+
+def probe(device: Device, op: UnitOp, kind: str, n1: int = 64, n2: int = 128) -> Measurement:
+    """One probe on a GPU: the two launches in one program, repeated until stable."""
+    program = Program("compute.ops")
+    short = add_probe(program, op, kind, n1, "short")
+    long_ = add_probe(program, op, kind, n2, "long")
+    per = ops_per_iteration(op, kind)
+    seen: list[int] = []
+
+    def once() -> float:
+        res = device.run(f"compute.ops.{op.key}.{kind}", program, Setup.ONE_SM_ONE_CHANNEL)
+        a, b = (int(res.array(c, np.int64)[0]) for c in (short, long_))
+        seen[:] = [a, b]
+        return slope(a, b, n1 * per, n2 * per)
+
+    stab = device.sample(once, 8, 0.03, 3)
+    name = op.latency_name if kind == "latency" else op.initiation_name
+    assert name is not None
+    return _measurement(name, float(stab.value), _params(op, kind, n1, n2, device, seen), stab)
+
+
+#: iterations of the two launches on a simulated device (latency, initiation)
+SIM_ITERATIONS = {"latency": (1, 2), "initiation": (2, 4)}
+
+
+def simulated(
+    device: Device, kinds: tuple[str, ...] = ("latency", "initiation")
+) -> list[Measurement]:
+    """Every probe of ``kinds`` as one program on a simulated device (one run, two
+    launches each)."""
+    program = Program("compute.ops")
+    probes = []
+    for op in OPS.values():
+        for kind in ("latency", "initiation"):
+            if kind not in kinds or (kind == "initiation" and op.initiation_name is None):
+                continue
+            n1, n2 = SIM_ITERATIONS[kind]
+            bufs = (add_probe(program, op, kind, n1, f"{op.key}_{kind}_1"),
+                    add_probe(program, op, kind, n2, f"{op.key}_{kind}_2"))
+            probes.append((op, kind, n1, n2, bufs))
+    res = device.run("compute.ops", program, Setup.ONE_SM_ONE_CHANNEL)
+    out = []
+    for op, kind, n1, n2, (b1, b2) in probes:
+        a, b = (int(res.array(c, np.int64)[0]) for c in (b1, b2))
+        per = ops_per_iteration(op, kind)
+        name = op.latency_name if kind == "latency" else op.initiation_name
+        assert name is not None
+        params = _params(op, kind, n1, n2, device, [a, b])
+        out.append(_measurement(name, slope(a, b, n1 * per, n2 * per), params))
+    return out
+
+
+def measurement_names() -> list[str]:
+    """Every name the probes write, in run order."""
+    names = []
+    for op in OPS.values():
+        names.append(op.latency_name)
+        if op.initiation_name:
+            names.append(op.initiation_name)
+    return names
+
+
+def benchmarks(device: Device) -> list[Benchmark]:
+    """The probes as benchmarks: one program on a simulated device, one per probe on a GPU."""
+    if device.simulated:
+        return [("compute.ops", simulated)]
+    out: list[Benchmark] = []
+    for op in OPS.values():
+        out.append((op.latency_name, lambda d, op=op: [probe(d, op, "latency")]))
+        if op.initiation_name:
+            out.append((op.initiation_name, lambda d, op=op: [probe(d, op, "initiation")]))
+    return out
