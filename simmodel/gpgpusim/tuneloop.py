@@ -113,7 +113,7 @@ def _module_of(evaluator: str) -> tuple[str, ...]:
         return MODULES[evaluator]
     if evaluator.startswith(("lat.", "tput.")):
         return ("compute.arith",)
-    return ("unitprobe.probes",)
+    return ("compute.ops",)
 
 
 @dataclass
