@@ -319,16 +319,28 @@ def test_an_interval_simulated_at_a_stale_latency_is_not_kept(
         return out
 
     monkeypatch.setattr(tuneloop._Runner, "evaluate", evaluate)
-    src = json.loads((DATA / "microbench" / "gpgpusim" / "SM7_QV100.microbench.json").read_text())
-    for m in src["measurements"]:
-        if m["name"] == "fp64_latency":
-            m["value"] = 13.3
-        if m["name"] == "fp64_throughput":
-            m["value"] = units * 64 / 6
-    path = tmp_path / "microbench.json"
-    path.write_text(json.dumps(src))
-    result = tuneloop.tune_on_simulator(path, base=ACCEL / "SM7_QV100.gpgpusim.config",
-                                        build=object(), workers=1,
-                                        only=("dp_mad_latency", "dp_mad_initiation"))
+
+    def tune(latency: float, interval: float):  # noqa: ANN202
+        src = json.loads((DATA / "microbench" / "gpgpusim" / "SM7_QV100.microbench.json")
+                         .read_text())
+        for m in src["measurements"]:
+            if m["name"] == "fp64_latency":
+                m["value"] = latency
+            if m["name"] == "fp64_throughput":
+                m["value"] = units * 64 / interval
+        path = tmp_path / "microbench.json"
+        path.write_text(json.dumps(src))
+        return tuneloop.tune_on_simulator(path, base=ACCEL / "SM7_QV100.gpgpusim.config",
+                                          build=object(), workers=1,
+                                          only=("dp_mad_latency", "dp_mad_initiation"))
+
+    result = tune(13.3, 6)
     got = {st.knob.key: st.value for st in result.knobs}
     assert got == {"dp_mad_latency": 8, "dp_mad_initiation": 6}
+    # silicon-like: a 4-cycle chain (below the simulator's floor of 1 + 5.3) at interval
+    # 2: the latency stops at the interval, said so; the interval is kept
+    result = tune(4.0, 2)
+    got = {st.knob.key: st for st in result.knobs}
+    assert got["dp_mad_initiation"].value == 2 and got["dp_mad_latency"].value == 2
+    assert "below the simulator's floor" in got["dp_mad_latency"].note
+    assert "initiation interval" in got["dp_mad_latency"].note
