@@ -542,6 +542,9 @@ def tune_on_simulator(
             if st.search.lo > st.knob.lo and st.search.best() == st.search.lo:
                 st.note += ("; the bound is the same entry's initiation interval (an "
                             "interval above its latency crashes GPGPU-Sim)")
+            if st.search.hi < st.knob.hi and st.search.best() == st.search.hi:
+                st.note += ("; the bound is the same entry's tuned latency (an interval "
+                            "above its latency crashes GPGPU-Sim), not the simulator's")
             say(f"unreachable: {st.knob.option}"
                 f"{f' entry {st.knob.entry}' if st.knob.entry is not None else ''} "
                 f"({', '.join(st.knob.inputs)}): {st.note}")
