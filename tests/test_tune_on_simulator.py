@@ -113,9 +113,9 @@ def test_a_drawn_card_is_recovered_and_never_read(
 @pytest.mark.slow
 def test_max_div_shfl_sfu_entries_follow_their_probes(tmp_path: Path) -> None:
     """SM75_RTX2060_S's lists differ from its base's (int 4,13,4,5,145,32 vs 4,4,4,4,21;
-    fp MAX 13 vs 4; SFU 100 vs 21). With the unit probes' measurements (MAX, DIV, SHFL,
-    SFU: taken here with the simulator probes under the suite's names, as the suite's own
-    probes will write them), every probed entry of the tuned card re-simulates within 2
+    fp MAX 13 vs 4; SFU 100 vs 21). With the suite's unit probes run on the card (MAX,
+    DIV, SHFL, SFU: microbench.unit_ops, as the simulated suite writes them), every probed
+    entry of the tuned card, re-simulated with the one-warp check probes, is within 2
     cycles or 3 % of the card's; ADD and MUL, which nothing measures, stay the base's."""
     build = require_sim_build()
     true = card_config("SM75_RTX2060_S", build)

@@ -24,6 +24,7 @@ from hilsim.simmodel.gpgpusim.tunedcard import (
     config_text,
     dl2_value,
     icnt_for,
+    list_entries,
     list_rows,
     partition_indexing,
     pipeline_depths,
@@ -282,3 +283,64 @@ def test_the_gpgpusim_convention_says_when_it_clamps(
     report = json.loads((tmp_path / "o" / "tune-report.json").read_text())
     fp = next(o for o in report["options"] if o["name"] == "-ptx_opcode_latency_fp")
     assert fp["value"].startswith("1,1,1,1") and "pipeline floor" in fp["note"]
+
+
+# --- the loop's bookkeeping on a stand-in simulator ------------------------------------
+
+
+def test_an_interval_simulated_at_a_stale_latency_is_not_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full-occupancy rate is latency-bound near the interval, and an interval above its
+    latency crashes GPGPU-Sim: the MAD interval moves once its latency is settled and
+    forgets points simulated at another latency. Stand-in simulator (a card with DP MAD
+    latency 8, interval 6; the chain adds 5.3 cycles, the rate pays 0.8 cycle per cycle of
+    latency above 8): the interval comes back 6, not the 5 that a point simulated at the
+    first-guess latency 13 brackets with. (Real-simulator evidence: drawn cards in
+    benchmarks/tune_on_simulator.py.)"""
+    from hilsim.simmodel.gpgpusim import tuneloop  # noqa: PLC0415 (the module under test)
+
+    qv = card("SM7_QV100")
+    units = int(qv.option("-gpgpu_num_dp_units"))
+
+    def cycles(c) -> tuple[int, int]:  # noqa: ANN001
+        lat = int(list_entries(c, "-ptx_opcode_latency_dp")[3])
+        ini = int(list_entries(c, "-ptx_opcode_initiation_dp")[3])
+        assert ini <= lat, f"interval {ini} above latency {lat}: the simulator would crash"
+        return lat, ini
+
+    def evaluate(self, evaluators, c):  # noqa: ANN001, ANN202
+        lat, ini = cycles(c)
+        out = {}
+        if "lat.fp64" in evaluators:
+            out["fp64_latency"] = lat + 5.3
+        if "tput.fp64" in evaluators:
+            out["fp64_throughput"] = units * 64 / (ini + 0.8 * max(0, lat - 8))
+        return out
+
+    monkeypatch.setattr(tuneloop._Runner, "evaluate", evaluate)
+
+    def tune(latency: float, interval: float):  # noqa: ANN202
+        src = json.loads((DATA / "microbench" / "gpgpusim" / "SM7_QV100.microbench.json")
+                         .read_text())
+        for m in src["measurements"]:
+            if m["name"] == "fp64_latency":
+                m["value"] = latency
+            if m["name"] == "fp64_throughput":
+                m["value"] = units * 64 / interval
+        path = tmp_path / "microbench.json"
+        path.write_text(json.dumps(src))
+        return tuneloop.tune_on_simulator(path, base=ACCEL / "SM7_QV100.gpgpusim.config",
+                                          build=object(), workers=1,
+                                          only=("dp_mad_latency", "dp_mad_initiation"))
+
+    result = tune(13.3, 6)
+    got = {st.knob.key: st.value for st in result.knobs}
+    assert got == {"dp_mad_latency": 8, "dp_mad_initiation": 6}
+    # silicon-like: a 4-cycle chain (below the simulator's floor of 1 + 5.3) at interval
+    # 2: the latency stops at the interval, said so; the interval is kept
+    result = tune(4.0, 2)
+    got = {st.knob.key: st for st in result.knobs}
+    assert got["dp_mad_initiation"].value == 2 and got["dp_mad_latency"].value == 2
+    assert "below the simulator's floor" in got["dp_mad_latency"].note
+    assert "initiation interval" in got["dp_mad_latency"].note

@@ -30,13 +30,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from hilsim.microbench import unit_ops
 from hilsim.simmodel.gpgpusim.cards import CONFIG_NAME, CardConfig
 from hilsim.simmodel.gpgpusim.simdevice import GpgpusimDevice, card_device_facts
 from hilsim.simmodel.gpgpusim.tunedcard import list_entries
-from hilsim.simmodel.gpgpusim.tuneknobs import EVALUATORS, PROBE_KNOBS
+from hilsim.simmodel.gpgpusim.tuneknobs import EVALUATORS
 from hilsim.simmodel.gpgpusim.unitprobe import ENTRY_NAMES, PROBES, probe_measurements
 
-from hilsim.core.measurement import Measurement, read_microbench_json, write_microbench_json
+from hilsim.core.measurement import read_microbench_json, write_microbench_json
 
 #: GPGPU-Sim's cards no calibration or base used
 HELD_OUT: tuple[str, ...] = ("SM7_GV100", "SM7_TITANV", "SM75_RTX2060_S")
@@ -124,19 +125,14 @@ def with_unit_probes(
     card: CardConfig, build: Any, microbench: str | os.PathLike[str],
     out: str | os.PathLike[str],
 ) -> Path:
-    """``microbench`` plus the unit-probe measurements the tuner reads
-    (:data:`~hilsim.simmodel.gpgpusim.tuneknobs.PROBE_KNOBS`: MAX, DIV, SHFL, SFU latency
-    and initiation), measured on ``card`` with the simulator probes under the suite's
-    names (what the suite's own probes will write)."""
+    """``microbench`` plus the suite's unit probes (:func:`hilsim.microbench.unit_ops.
+    simulated`: MAX, DIV, SHFL, SFU latency and initiation) run on ``card``, as
+    ``hilsim agent microbench --backend gpgpusim`` writes them (for files measured
+    before the suite had them)."""
     rows, facts = read_microbench_json(microbench)
-    device = GpgpusimDevice(card, build=build)
-    keys = sorted({key for _o, _e, key in PROBE_KNOBS.values()})
-    probed = {m.name: m for m in probe_measurements(device, keys)}
-    for name, (_option, _entry, key) in PROBE_KNOBS.items():
-        what = "initiation" if name.endswith("initiation") else "latency"
-        m = probed[f"probe.{key}.{what}"]
-        rows.append(Measurement(name, m.value, "cycles", {**m.params, "probe": m.name},
-                                m.samples, 0.0, m.valid, m.note))
+    have = {m.name for m in rows}
+    probed = unit_ops.simulated(GpgpusimDevice(card, build=build))
+    rows.extend(m for m in probed if m.name not in have)
     return write_microbench_json(out, rows, facts)
 
 
@@ -173,7 +169,9 @@ def draw_card(seed: int, base: CardConfig, folder: str | os.PathLike[str]) -> Dr
     for i, lst in enumerate(("fp", "dp", "int")):
         lat = list_entries(base, f"-ptx_opcode_latency_{lst}")
         init = list_entries(base, f"-ptx_opcode_initiation_{lst}")
-        mad = int(rng.integers(3, 12))
+        # an interval above its latency crashes GPGPU-Sim (measured: SIGSEGV, int MAD
+        # latency 5 with interval 6): no card has one
+        mad = max(int(rng.integers(3, 12)), inits[i])
         lat[3] = str(mad)
         lat[1] = str(max(int(lat[1]), mad))  # the unit's pipeline depth (MAX) covers it
         init[3] = str(inits[i])

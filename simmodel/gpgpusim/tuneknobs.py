@@ -25,15 +25,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hilsim.microbench import bandwidth, compute, latency, launch
+from hilsim.microbench import bandwidth, compute, latency, launch, unit_ops
 from hilsim.microbench.device import Device
-from hilsim.simmodel.gpgpusim import unitprobe
 
 from hilsim.core import measurement_names as mn
 from hilsim.core.measurement import Measurement
 
-#: plausible launch latency in cycles: outside it the measurement is a host round trip
-LAUNCH_CYCLES_RANGE = (500.0, 20000.0)
+#: plausible launch latency in cycles: above it the measurement is a host round trip;
+#: below GPGPU-Sim's floor (latency 0: ~274 cycles on SM7_TITANV, whose config leaves the
+#: option at its default 0) the search reports the target unreachable
+LAUNCH_CYCLES_RANGE = (0.0, 20000.0)
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,9 @@ def _dram_minus_l2(m: Mapping[str, float], _ctx: Context) -> float:
 
 POW2 = tuple(1 << i for i in range(9))
 
-#: the suite's unit probes (cycles): measurement name -> (option, entry, probe key)
+#: the suite's unit probes (cycles, :mod:`hilsim.microbench.unit_ops`): measurement name
+#: -> (option, entry, the one-warp check probe's key in
+#: :mod:`hilsim.simmodel.gpgpusim.unitprobe`)
 PROBE_KNOBS: dict[str, tuple[str, int | None, str]] = {
     "int_max_latency": ("-ptx_opcode_latency_int", 1, "int.max"),
     "fp_max_latency": ("-ptx_opcode_latency_fp", 1, "fp.max"),
@@ -116,6 +119,12 @@ PROBE_KNOBS: dict[str, tuple[str, int | None, str]] = {
     "sfu_latency": ("-ptx_opcode_latency_sfu", None, "sfu.ex2"),
     "sfu_initiation": ("-ptx_opcode_initiation_sfu", None, "sfu.ex2"),
 }
+
+
+def _latency_of(name: str) -> tuple[str, ...]:
+    """An initiation probe's knob depends on the same instruction's latency knob."""
+    lat = name.replace("_initiation", "_latency")
+    return (lat,) if name.endswith("_initiation") and lat in PROBE_KNOBS else ()
 
 
 def _knobs() -> tuple[Knob, ...]:
@@ -145,14 +154,25 @@ def _knobs() -> tuple[Knob, ...]:
         out.append(Knob(f"{lst}_mad_initiation", f"-ptx_opcode_initiation_{lst}", 3, (tput,),
                         f"tput.{unit}", _per_unit_cycles(tput, units),
                         f"{compute.TYPES[unit][2]} throughput, full occupancy: units x 64 / "
-                        "flop/clk/SM"))
+                        "flop/clk/SM",
+                        # a full-occupancy rate is latency-bound near the interval: points
+                        # simulated at another MAD latency are stale; and an interval above
+                        # the entry's latency crashes the simulator (measured: SIGSEGV, int
+                        # MAD latency 5, interval 6), so the interval moves once the
+                        # latency is settled
+                        depends_on=(f"{lst}_mad_latency",),
+                        waits_for=(f"{lst}_mad_latency",)))
     out.append(Knob("shmem_banks", "-gpgpu_shmem_num_banks", None, (mn.SHARED_BANDWIDTH,),
                     "shared_bw", lambda m, _c: float(m[mn.SHARED_BANDWIDTH]) / 4,
                     "shared-memory bandwidth / 4 B per bank (powers of two)", domain=POW2))
-    for name, (option, entry, key) in PROBE_KNOBS.items():
-        out.append(Knob(name, option, entry, (name,), f"probe.{key}", _value(name),
-                        f"one-warp {unitprobe.PROBE_BY_KEY[key].text.split()[0]} "
-                        f"{'chain' if 'latency' in name else 'independent issue'}"))
+    ops = {n: op for op in unit_ops.OPS.values()
+           for n in (op.latency_name, op.initiation_name) if n}
+    for name, (option, entry, _key) in PROBE_KNOBS.items():
+        out.append(Knob(name, option, entry, (name,), "units", _value(name),
+                        f"one-warp {ops[name].ptx} "
+                        f"{'chain' if 'latency' in name else 'independent chains'} "
+                        "(the suite's unit probe)",
+                        depends_on=_latency_of(name), waits_for=_latency_of(name)))
     return tuple(out)
 
 
@@ -160,17 +180,6 @@ KNOBS: tuple[Knob, ...] = _knobs()
 KNOB_BY_KEY = {k.key: k for k in KNOBS}
 
 Evaluator = Callable[[Device], list[Measurement]]
-
-
-def _probe_evaluator(key: str) -> Evaluator:
-    def run(device: Device) -> list[Measurement]:
-        out = unitprobe.probe_measurements(device, [key], bench=f"probe.{key}")
-        names = {f"probe.{key}.{w}": n for n, (_o, _e, k) in PROBE_KNOBS.items() if k == key
-                 for w in ("latency", "initiation") if n.endswith(w)}
-        return [Measurement(names[m.name], m.value, m.unit, m.params, m.samples, m.spread,
-                            m.valid, m.note) for m in out if m.name in names]
-
-    return run
 
 
 #: evaluator -> the suite's function that measures its names on a device
@@ -184,7 +193,9 @@ EVALUATORS: dict[str, Evaluator] = {
     "shared_bw": lambda d: [bandwidth.onchip(d, "shared")],
     "l2_bw": bandwidth.l2,
     "dram_bw": lambda d: [bandwidth.dram_read_slice(d)],
-    **{f"probe.{k}": _probe_evaluator(k) for k in {v[2] for v in PROBE_KNOBS.values()}},
+    # the suite's unit probes, every one in one program (as the suite runs them on a
+    # simulated card)
+    "units": lambda d: unit_ops.simulated(d),
 }
 #: evaluators whose kernels the suite runs on a memory slice (the slice's SMs matter)
 MEMORY_EVALUATORS = ("l2_bw", "dram_bw")

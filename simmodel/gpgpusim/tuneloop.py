@@ -113,7 +113,7 @@ def _module_of(evaluator: str) -> tuple[str, ...]:
         return MODULES[evaluator]
     if evaluator.startswith(("lat.", "tput.")):
         return ("compute.arith",)
-    return ("unitprobe.probes",)
+    return ("compute.ops",)
 
 
 @dataclass
@@ -493,6 +493,7 @@ def tune_on_simulator(
     previous: dict[str, int] = {}
     by_key = {st.knob.key: st for st in states}
     for r in range(max_rounds + 1):
+        _interval_within_latency(states, by_key, previous)
         proposals = {st.knob.key: _proposal(st, by_key, previous) for st in states}
         changed = {k for k, v in proposals.items() if previous.get(k, v) != v}
         for st in states:  # a dependency moved: this knob's earlier points are stale
@@ -538,6 +539,12 @@ def tune_on_simulator(
     for st in states:
         if st.search.unreachable and not st.frozen:
             st.note = st.search.unreachable
+            if st.search.lo > st.knob.lo and st.search.best() == st.search.lo:
+                st.note += ("; the bound is the same entry's initiation interval (an "
+                            "interval above its latency crashes GPGPU-Sim)")
+            if st.search.hi < st.knob.hi and st.search.best() == st.search.hi:
+                st.note += ("; the bound is the same entry's tuned latency (an interval "
+                            "above its latency crashes GPGPU-Sim), not the simulator's")
             say(f"unreachable: {st.knob.option}"
                 f"{f' entry {st.knob.entry}' if st.knob.entry is not None else ''} "
                 f"({', '.join(st.knob.inputs)}): {st.note}")
@@ -549,6 +556,31 @@ def tune_on_simulator(
         runner.runs, skipped, notes, final_sim, _cpu_seconds() - cpu0,
         time.monotonic() - started, runner.workers, runner.memory_slice_sms, ctx, entries,
     )
+
+
+def _interval_within_latency(
+    states: list[KnobState], by_key: Mapping[str, KnobState], previous: Mapping[str, int]
+) -> None:
+    """Keep every candidate's initiation interval at or below its entry's latency:
+    GPGPU-Sim crashes otherwise (measured: SIGSEGV, int MAD latency 5 with interval 6).
+    The latency's search starts at the interval (a target below it is reported as
+    unreachable at that bound) and the interval's ends at the latency; simulated points
+    outside the new bounds are dropped."""
+    for st in states:
+        lat = next((by_key[k] for k in st.knob.depends_on
+                    if k in by_key and k.endswith("_latency")), None)
+        if lat is None or not st.knob.key.endswith("_initiation"):
+            continue
+        ini_now = st.value if st.frozen else previous.get(st.knob.key, st.search.first_guess)
+        if not lat.frozen:
+            lat.search.lo = max(lat.knob.lo, ini_now)
+        lat_now = lat.value if lat.frozen else previous.get(
+            lat.knob.key, max(lat.search.lo, lat.search.first_guess))
+        if not st.frozen:
+            st.search.hi = max(st.knob.lo, min(st.knob.hi, lat_now))
+        for s_ in (lat.search, st.search):
+            for x in [x for x in s_.history if not s_.lo <= x <= s_.hi]:
+                del s_.history[x]
 
 
 def _proposal(

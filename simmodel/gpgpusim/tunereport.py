@@ -28,6 +28,7 @@ SCHEMA = "hilsim.tune-on-simulator/1"
 
 def _knob_rows(result: LoopResult) -> list[dict[str, Any]]:
     rows = []
+    written = {s.option: s.value for s in result.settings}
     for st in result.knobs:
         k = st.knob
         simulated = (
@@ -42,7 +43,8 @@ def _knob_rows(result: LoopResult) -> list[dict[str, Any]]:
             "quantity": k.what,
             "measured": st.target,
             "simulated": simulated,
-            "value": st.value,
+            # a knob that kept the base: what the card file has (not the search's guess)
+            "value": written.get(k.option, st.base_value) if st.frozen else st.value,
             "base_value": st.base_value,
             "first_guess": st.search.first_guess,
             "settled": bool(st.frozen or st.search.settled),
