@@ -220,3 +220,48 @@ def test_parquet_bytes_are_arrow_memory(bundle, monkeypatch):
     monkeypatch.setattr(module, "_parquet_rows", spy)
     read_bundle(bundle)
     assert seen and all(isinstance(d, pa.Buffer) and d.is_mutable for d in seen), seen
+
+
+# ---------------------------------------------------------- memory before rows
+
+def test_more_launches_than_memory_refused_before_reading(capsys, bundle, monkeypatch):
+    """A dense bundle whose launches would not fit in the memory this process may allocate
+    is one line before any row is read (instead of the kernel killing the command)."""
+    from hilsim.core import limits
+
+    n = 1_000_000
+    table = pa.table({
+        "launch_id": np.arange(n, dtype=np.int64),
+        "name": pa.DictionaryArray.from_arrays(np.zeros(n, dtype=np.int32), ["k"]),
+        "kernel": pa.DictionaryArray.from_arrays(np.zeros(n, dtype=np.int32), ["k"]),
+        "duration_ns": np.ones(n, dtype=np.int64),
+    })
+    pq.write_table(table, bundle / "launches.parquet", compression="zstd")
+    data = manifest(bundle)
+    data["n_launches"] = n
+    resign(bundle, data)
+    monkeypatch.setenv("HILSIM_MAX_ROWS_PER_BYTE", "100000")
+    monkeypatch.setattr(limits, "memory_available", lambda: 100 * 2**20)
+    refused(capsys, bundle, "launches.parquet", "1000000 launches need about 0.1 GiB",
+            "may allocate 0.1 GiB")
+    monkeypatch.setattr(limits, "memory_available", lambda: 4 * 2**30)
+    plan = bundle.parent / "plan.json"
+    assert main(["plan", str(bundle), "-m", "random", "-o", str(plan)]) == 0
+
+
+def test_memory_available_follows_the_address_space_limit() -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import resource\n"
+        "from hilsim.core.limits import memory_available\n"
+        "statm = int(open('/proc/self/statm').read().split()[0]) * resource.getpagesize()\n"
+        "cap = statm + 300 * 2**20\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (cap, resource.RLIM_INFINITY))\n"
+        "free = memory_available()\n"
+        "print(free <= 300 * 2**20 and free > 0)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "True", out.stderr

@@ -343,6 +343,8 @@ def _parquet_rows(path: Path, data: pa.Buffer | None, expected: int | None = Non
         )
     if expected is not None and rows == 0:
         raise HilsimError(f"{path}: empty profile: no kernel launches")
+    if expected is not None:
+        limits.check_launch_memory(path, rows)
     if expected is not None and rows != expected:
         raise HilsimError(
             f"{path}: holds {rows} rows but the manifest says n_launches {expected} "

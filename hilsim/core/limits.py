@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 from dataclasses import dataclass
 
 from hilsim.core.errors import HilsimError
@@ -122,6 +123,63 @@ def exceeded(source: object, name: str, detail: str) -> HilsimError:
         f"{source}: {detail}: over the limit {name}={value(name)} "
         f"(raise it with `hilsim --limit {name}=N ...` or HILSIM_{name.upper()})"
     )
+
+
+#: bytes a command holds per launch of a bundle it reads: the columns it converts plus the
+#: method's temporaries (measured on the densest bundle, ``benchmarks/bench_dense_bundle.py``:
+#: 65-148 bytes per launch; ``docs/limits.md``)
+BYTES_PER_LAUNCH = 150
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        with open(path, encoding="ascii") as handle:
+            text = handle.read().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def memory_available() -> int | None:
+    """Bytes this process may still allocate: the least of the system's ``MemAvailable``,
+    the cgroup's ``memory.max - memory.current`` and the address-space limit
+    (``RLIMIT_AS``) less what is mapped now; ``None`` where none of them can be read."""
+    found: list[int] = []
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    found.append(int(line.split()[1]) * 1024)
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    cap, used = _read_int("/sys/fs/cgroup/memory.max"), _read_int("/sys/fs/cgroup/memory.current")
+    if cap is not None and used is not None:
+        found.append(cap - used)
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY:
+        try:
+            with open("/proc/self/statm", encoding="ascii") as handle:
+                mapped = int(handle.read().split()[0]) * resource.getpagesize()
+        except (OSError, ValueError, IndexError):
+            mapped = 0
+        found.append(soft - mapped)
+    return max(min(found), 0) if found else None
+
+
+def check_launch_memory(source: object, launches: int) -> None:
+    """Refuse, in one line and before any row is read, a table of more launches than the
+    memory this process may still allocate holds at :data:`BYTES_PER_LAUNCH` each (a
+    small, densely encoded bundle would otherwise be killed mid-command)."""
+    free = memory_available()
+    need = launches * BYTES_PER_LAUNCH
+    if free is not None and need > free:
+        raise HilsimError(
+            f"{source}: {launches} launches need about {need / 2**30:.1f} GiB "
+            f"({BYTES_PER_LAUNCH} bytes each) but this process may allocate "
+            f"{free / 2**30:.1f} GiB (free memory, cgroup and ulimit -v): run it on a larger "
+            "machine or on part of the profile"
+        )
 
 
 #: JSON nesting is bounded by Python's recursion limit (about 1,000 levels; real traces,
