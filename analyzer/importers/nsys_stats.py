@@ -346,6 +346,8 @@ def _per_value(codes: np.ndarray, table: np.ndarray) -> np.ndarray:
     code is -1; int64 when every row has a value (what the float readers' column holds
     after the int64 check, without the float round trip)."""
     if not np.isnan(table).any() and (len(codes) == 0 or int(codes.min()) >= 0):
+        if len(table) and (table == table[0]).all():  # one value (e.g. grid_y = 1)
+            return np.full(len(codes), int(table[0]), dtype=np.int64)
         return table.astype(np.int64)[codes]
     out = np.append(table.astype(np.float64), np.nan)
     return out[codes]
