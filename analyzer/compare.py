@@ -36,23 +36,25 @@ import json
 import multiprocessing
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from hilsim.analyzer import methods
 from hilsim.analyzer.evaluate import score_plan
 from hilsim.analyzer.tablecache import TableCache
 from hilsim.analyzer.tracecheck import bundle_warnings, method_warnings
 
 from hilsim.core import limits
-from hilsim.core.bundle import Bundle, hilsim_version
+from hilsim.core.bundle import Bundle, hilsim_version, read_bundle
 from hilsim.core.errors import HilsimError
 from hilsim.core.files import write_bytes_atomic
 from hilsim.core.plottext import plain_text
+from hilsim.core.schema import LAUNCH_COLUMNS
 
 #: the ``schema`` of the comparison document (``compare.json``)
 COMPARE_SCHEMA = "hilsim.compare/1"
@@ -71,6 +73,8 @@ _STATE: dict[str, Any] = {}
 #: 0.86 GB for a 0.25 GB bundle at 1M launches, 6.8 GB for 2.5 GB at 10M)
 WORKER_BUNDLE_FACTOR = 3.0
 GB = 1024**3
+# bytes per launch of a nullable integer launch column in memory (values + null mask)
+_INT_COLUMN_BYTES = 9
 
 
 def profiling_level(needs: tuple[str, ...]) -> str:
@@ -265,28 +269,75 @@ def memory_capped_workers(
     )
 
 
-def launch_columns(names: Iterable[str]) -> tuple[str, ...] | None:
-    """The launch columns the methods ``names`` ("all": every registered one) read
-    together (:attr:`~hilsim.analyzer.methods.base.Method.launch_columns`); ``None`` when
-    one of them reads every column. A comparison reads only these: at 50M launches each
-    nullable integer column left on disk is 0.45 GB not held."""
+def launch_columns(
+    names: Iterable[str], params: dict[str, dict[str, Any]] | None = None
+) -> tuple[str, ...] | None:
+    """The launch columns the methods ``names`` ("all": every registered one), with their
+    ``params``, read together (:attr:`~hilsim.analyzer.methods.base.Method.launch_columns`
+    of each method as created); ``None`` when one of them reads every column. A comparison
+    reads only these: at 50M launches each nullable integer column left on disk is 0.45 GB
+    not held."""
     chosen = list(names)
     if not chosen or chosen == ["all"]:
         chosen = methods.available()
+    params = params or {}
     wanted: dict[str, None] = {}
     for name in chosen:
         try:
-            columns = methods.get(name).launch_columns
+            columns = methods.create(name, **params.get(name, {})).launch_columns
         except HilsimError:
-            return None  # an unknown name: the comparison words it
+            return None  # an unknown name or parameter: the comparison words it
         if columns is None:
             return None
         wanted.update(dict.fromkeys(columns))
     return tuple(wanted)
 
 
-def _init_worker(bundle: Bundle, target: Bundle, params: dict[str, dict[str, Any]]) -> None:
-    _STATE.update(bundle=bundle, target=target, params=params, cache=TableCache(), cached=None)
+#: reads the launch columns a method names (``None``: all) into a bundle; see
+#: :func:`compare_methods`'s ``columns_of``
+ColumnReader = Callable[[tuple[str, ...] | None], Bundle]
+
+
+def _init_worker(
+    bundle: Bundle,
+    target: Bundle,
+    params: dict[str, dict[str, Any]],
+    columns_of: ColumnReader | None = None,
+) -> None:
+    _STATE.update(bundle=bundle, base=bundle, target=target, params=params,
+                  cache=TableCache(), cached=None, columns_of=columns_of)
+
+
+def bundle_columns_reader(bundle: Bundle, path: str | Path | None) -> ColumnReader | None:
+    """A :data:`ColumnReader` that adds the columns ``bundle`` lacks from the bundle folder
+    ``path`` (its launch columns shared, not copied); ``None`` when ``path`` is not a
+    bundle folder (a profile file is read whole)."""
+    if path is None or not Path(path).is_dir():
+        return None
+    folder = Path(path)
+
+    def read(columns: tuple[str, ...] | None) -> Bundle:
+        have = bundle.launches
+        wanted = list(LAUNCH_COLUMNS) if columns is None else list(columns)
+        missing = [c for c in wanted if c in LAUNCH_COLUMNS and c not in have.columns]
+        if not missing:
+            return bundle
+        read = read_bundle(folder, columns=missing)
+        if read.manifest.get("digest") != bundle.manifest.get("digest"):
+            raise HilsimError(f"{folder}: changed while it was compared (run compare again)")
+        extra = read.launches
+        del read
+        frame = pd.DataFrame(
+            {c: (have[c] if c in have.columns else extra[c]) for c in LAUNCH_COLUMNS
+             if c in have.columns or c in extra.columns},
+            index=have.index,
+            copy=False,
+        )
+        del extra
+        return Bundle(frame, bundle.metrics, bundle.regions, bundle.manifest, bundle.microbench,
+                      bundle.path)
+
+    return read
 
 
 def _run(
@@ -299,13 +350,23 @@ def _run(
     result it belongs to: ``label`` as given, else ``name``); or ``key``, ``label``,
     ``name`` and ``skipped`` (the one-line reason) when the method cannot run.
     """
-    bundle: Bundle = _STATE["bundle"]
-    target: Bundle = _STATE["target"]
     row = label or name
     if _STATE["cached"] != row:
         # runs arrive grouped by method: keep one method's shared values at a time, so
         # STEM's sort (~0.3 GB at 10M) is not held while the next method plans
         _STATE.update(cache=TableCache(), cached=row)
+        if _STATE.get("columns_of") is not None:
+            # and only its launch columns (as its parameters make them): the previous
+            # method's are dropped first
+            _STATE["bundle"] = _STATE["base"]
+            try:
+                created = methods.create(name, **(_STATE["params"].get(name, {}) | (extra or {})))
+                _STATE["bundle"] = _STATE["columns_of"](created.launch_columns)
+                del created
+            except HilsimError as exc:
+                return {"key": row, "label": row, "name": name, "skipped": str(exc)}
+    bundle: Bundle = _STATE["bundle"]
+    target: Bundle = _STATE["target"]
     try:
         method = methods.create(name, **(_STATE["params"].get(name, {}) | (extra or {})))
         if method.stochastic:
@@ -379,8 +440,15 @@ def compare_methods(
     progress: Any = None,
     budget_of: str | None = "stem",
     budget: str = "time",
+    columns_of: ColumnReader | None = None,
 ) -> dict[str, Any]:
     """Run ``names`` (default: every registered method) over ``seeds`` and score them.
+
+    ``columns_of``: when given, ``bundle`` may hold only the columns every method reads
+    (``launch_id``, ``name``, ``kernel``, ``duration_ns``); each method's own launch
+    columns are read with it when its runs start and dropped when the next method's
+    start (runs in this process), or read once for all of them (worker processes). The
+    largest method, not the union of all, then sets the memory.
 
     Baselines at the same budget: when ``budget_of`` (default ``stem``) is among the
     methods and ran, ``random`` and ``first-n`` (those of them in ``names`` whose
@@ -437,8 +505,18 @@ def compare_methods(
     ]
     n_tasks = len(tasks) + sum((seeds if methods.get(n).stochastic else 1) for n in matched)
     workers = workers or min(n_tasks, os.cpu_count() or 1)
-    per_worker = int(WORKER_BUNDLE_FACTOR * bundle_bytes([bundle, holdout or bundle]))
+    union = launch_columns([*first_phase, *matched], params)
+    in_bundle = (
+        0 if columns_of is None else bundle.n_launches * _INT_COLUMN_BYTES * sum(
+            c not in bundle.launches.columns for c in (union or LAUNCH_COLUMNS)
+        )
+    )  # the columns a worker would read besides those given (nullable int64: 9 B each)
+    per_worker = int(
+        WORKER_BUNDLE_FACTOR * (bundle_bytes([bundle, holdout or bundle]) + in_bundle)
+    )
     workers, workers_note = memory_capped_workers(workers, per_worker, available_bytes())
+    if columns_of is not None and workers > 1:  # workers get every column they read
+        bundle = columns_of(union)
 
     def collect(outcomes: list[dict[str, Any]]) -> None:
         for outcome in outcomes:
@@ -500,7 +578,7 @@ def compare_methods(
 
             phases(in_pool)
     else:
-        _init_worker(bundle, holdout or bundle, params)
+        _init_worker(bundle, holdout or bundle, params, columns_of)
         try:
             phases(lambda batch: (_run(*task) for task in batch))
         finally:
@@ -551,7 +629,8 @@ def compare_profile(
     leaves unchecked.
     """
     result = compare_methods(
-        bundle, names, seeds, holdout, params, workers, progress, budget_of, budget
+        bundle, names, seeds, holdout, params, workers, progress, budget_of, budget,
+        columns_of=bundle_columns_reader(bundle, path),
     )
     input_warnings = bundle_warnings(bundle) + method_warnings(bundle.launches, "any method")
     for summary in result["methods"]:

@@ -224,3 +224,33 @@ def test_compare_reads_the_union_of_the_methods_launch_columns() -> None:
     for name in methods.available():
         declared = methods.get(name).launch_columns
         assert declared is not None and set(declared) <= set(every), name
+
+
+def test_methods_read_their_own_columns_from_the_bundle_folder(tmp_path) -> None:
+    # compare given only the columns every method reads: STEM's grid/block are read from
+    # the folder when its runs start (in this process and for workers), and the table is
+    # the one of the whole bundle; without them STEM's clusters differ on this profile
+    from hilsim.analyzer.compare import bundle_columns_reader
+    from hilsim.analyzer.importers.profile import import_profile
+
+    from hilsim.core.bundle import read_bundle, write_bundle
+
+    folder = write_bundle(
+        import_profile(DATA / "nsys-sqlite" / "casio-nerf-a100.nsys.sqlite"), tmp_path / "b"
+    )
+    whole = read_bundle(folder)
+    base = read_bundle(folder, columns=())
+    assert "grid_x" not in base.launches.columns
+    names = ["stem", "random", "first-n"]
+
+    def table(result: dict) -> list:
+        return [(m["method"], m["errors"], m["speedups"], m["mean_samples"])
+                for m in result["methods"]]
+
+    expected = table(compare_methods(whole, names, seeds=2, workers=1))
+    for workers in (1, 2):
+        got = compare_methods(base, names, seeds=2, workers=workers,
+                              columns_of=bundle_columns_reader(base, folder))
+        assert table(got) == expected, workers
+    blind = compare_methods(base, ["stem"], seeds=2, workers=1)  # no reader: no grid/block
+    assert table(blind)[0] != expected[[m[0] for m in expected].index("stem")]

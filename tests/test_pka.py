@@ -404,3 +404,32 @@ def test_two_level_covering_every_launch() -> None:
     assert plan.diagnostics["all_launches_error"] == pytest.approx(
         plan.diagnostics["projected_error"]
     )
+
+
+def test_one_level_pka_reads_only_the_grid_and_plans_the_same(tmp_path: Path) -> None:
+    # one-level PKA declares the grid as its launch columns (launch__grid_size when the
+    # metrics lack it); the plan from a bundle read with only those is the whole bundle's.
+    # Two-level PKA also reads its classifier's light features, and compare asks each
+    # method as its parameters make it.
+    from hilsim.analyzer.compare import launch_columns
+    from hilsim.analyzer.importers.profile import import_profile
+
+    from hilsim.core.bundle import read_bundle, write_bundle
+
+    sqlite = Path(__file__).parent / "data" / "nsys-sqlite" / "casio-nerf-a100.nsys.sqlite"
+    folder = write_bundle(import_profile(sqlite), tmp_path / "b")
+    one = methods.create("pka")
+    assert one.launch_columns == ("grid_x", "grid_y", "grid_z")
+    two = methods.create("pka", detailed_first=100)
+    assert {"regs", "smem_static", "block_x"} <= set(two.launch_columns or ())
+    assert "regs" in (launch_columns(["pka"], {"pka": {"detailed_first": 100}}) or ())
+    assert "regs" not in (launch_columns(["pka"]) or ())
+    narrow = read_bundle(folder, columns=one.launch_columns)
+    assert "regs" not in narrow.launches.columns
+    whole = read_bundle(folder)
+    for plan_of in (one, methods.create("pka", seed=3)):
+        a, b = plan_of.plan(narrow).to_dict(), plan_of.plan(whole).to_dict()
+        for d in (a, b):
+            d["diagnostics"].pop("plan_seconds", None)
+        assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    assert two.plan(read_bundle(folder, columns=two.launch_columns)).clusters

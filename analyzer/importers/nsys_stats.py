@@ -346,6 +346,8 @@ def _per_value(codes: np.ndarray, table: np.ndarray) -> np.ndarray:
     code is -1; int64 when every row has a value (what the float readers' column holds
     after the int64 check, without the float round trip)."""
     if not np.isnan(table).any() and (len(codes) == 0 or int(codes.min()) >= 0):
+        if len(table) and (table == table[0]).all():  # one value (e.g. grid_y = 1)
+            return np.full(len(codes), int(table[0]), dtype=np.int64)
         return table.astype(np.int64)[codes]
     out = np.append(table.astype(np.float64), np.nan)
     return out[codes]
@@ -408,28 +410,33 @@ def arrow_table(source: Path, layout: FastLayout, types: dict[str, pa.DataType])
     quotes or a name holding a line break) before it vouches for the table."""
     if not _is_utf8(source):
         return None
-    try:
-        with pa.OSFile(str(source)) as body:
-            body.seek(layout.body_offset)
-            return pa_csv.read_csv(
-                body,
-                read_options=pa_csv.ReadOptions(
-                    column_names=[f"c{i}" for i in range(layout.n_fields)],
-                    skip_rows=1,  # the header line
-                    block_size=_ARROW_BLOCK_BYTES,
-                ),
-                # a quoted value may hold line breaks, as the other readers allow
-                parse_options=pa_csv.ParseOptions(newlines_in_values=True),
-                convert_options=pa_csv.ConvertOptions(
-                    include_columns=list(types),
-                    column_types=types,
-                    null_values=[""],
-                    strings_can_be_null=False,
-                    quoted_strings_can_be_null=True,
-                ),
-            )
-    except (pa.ArrowException, OSError, ValueError):
-        return None
+    # Blocks are first cut at line breaks (the fast way); a quoted value that holds a line
+    # break across a cut puts the parser out of step with the cut, which Arrow refuses: the
+    # file is then read again with blocks cut where no quoted value is open (as the other
+    # readers allow line breaks in quoted values). Within a block both parse the same.
+    for newlines_in_values in (False, True):
+        try:
+            with pa.OSFile(str(source)) as body:
+                body.seek(layout.body_offset)
+                return pa_csv.read_csv(
+                    body,
+                    read_options=pa_csv.ReadOptions(
+                        column_names=[f"c{i}" for i in range(layout.n_fields)],
+                        skip_rows=1,  # the header line
+                        block_size=_ARROW_BLOCK_BYTES,
+                    ),
+                    parse_options=pa_csv.ParseOptions(newlines_in_values=newlines_in_values),
+                    convert_options=pa_csv.ConvertOptions(
+                        include_columns=list(types),
+                        column_types=types,
+                        null_values=[""],
+                        strings_can_be_null=False,
+                        quoted_strings_can_be_null=True,
+                    ),
+                )
+        except (pa.ArrowException, OSError, ValueError):
+            continue
+    return None
 
 
 def read_arrow(

@@ -101,6 +101,9 @@ HOLDOUT_FRACTION = 0.25
 MAX_NAME_COLUMNS = 64
 #: launch-table columns used as light features (log2(1 + value), null -> 0).
 LIGHT_INT_COLUMNS: tuple[str, ...] = LAUNCH_RESOURCE_COLUMNS
+#: the launch columns one-level PKA reads besides ids, names and durations: the grid, for
+#: launch__grid_size when the metrics lack it (two-level PKA reads LIGHT_INT_COLUMNS too)
+GRID_COLUMNS: tuple[str, ...] = ("grid_x", "grid_y", "grid_z")
 _PREDICT_CHUNK = 131_072
 
 
@@ -141,7 +144,7 @@ class PKA(Method):
 
     name: ClassVar[str] = "pka"
     needs: ClassVar[tuple[str, ...]] = ("metrics",)
-    launch_columns: ClassVar[tuple[str, ...] | None] = LAUNCH_RESOURCE_COLUMNS
+    launch_columns: ClassVar[tuple[str, ...] | None] = GRID_COLUMNS
     parameter_constraints: ClassVar[dict[str, Constraints]] = {
         "target_error": [Interval(float, 0, 1, closed="neither")],
         # bounded: one k-means fit per K = 1..k_max (PKA: "typically from 1 to 20")
@@ -168,6 +171,8 @@ class PKA(Method):
         strict: bool = False,
     ) -> None:
         self.init_params(locals())
+        if detailed_first is not None:  # the light features of the two-level classifier
+            self.launch_columns = LIGHT_INT_COLUMNS  # type: ignore[misc]
 
     # ------------------------------------------------------------------ plan
     def plan(self, bundle: Bundle) -> Plan:
@@ -179,6 +184,7 @@ class PKA(Method):
         notes: list[str] = []
         features, feature_diag = self._features(metrics, launches, detailed_rows, notes)
         times = self._times(metrics, launches, detailed_rows)
+        del metrics  # (light profile: a launch_id column as long as the launches)
         selection = select_principal_kernels(
             features,
             times,
@@ -188,6 +194,7 @@ class PKA(Method):
             minibatch_threshold=self.minibatch_threshold,
             seed=self.seed,
         )
+        del features, times  # each as long as the profiled launches: not needed any more
         notes.extend(selection.notes)
         diagnostics: dict[str, Any] = {
             "mode": "one-level" if self.detailed_first is None else "two-level",
@@ -200,8 +207,11 @@ class PKA(Method):
         durations = launches["duration_ns"].to_numpy(dtype=np.int64)
         rep_rows = detailed_rows[selection.first]
         if self.detailed_first is None:
-            labels_all = np.full(n, -1, dtype=np.int64)
-            labels_all[detailed_rows] = selection.labels
+            if detailed_rows.size == n:  # every launch profiled: the rows are 0..n-1
+                labels_all = selection.labels
+            else:
+                labels_all = np.full(n, -1, dtype=np.int64)
+                labels_all[detailed_rows] = selection.labels
             if detailed_rows.size < n:
                 notes.append(
                     f"metrics cover {detailed_rows.size} of {n} launches; one-level PKA "
@@ -252,7 +262,16 @@ class PKA(Method):
                     "only"
                 )
             # light profile with launch configurations: launch__grid_size (Table 2) is
-            # known exactly for every launch; the other 11 metrics are named as missing
+            # known exactly for every launch; the other 11 metrics are named as missing.
+            # Every launch is a row of its own (no sort, no search: at 50M launches each
+            # would be another 0.4 GB array)
+            if self.detailed_first is None:
+                duplicate = _first_duplicate(launch_ids)
+                if duplicate is not None:
+                    raise HilsimError(f"pka: metrics: duplicate launch_id {duplicate}")
+                return np.arange(launch_ids.size, dtype=np.int64), pd.DataFrame(
+                    {"launch_id": launch_ids}
+                )
             metrics = pd.DataFrame({"launch_id": launch_ids})
         if "launch_id" not in metrics.columns:
             raise HilsimError("pka: metrics table has no 'launch_id' column")
@@ -348,7 +367,8 @@ class PKA(Method):
 
     def _times(self, metrics: pd.DataFrame, launches: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
         if self.time_metric == "duration_ns":
-            return launches["duration_ns"].to_numpy(dtype=np.float64)[rows]
+            values = launches["duration_ns"].to_numpy(dtype=np.float64)
+            return values if rows.size == len(launches) else values[rows]
         if self.time_metric not in metrics.columns:
             raise HilsimError(
                 f"pka: time_metric {self.time_metric!r} is not in the bundle's metrics; "
@@ -458,6 +478,7 @@ def select_principal_kernels(
     for k in range(1, min(k_max, m) + 1):
         raw = _kmeans_labels(z, k, fit_rows, minibatch_threshold, seed)
         labels, sizes, first = chronological_groups(raw, k)
+        del raw  # (not held while the next K's labels are computed)
         projected = float(np.dot(sizes, times[first]))
         error = relative_error(projected, total)
         tried.append({"k": k, "groups": int(sizes.size), "error": error})
@@ -496,7 +517,9 @@ def chronological_groups(raw: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarra
     """
     m = raw.size
     first = np.full(k, m, dtype=np.int64)
-    np.minimum.at(first, raw, np.arange(m, dtype=np.int64))
+    for start in range(0, m, _BLOCK_ROWS):  # (block by block: no row index as long as raw)
+        stop = min(start + _BLOCK_ROWS, m)
+        np.minimum.at(first, raw[start:stop], np.arange(start, stop, dtype=np.int64))
     used = np.flatnonzero(first < m)
     order = used[np.argsort(first[used], kind="stable")]
     remap = np.full(k, -1, dtype=np.int64)
@@ -556,7 +579,27 @@ def _kmeans_labels(
         model.fit(sample)
         if fit_rows is None and isinstance(model, KMeans):
             return np.asarray(model.labels_, dtype=np.int64)
-        return np.asarray(model.predict(z), dtype=np.int64)
+        # each row's nearest centre, block by block (the same labels; scikit-learn's
+        # per-row weights and labels then never span all the rows)
+        labels = np.empty(m, dtype=np.int64)
+        for start in range(0, m, _BLOCK_ROWS):
+            labels[start : start + _BLOCK_ROWS] = model.predict(z[start : start + _BLOCK_ROWS])
+        return labels
+
+
+#: rows per block where a whole-length temporary is avoided
+_BLOCK_ROWS = 1 << 20
+
+
+def _first_duplicate(ids: np.ndarray, block: int = 1 << 20) -> int | None:
+    """The first id equal to the one before it in ``ids`` (ascending), block by block (no
+    temporary as long as ``ids``); ``None`` when every id differs from its neighbour."""
+    for start in range(1, ids.size, block):
+        stop = min(start + block, ids.size)
+        same = ids[start:stop] == ids[start - 1 : stop - 1]
+        if same.any():
+            return int(ids[start + int(np.argmax(same))])
+    return None
 
 
 def _grid_size(launches: pd.DataFrame, rows: np.ndarray) -> np.ndarray | None:
@@ -565,7 +608,9 @@ def _grid_size(launches: pd.DataFrame, rows: np.ndarray) -> np.ndarray | None:
     for column in ("grid_x", "grid_y", "grid_z"):
         if column not in launches.columns:
             return None
-        values = launches[column].to_numpy(dtype=np.float64, na_value=np.nan)[rows]
+        values = launches[column].to_numpy(dtype=np.float64, na_value=np.nan)
+        if rows.size < len(launches):  # (rows ascending and distinct: all of them is 0..n-1)
+            values = values[rows]
         if np.isnan(values).any():
             return None
         product *= values
@@ -582,10 +627,11 @@ def _cluster_records(
 ) -> list[dict[str, Any]]:
     """Plan cluster records; means, standard deviations and modes by bincount."""
     k = sizes.size
-    # (full-length temporaries are reused in place and dropped when done: at 50M launches
-    # each is 0.4 GB)
-    lab = labels[member]
-    dev = durations[member].astype(np.float64)
+    # (full-length temporaries are reused in place and dropped when done, none taken when
+    # every launch is a member: at 50M launches each is 0.4 GB)
+    every = bool(member.all())
+    lab = labels if every else labels[member]
+    dev = durations.astype(np.float64) if every else durations[member].astype(np.float64)
     safe = np.maximum(sizes, 1)
     means = np.bincount(lab, weights=dev, minlength=k) / safe
     dev -= means[lab]
@@ -593,13 +639,17 @@ def _cluster_records(
     stds = np.sqrt(np.bincount(lab, weights=dev, minlength=k) / safe)
     del dev
     kernel = launches["kernel"]
-    codes = kernel.cat.codes.to_numpy(dtype=np.int64)[member]
-    width = int(codes.max()) + 2 if codes.size else 1
-    codes += 1
-    codes += lab * width  # the (group, kernel) key of each launch, from 0 to k * width - 1
+    kernel_codes = kernel.cat.codes.to_numpy()  # (the categorical's own codes: no copy)
+    if not every:
+        kernel_codes = kernel_codes[member]
+    width = int(kernel_codes.max()) + 2 if kernel_codes.size else 1
+    # the (group, kernel) key of each launch, from 0 to k * width - 1
+    codes = lab * width
     del lab
+    np.add(codes, kernel_codes, out=codes)
+    codes += 1
     per_key = np.bincount(codes, minlength=k * width)
-    del codes
+    del codes, kernel_codes
     keys = np.flatnonzero(per_key)  # ascending, as np.unique gives them
     counts = per_key[keys]
     key_group = keys // width

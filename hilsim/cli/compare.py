@@ -89,11 +89,12 @@ def compare_cmd(
     if not names:
         raise HilsimError(f"compare: --methods {method_list!r}: no method named (give names "
                           "separated by commas, or 'all')")
-    # only the launch columns the compared methods read (the others stay on disk)
-    columns = launch_columns(names)
+    # a bundle folder: the columns every method reads now, each method's own when it runs;
+    # a profile file: the columns the compared methods read (the others are not converted)
+    columns = () if profile.is_dir() else launch_columns(names, per_method)
     with status(f"reading {profile}"):
         loaded = Profile.load(profile, columns=columns)
-        other = Profile.load(holdout, columns=columns) if holdout else None
+        other = Profile.load(holdout, columns=()) if holdout else None
     with progress_bar("comparing methods", None) as advance:
         comparison = loaded.compare(
             names,

@@ -136,9 +136,12 @@ def _kernel_from_names(names: pd.Series) -> pd.Series:
     short = np.asarray([kernel_base_name(str(c)) for c in names.cat.categories], dtype=object)
     uniq, inverse = np.unique(short, return_inverse=True)
     codes = names.cat.codes.to_numpy()
-    new_codes = np.where(codes >= 0, inverse[np.maximum(codes, 0)], -1)
+    # one gather in the codes' own width: the last entry answers the null code -1
+    lookup = np.append(inverse, -1).astype(codes.dtype)
     return pd.Series(
-        pd.Categorical.from_codes(new_codes, categories=pd.Index(uniq, dtype=object)),
+        pd.Categorical.from_codes(
+            lookup[codes], categories=pd.Index(uniq, dtype=object), validate=False
+        ),
         index=names.index,
     )
 
@@ -366,9 +369,9 @@ def normalize_launches(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     warnings: list[str] = []
     out = table
     if out["start_ns"].notna().all():
-        order = np.argsort(out["start_ns"].to_numpy(dtype=np.int64), kind="stable")
-        if (np.diff(order) != 1).any():  # (already in start order: no copy)
-            out = out.iloc[order].reset_index(drop=True)
+        start = out["start_ns"].to_numpy(dtype=np.int64)
+        if not (start[1:] >= start[:-1]).all():  # (already in start order: no sort, no copy)
+            out = out.iloc[np.argsort(start, kind="stable")].reset_index(drop=True)
         out, dropped = drop_duplicate_launches(out, source)
         if dropped:
             warnings.append(duplicate_warning(source, dropped))
