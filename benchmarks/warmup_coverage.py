@@ -143,14 +143,14 @@ def _done(results: Path) -> set[tuple[str, str, int, str]]:
 
 
 def run_case(workdir: Path, case: Case, methods: list[str], seeds: int, warmups: list[str],
-             compare: list[str], results: Path) -> None:
+             compare: list[str], results: Path, seed_start: int = 0) -> None:
     card = _card(workdir, case.card)
     program = _program(workdir, case.program)
     bundle = _full_bundle(workdir, case, program, card)
     full, full_cpu = _full_cycles(bundle)
     done = _done(results)
     for method in methods:
-        seed_list = list(range(seeds)) if method == "stem" else [0]
+        seed_list = list(range(seed_start, seeds)) if method == "stem" else [0]
         for seed in seed_list:
             done = _done(results)  # another process may be filling the same file
             plan = workdir / "plans" / case.name / f"{method}-{seed}.json"
@@ -230,6 +230,8 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", default=None, help="case names to run")
     ap.add_argument("--methods", default="stem,pka")
     ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--seed-start", type=int, default=0,
+                    help="first STEM seed (a second process can take the upper seeds)")
     ap.add_argument("--warmups", default="auto")
     ap.add_argument("--compare", default="")
     ap.add_argument("--summary-only", action="store_true")
@@ -242,7 +244,7 @@ def main() -> None:
         for case in cases:
             run_case(args.workdir, case, args.methods.split(","), args.seeds,
                      [w for w in args.warmups.split(",") if w],
-                     [w for w in args.compare.split(",") if w], results)
+                     [w for w in args.compare.split(",") if w], results, args.seed_start)
     summarise(results, [c.name for c in cases])
 
 
