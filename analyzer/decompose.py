@@ -211,6 +211,9 @@ def attach_decomposition(
         h["full_simulation_total_cycles"] = t["full"]
         h["configuration_error"] = t["configuration_error"]
         h["sampling_error"] = t["sampling_error"]
+        interval = h.get("interval_cycles")
+        if interval and t["full"] is not None:
+            h["interval_covers_full"] = bool(interval[0] <= t["full"] <= interval[1])
         h["interval_note"] = interval_note(h)
         parts.append(decomposition_markdown(label, d))
     return "\n".join(parts)

@@ -123,12 +123,18 @@ class StatePlacement:
             misses) or ``"pilot"`` (cold/warm ratio of a pilot, midpoint).
         metric: the profile metric used for the placement, if any.
         notes: what was done, in words.
+        colder: samples whose warm-up left them colder than the profile (more misses,
+            past the tolerance) and that no cold run brackets: their cycles are upper
+            bounds, a bias the state term does not hold.
+        colder_share: their share of the weighted warm cycles.
     """
 
     table: pd.DataFrame
     method: str
     metric: str | None
     notes: list[str]
+    colder: int = 0
+    colder_share: float = 0.0
 
     @property
     def state_variance(self) -> float:
@@ -155,6 +161,8 @@ class StatePlacement:
             "warm_estimate_cycles": warm,
             "state_correction": (est - warm) / warm if warm else None,
             "state_sd_cycles": float(np.sqrt(self.state_variance)),
+            "colder_than_profile": self.colder,
+            "colder_than_profile_share": self.colder_share,
             "notes": self.notes,
         }
 
@@ -233,6 +241,20 @@ def place_samples(
         notes.append(f"no profiled DRAM reads or L2 misses: {int(in_cold.sum())} pilot "
                      f"samples run cold, pooled cold/warm ratio {pooled:.3f}; every sample "
                      "at the midpoint")
+    colder = np.zeros(n, dtype=bool)
+    colder_share = 0.0
+    if profiled is not None:
+        # NaN misses compare False: a sample without a count is not flagged
+        with np.errstate(invalid="ignore"):
+            colder = warmer_than_profile(profiled, m_warm) & ~in_cold
+        if colder.any():
+            w_c = samples["weight"].to_numpy(np.float64) * c_warm
+            colder_share = float(w_c[colder].sum() / w_c.sum()) if w_c.sum() > 0 else 0.0
+            notes.append(
+                f"{int(colder.sum())} samples ({100 * colder_share:.1f}% of the weighted "
+                f"sampled cycles) still miss more than the profile after the warm-up "
+                f"({metric or miss_column}): their cycles are upper bounds, so the "
+                "estimate may be high by more than the 95% interval says")
     gap = np.where(np.isfinite(predicted), predicted - c_warm, 0.0)
     cycles = c_warm + position * gap
     bracketed = in_cold | (method == "pilot")
@@ -264,7 +286,7 @@ def place_samples(
             cold_v[in_cold] = c_stats.loc[ids[in_cold], col].to_numpy(np.float64)
             value = np.where(in_cold, warm_v + fraction * (cold_v - warm_v), warm_v)
         table[col] = value
-    return StatePlacement(table, method, metric, notes)
+    return StatePlacement(table, method, metric, notes, int(colder.sum()), colder_share)
 
 
 __all__ = [

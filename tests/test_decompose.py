@@ -92,6 +92,12 @@ def test_another_full_run_is_configuration_error_and_the_errors_compose(tmp_path
     np.testing.assert_allclose(t["configuration_error"], 10.0)
     np.testing.assert_allclose(1 + t["total_error"],
                                (1 + t["configuration_error"]) * (1 + t["sampling_error"]))
+    # the banner's words are checked against the full run: the sampled projection (the
+    # reference log) is far from this full run, so the interval does not "cover" it
+    h = report["plans"][0]["headline"]
+    assert h["interval_covers_full"] is False
+    assert "misses the full run too" in h["interval_note"]
+    assert "which the interval covers" not in h["interval_note"]
 
 
 def test_sim_full_must_cover_every_launch(tmp_path: Path, capsys) -> None:

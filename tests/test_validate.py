@@ -268,6 +268,12 @@ def test_interval_words_follow_the_numbers():
     config_larger = interval_note({**base, "configuration_error": -0.05,
                                    "sampling_error": 0.01})
     assert config_larger.startswith("the simulator's configuration error (-5.00%) is larger")
+    # "which the interval covers" only when the interval holds the full run
+    both_miss = interval_note({**base, "configuration_error": -0.05, "sampling_error": 0.01,
+                               "interval_covers_full": False,
+                               "samples_colder_than_profile": 3})
+    assert "which the interval covers" not in both_miss
+    assert "misses the full run too (3 samples the warm-up left colder" in both_miss
     unknown = interval_note({**base, "configuration_error": None, "sampling_error": None})
     assert "unknown without a full simulation" in unknown
     assert interval_note({"interval_covers_silicon": True, "configuration_error": 0.3,

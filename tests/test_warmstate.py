@@ -129,6 +129,30 @@ def test_placement_clips_and_ignores_a_cold_run_that_missed_no_more() -> None:
     assert placed.table["position"].tolist() == pytest.approx([1.0, 0.0])
 
 
+def test_samples_left_colder_than_the_profile_are_counted_and_said() -> None:
+    """A sample whose warm run misses more than the profile (and is not run cold) is an
+    upper bound: counted, its weighted share given, and a note says the interval does not
+    hold that bias (mutants: not flagging, or flagging the sample within the tolerance,
+    change the count)."""
+    samples = pd.DataFrame({"launch_id": [0, 1, 2, 3], "weight": [2.0, 1.0, 1.0, 1.0],
+                            "cluster": [0, 1, 2, 3]})
+    warm = _stats([0, 1, 2, 3], [100.0, 200.0, 300.0, 400.0], [50.0, 2.0, 0.0, 10.0])
+    cold = _stats([2], [350.0], [40.0])
+    # 0: 50 misses where the profile has 0: left colder; 1: 2 over 0, within the
+    # tolerance; 2: bracketed by its cold run; 3: as the profile
+    placed = place_samples(samples, warm, cold, np.array([0.0, 0.0, 20.0, 10.0]),
+                           "dram__sectors_read.sum")
+    s = placed.summary()
+    assert s["colder_than_profile"] == 1
+    assert s["colder_than_profile_share"] == pytest.approx(200.0 / (200 + 200 + 300 + 400))
+    assert any("1 samples" in n and "upper bounds" in n for n in s["notes"])
+    # the estimate itself is unchanged by the flag
+    assert placed.table["cycles"].iloc[0] == pytest.approx(100.0)
+    none_left = place_samples(samples, warm, cold, np.array([60.0, 0.0, 20.0, 10.0]))
+    assert none_left.summary()["colder_than_profile"] == 0
+    assert none_left.notes == []
+
+
 def test_pilot_placement_without_profiled_misses() -> None:
     samples = pd.DataFrame({"launch_id": [0, 1, 2], "weight": [1.0, 1.0, 1.0],
                             "cluster": [0, 1, 2]})

@@ -112,6 +112,8 @@ class SimResults:
         simulated_cycles: every cycle the sampled simulation simulated (warm-up and cold
             runs included), when known.
         warmup: the warm-up the samples were simulated with, when known.
+        colder_than_profile: samples the warm-up left colder than the profile, whose
+            cycles are upper bounds (``hilsim simulate``'s ``state``), when known.
     """
 
     cycles: np.ndarray
@@ -121,6 +123,7 @@ class SimResults:
     state_variance: float = 0.0
     simulated_cycles: float | None = None
     warmup: str | None = None
+    colder_than_profile: int | None = None
 
     @property
     def covers_all(self) -> bool:
@@ -277,7 +280,9 @@ def results_from_placement(bundle: Bundle, table: pd.DataFrame, summary: dict[st
     warmup = (summary.get("warmup") or {}).get("label")
     return SimResults(cycles, counters, f"hilsim simulate (GPGPU-Sim, warm-up {warmup})",
                       where, state_variance=state_var,
-                      simulated_cycles=summary.get("simulated_cycles"), warmup=warmup)
+                      simulated_cycles=summary.get("simulated_cycles"), warmup=warmup,
+                      colder_than_profile=(summary.get("state") or {}).get(
+                          "colder_than_profile"))
 
 
 def launch_table_with_metrics(bundle: Bundle) -> pd.DataFrame:
@@ -350,11 +355,17 @@ def interval_note(h: dict[str, Any]) -> str:
         return ("the interval covers sampling and state only; the simulator's own "
                 "(configuration) error is unknown without a full simulation (--sim-full)")
     c, s = f"{100 * config:+.2f}%", f"{100 * sampling:+.2f}%"
+    colder = h.get("samples_colder_than_profile") or 0
+    why = (f" ({colder} samples the warm-up left colder than the profile: their cycles "
+           "are upper bounds)" if colder else "")
     if abs(config) >= abs(sampling):
+        if h.get("interval_covers_full") is False:
+            return (f"the simulator's configuration error ({c}) is larger than the sampling "
+                    f"error ({s}), and the interval misses the full run too{why}")
         return (f"the simulator's configuration error ({c}) is larger than the sampling "
                 f"error ({s}), which the interval covers")
     return (f"the sampling error ({s}) is larger than the configuration error ({c}): "
-            "the interval is too narrow for this sample")
+            f"the interval is too narrow for this sample{why}")
 
 
 def cluster_table(
@@ -475,6 +486,10 @@ def validate_plan(
         "interval_covers_silicon": bool(interval[0] <= silicon_total <= interval[1])
         if interval
         else None,
+        "interval_covers_full": bool(interval[0] <= full <= interval[1])
+        if interval and full is not None
+        else None,
+        "samples_colder_than_profile": sim.colder_than_profile,
         "interval_note": "",
         "silicon_cycles_from": silicon_note,
         "clock_mhz": clock_mhz,

@@ -52,6 +52,7 @@ def summary_lines(s: dict) -> list[str]:
         cpu += (f" (the full run took {s['full_run_cpu_s']:.1f} CPU s: CPU-time speedup "
                 f"{s['cpu_time_speedup']:.1f}x)")
     lines.append(cpu + f"; log {s['log']}")
+    lines += [f"note: {note}" for note in state.get("notes") or []]
     return lines
 
 
