@@ -50,16 +50,21 @@ def _refuse(path: Path, what: str, mode: int) -> HilsimError:
     return HilsimError(f"{path}: is {kind_of(mode)}, expected {what}")
 
 
+def _mode(source: Path, missing: str, what: str) -> int:
+    """``st_mode`` of ``source`` (links followed); one line when it is missing or unreadable."""
+    try:
+        return os.stat(source).st_mode
+    except FileNotFoundError:
+        raise HilsimError(f"{source}: {missing} (expected {what})") from None
+    except OSError as exc:
+        raise HilsimError(f"{source}: cannot read ({exc.strerror or exc})") from None
+
+
 def input_kind(path: str | os.PathLike[str], what: str = "a file") -> str:
     """``"file"`` or ``"folder"`` for an input that may be either (a profile: bundle folder
     or profile file); anything else (missing, FIFO, device, socket) is one line."""
     source = Path(path)
-    try:
-        mode = os.stat(source).st_mode
-    except FileNotFoundError:
-        raise HilsimError(f"{source}: no such file or folder (expected {what})") from None
-    except OSError as exc:
-        raise HilsimError(f"{source}: cannot read ({exc.strerror or exc})") from None
+    mode = _mode(source, "no such file or folder", what)
     if stat.S_ISDIR(mode):
         return "folder"
     if not stat.S_ISREG(mode):
@@ -74,12 +79,7 @@ def check_file(path: str | os.PathLike[str], what: str = "a file") -> Path:
     path, so use :func:`open_input` where the reader takes a file object.
     """
     source = Path(path)
-    try:
-        mode = os.stat(source).st_mode
-    except FileNotFoundError:
-        raise HilsimError(f"{source}: no such file (expected {what})") from None
-    except OSError as exc:
-        raise HilsimError(f"{source}: cannot read ({exc.strerror or exc})") from None
+    mode = _mode(source, "no such file", what)
     if not stat.S_ISREG(mode):
         raise _refuse(source, what, mode)
     limits.check_sparse(source)

@@ -14,7 +14,7 @@ the analyzer sees one typed layout whatever tool produced the data:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import pandas as pd
@@ -170,6 +170,18 @@ DUPLICATE_KEY_COLUMNS: tuple[str, ...] = (
 )
 
 
+def _refuse_negative(ints: np.ndarray, null: np.ndarray, source: str, column: str,
+                     shown: Callable[[int], object]) -> None:
+    """One line naming the first row of ``ints`` (not ``null``) below zero."""
+    negative = (ints < 0) & ~null
+    if negative.any():
+        row = int(np.flatnonzero(negative)[0])
+        raise HilsimError(
+            f"{source}: row {row}: {column} must be a non-negative number, "
+            f"got {shown_value(shown(row))}"
+        )
+
+
 def checked_int64(
     values: pd.Series | np.ndarray | list,
     source: str,
@@ -194,13 +206,7 @@ def checked_int64(
             raise HilsimError(f"{source}: row {row}: {column} must be a number, got "
                               f"{shown_value(pd.NA)}")
         if nonnegative:
-            negative = (ints < 0) & ~null
-            if negative.any():
-                row = int(np.flatnonzero(negative)[0])
-                raise HilsimError(
-                    f"{source}: row {row}: {column} must be a non-negative number, "
-                    f"got {shown_value(ints[row])}"
-                )
+            _refuse_negative(ints, null, source, column, lambda row: ints[row])
         return ints if required else pd.arrays.IntegerArray(ints, null)
     raw = values.reset_index(drop=True) if isinstance(values, pd.Series) else pd.Series(values)
     numeric = pd.to_numeric(raw, errors="coerce")
@@ -234,13 +240,7 @@ def checked_int64(
     else:
         ints = numeric.to_numpy(dtype=np.int64, na_value=0)
     if nonnegative:
-        negative = (ints < 0) & ~null
-        if negative.any():
-            row = int(np.flatnonzero(negative)[0])
-            raise HilsimError(
-                f"{source}: row {row}: {column} must be a non-negative number, "
-                f"got {shown_value(raw.iloc[row])}"
-            )
+        _refuse_negative(ints, null, source, column, lambda row: raw.iloc[row])
     if required:
         return ints
     return pd.arrays.IntegerArray(ints, null.copy())
