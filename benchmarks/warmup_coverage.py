@@ -4,6 +4,7 @@ coverage over seeds and simulated-time speedup, per warm-up.
     python benchmarks/warmup_coverage.py --workdir W --cases training [--seeds 10]
         [--warmups auto] [--compare none,l2-fill,preceding:1] [--methods stem,pka]
     python benchmarks/warmup_coverage.py --workdir W --cases heldout --seeds 10
+    python benchmarks/warmup_coverage.py --workdir W2 --cases heldout --replace-from W
 
 Each case is a workload of ``hilsim/simmodel/gpgpusim/workloads`` on a card, reduced as
 ``REDUCED_QV100`` says (4 SMs, no launch latency, host copies not filling the L2). The
@@ -193,6 +194,65 @@ def run_case(workdir: Path, case: Case, methods: list[str], seeds: int, warmups:
                       f"{row['speedup']:.1f}x, {row['sim_cpu_s']:.0f} CPU s", flush=True)
 
 
+def replace_case(workdir: Path, case: Case, source: Path, seeds: int, warmups: list[str],
+                 results: Path) -> None:
+    """Re-place the STEM sampled simulations recorded under ``source`` (an earlier
+    ``--workdir``) with this code's placement and interval, without simulating again:
+    the warm and cold runs' cycles and DRAM reads come from each ``samples.csv``, exact
+    when only the placement changed (the simulated runs are the same). Rows are
+    appended with warm-up ``WARMUP re-placed``."""
+    import pandas as pd
+    from hilsim.analyzer.evaluate import confidence_interval
+    from hilsim.analyzer.warmstate import place_samples
+
+    from hilsim.core.plan import load_plan
+
+    done = _done(results)
+    for seed in range(seeds):
+        for warmup in warmups:
+            label = f"{warmup} re-placed"
+            folder = source / "sims" / case.name / f"stem-{seed}-{warmup.replace(':', '')}"
+            if (case.name, "stem", seed, label) in done or not folder.exists():
+                continue
+            s = json.loads((folder / "simulate.json").read_text())
+            t = pd.read_csv(folder / "samples.csv")
+            plan = load_plan(source / "plans" / case.name / f"stem-{seed}.json")
+            warm = pd.DataFrame({"launch_id": t["launch_id"], "kernel": t["kernel"],
+                                 "cycles": t["cycles_warm"], "misses": t["misses_warm"]})
+            ran = t[np.isfinite(t["cycles_cold"].to_numpy(np.float64))]
+            cold = pd.DataFrame({"launch_id": ran["launch_id"], "kernel": ran["kernel"],
+                                 "cycles": ran["cycles_cold"], "misses": ran["misses_cold"]})
+            profiled = t["profiled_misses"].to_numpy(np.float64)
+            placed = place_samples(t[["launch_id", "weight", "cluster"]], warm,
+                                   cold if len(cold) else None,
+                                   profiled if np.isfinite(profiled).all() else None,
+                                   s["state"]["profile_metric"], "misses")
+            full = float(s["full_cycles"])
+            per_launch = np.zeros(max(int(s["launches_full"] or 0),
+                                      int(t["launch_id"].max()) + 1))
+            per_launch[placed.table["launch_id"].to_numpy(np.int64)] = placed.table[
+                "cycles"].to_numpy(np.float64)
+            lo, hi = confidence_interval(plan, per_launch,
+                                         extra_variance=placed.state_variance)
+            est = placed.estimate()
+            row = {
+                "case": case.name, "method": "stem", "seed": seed, "warmup": label,
+                "chosen_warmup": s["warmup"]["label"], "samples": s["samples"],
+                "bracketed": s["state"]["bracketed"], "full_cycles": full,
+                "estimate_cycles": est, "warm_estimate_cycles": placed.estimate("cycles_warm"),
+                "error": (est - full) / full, "interval": [lo, hi],
+                "covers": bool(lo <= full <= hi), "half_width": (hi - lo) / 2 / full,
+                "state_sd": float(np.sqrt(placed.state_variance)) / full,
+                "simulated_cycles": s["simulated_cycles"],
+                "speedup": full / s["simulated_cycles"], "sim_cpu_s": s["sim_cpu_s"],
+                "full_cpu_s": None, "command_wall_s": None, "recorded_in": str(folder),
+            }
+            with results.open("a") as fh:
+                fh.write(json.dumps(row) + "\n")
+            print(f"[{case.name}] stem seed {seed} {label}: error {100 * row['error']:+.2f}%, "
+                  f"covers {row['covers']}", flush=True)
+
+
 def summarise(results: Path, cases: list[str]) -> None:
     rows, seen = [], set()
     for line in results.read_text().splitlines():
@@ -235,12 +295,19 @@ def main() -> None:
     ap.add_argument("--warmups", default="auto")
     ap.add_argument("--compare", default="")
     ap.add_argument("--summary-only", action="store_true")
+    ap.add_argument("--replace-from", type=Path, default=None,
+                    help="an earlier --workdir: re-place its recorded STEM simulations with "
+                         "this code (no simulation), warm-up 'WARMUP re-placed'")
     args = ap.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     results = args.workdir / "results.jsonl"
     cases = [c for name in args.cases for c in CASES[name]
              if args.only is None or c.name in args.only]
-    if not args.summary_only:
+    if args.replace_from is not None:
+        for case in cases:
+            replace_case(args.workdir, case, args.replace_from, args.seeds,
+                         [w for w in args.warmups.split(",") if w], results)
+    elif not args.summary_only:
         for case in cases:
             run_case(args.workdir, case, args.methods.split(","), args.seeds,
                      [w for w in args.warmups.split(",") if w],

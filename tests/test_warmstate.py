@@ -16,6 +16,7 @@ import pytest
 from hilsim.analyzer.warmstate import (
     STATE_SD_BRACKETED,
     STATE_SD_WARM,
+    WARM_EXCESS_SHARE,
     colder_than_warm,
     place_samples,
     profiled_misses,
@@ -131,9 +132,8 @@ def test_placement_clips_and_ignores_a_cold_run_that_missed_no_more() -> None:
 
 def test_samples_left_colder_than_the_profile_are_counted_and_said() -> None:
     """A sample whose warm run misses more than the profile (and is not run cold) is an
-    upper bound: counted, its weighted share given, and a note says the interval does not
-    hold that bias (mutants: not flagging, or flagging the sample within the tolerance,
-    change the count)."""
+    upper bound: counted, its weighted share given, and a note says so (mutants: not
+    flagging, or flagging the sample within the tolerance, change the count)."""
     samples = pd.DataFrame({"launch_id": [0, 1, 2, 3], "weight": [2.0, 1.0, 1.0, 1.0],
                             "cluster": [0, 1, 2, 3]})
     warm = _stats([0, 1, 2, 3], [100.0, 200.0, 300.0, 400.0], [50.0, 2.0, 0.0, 10.0])
@@ -146,11 +146,42 @@ def test_samples_left_colder_than_the_profile_are_counted_and_said() -> None:
     assert s["colder_than_profile"] == 1
     assert s["colder_than_profile_share"] == pytest.approx(200.0 / (200 + 200 + 300 + 400))
     assert any("1 samples" in n and "upper bounds" in n for n in s["notes"])
-    # the estimate itself is unchanged by the flag
-    assert placed.table["cycles"].iloc[0] == pytest.approx(100.0)
+    # both samples that read more than the profile are placed below their warm cycles,
+    # the flagged one and the one within the tolerance alike
+    assert placed.table["cycles"].tolist()[:2] == pytest.approx(
+        [100.0 * (1 - WARM_EXCESS_SHARE / 2), 200.0 * (1 - WARM_EXCESS_SHARE / 2)])
     none_left = place_samples(samples, warm, cold, np.array([60.0, 0.0, 20.0, 10.0]))
     assert none_left.summary()["colder_than_profile"] == 0
     assert none_left.notes == []
+
+
+def test_samples_reading_more_than_the_profile_are_bracketed_from_below() -> None:
+    """A sample kept warm whose warm run read more from DRAM than the profile (any excess,
+    inside the tolerance too) lies between ``1 - WARM_EXCESS_SHARE`` of its warm cycles
+    and its warm cycles: placed at the middle, with the uniform variance of that range.
+    Mutants: no correction (cycles 1000), the correction only past the tolerance (sample
+    1 at 400), ``>=`` instead of ``>`` (sample 2, reading as much as the profile, moved),
+    the variance of a warm sample for them, or the correction on a bracketed sample
+    (sample 3 off its bracket placement) are each caught."""
+    samples = pd.DataFrame({"launch_id": [0, 1, 2, 3], "weight": [1.0, 2.0, 1.0, 1.0],
+                            "cluster": [0, 1, 2, 3]})
+    warm = _stats([0, 1, 2, 3], [1000.0, 400.0, 500.0, 300.0], [512.0, 1.0, 7.0, 30.0])
+    cold = _stats([3], [400.0], [100.0])
+    placed = place_samples(samples, warm, cold, np.array([0.0, 0.0, 7.0, 25.0]),
+                           "dram__sectors_read.sum")
+    t = placed.table
+    r = WARM_EXCESS_SHARE
+    # sample 3 has a cold run: placed in its bracket (clipped at the warm end), not below
+    assert t["cycles"].tolist() == pytest.approx(
+        [1000 * (1 - r / 2), 400 * (1 - r / 2), 500.0, 300.0])
+    var = [(r * 1000) ** 2 / 12 + (STATE_SD_BRACKETED * 1000 * (1 - r / 2)) ** 2,
+           (r * 400) ** 2 / 12 + (STATE_SD_BRACKETED * 400 * (1 - r / 2)) ** 2,
+           (STATE_SD_WARM * 500) ** 2,
+           100.0**2 / 12 + (STATE_SD_BRACKETED * 300) ** 2]
+    assert t["state_variance"].tolist() == pytest.approx(var)
+    assert placed.state_variance == pytest.approx(var[0] + 4 * var[1] + var[2] + var[3])
+    # only sample 0 is past the tolerance: it alone is counted
+    assert placed.colder == 1
 
 
 def test_pilot_placement_without_profiled_misses() -> None:

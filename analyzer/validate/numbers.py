@@ -112,8 +112,8 @@ class SimResults:
         simulated_cycles: every cycle the sampled simulation simulated (warm-up and cold
             runs included), when known.
         warmup: the warm-up the samples were simulated with, when known.
-        colder_than_profile: samples the warm-up left colder than the profile, whose
-            cycles are upper bounds (``hilsim simulate``'s ``state``), when known.
+        colder_than_profile: samples the warm-up left colder than the profile, placed
+            below their warm cycles (``hilsim simulate``'s ``state``), when known.
     """
 
     cycles: np.ndarray
@@ -356,8 +356,8 @@ def interval_note(h: dict[str, Any]) -> str:
                 "(configuration) error is unknown without a full simulation (--sim-full)")
     c, s = f"{100 * config:+.2f}%", f"{100 * sampling:+.2f}%"
     colder = h.get("samples_colder_than_profile") or 0
-    why = (f" ({colder} samples the warm-up left colder than the profile: their cycles "
-           "are upper bounds)" if colder else "")
+    why = (f" ({colder} samples the warm-up left colder than the profile: placed below "
+           "their warm cycles by a share that may not fit this card)" if colder else "")
     if abs(config) >= abs(sampling):
         if h.get("interval_covers_full") is False:
             return (f"the simulator's configuration error ({c}) is larger than the sampling "
