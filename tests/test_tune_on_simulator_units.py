@@ -395,3 +395,47 @@ def test_an_interval_next_to_its_latency_is_found_where_the_rate_is_not_monotone
     assert got["fp_mad_initiation"].value == 6
     assert not got["fp_mad_initiation"].search.unreachable
     assert 5 in calls  # the neighbours below the settled 7 were simulated, not only 6
+
+
+def test_a_trial_interval_below_the_best_does_not_pull_the_latency_down(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The H100 silicon int32 case: a 4-cycle IMAD chain below the simulator's floor
+    (latency 1 + 5.3) and a rate of 2.00 cycles per instruction per unit, simulated a
+    little above the interval (2 -> 2.06). The search tries interval 1 (1.06) and keeps
+    2; the latency, held at or above the interval, stays at 2 (reported unreachable at
+    that bound) instead of following the trial to 1 and capping the interval at 1."""
+    from hilsim.simmodel.gpgpusim import tuneloop  # noqa: PLC0415 (the module under test)
+
+    qv = card("SM7_QV100")
+    units = int(qv.option("-gpgpu_num_int_units"))
+
+    def evaluate(self, evaluators, c):  # noqa: ANN001, ANN202
+        lat = int(list_entries(c, "-ptx_opcode_latency_int")[3])
+        ini = int(list_entries(c, "-ptx_opcode_initiation_int")[3])
+        assert ini <= lat, f"interval {ini} above latency {lat}: the simulator would crash"
+        out = {}
+        if "lat.int32" in evaluators:
+            out["int32_latency"] = lat + 5.3
+        if "tput.int32" in evaluators:
+            out["int32_throughput"] = units * 64 / (ini + 0.06)
+        return out
+
+    monkeypatch.setattr(tuneloop._Runner, "evaluate", evaluate)
+    src = json.loads((DATA / "microbench" / "gpgpusim" / "SM7_QV100.microbench.json")
+                     .read_text())
+    for m in src["measurements"]:
+        if m["name"] == "int32_latency":
+            m["value"] = 4.065
+        if m["name"] == "int32_throughput":
+            m["value"] = units * 64 / 2.0
+    path = tmp_path / "microbench.json"
+    path.write_text(json.dumps(src))
+    result = tuneloop.tune_on_simulator(path, base=ACCEL / "SM7_QV100.gpgpusim.config",
+                                        build=object(), workers=1,
+                                        only=("int_mad_latency", "int_mad_initiation"))
+    got = {st.knob.key: st for st in result.knobs}
+    assert got["int_mad_initiation"].value == 2
+    assert 1 in got["int_mad_initiation"].search.history  # the neighbour was tried
+    assert got["int_mad_latency"].value == 2
+    assert "below the simulator's floor" in got["int_mad_latency"].note

@@ -511,6 +511,12 @@ def tune_on_simulator(
     for r in range(max_rounds + 1):
         _interval_within_latency(states, by_key, previous)
         proposals = {st.knob.key: _proposal(st, by_key, previous) for st in states}
+        for st in states:  # never an interval above its latency on a candidate
+            lat_key = f"{st.knob.key[:-len('_initiation')]}_latency"
+            if st.knob.key.endswith("_initiation") and lat_key in st.knob.depends_on and (
+                lat_key in proposals and proposals[st.knob.key] > proposals[lat_key]
+            ):
+                proposals[st.knob.key] = proposals[lat_key]
         changed = {k for k, v in proposals.items() if previous.get(k, v) != v}
         for st in states:  # a dependency moved: this knob's earlier points are stale
             if changed & set(st.knob.depends_on) and st.search.history:
@@ -600,13 +606,20 @@ def _interval_within_latency(
     GPGPU-Sim crashes otherwise (measured: SIGSEGV, int MAD latency 5 with interval 6).
     The latency's search starts at the interval (a target below it is reported as
     unreachable at that bound) and the interval's ends at the latency; simulated points
-    outside the new bounds are dropped."""
+    outside the new bounds are dropped. The latency's bound is the interval's best value
+    so far when that is above the last one simulated: a trial interval below it (the
+    search checking the neighbour under a rate slightly above the target) must not pull
+    the latency, and with it the interval's own bound, down."""
     for st in states:
         lat = next((by_key[k] for k in st.knob.depends_on
                     if k in by_key and k.endswith("_latency")), None)
         if lat is None or not st.knob.key.endswith("_initiation"):
             continue
         ini_now = st.value if st.frozen else previous.get(st.knob.key, st.search.first_guess)
+        if not st.frozen and st.search.best() is not None:
+            # a trial below the interval's best does not lower the latency's bound (the
+            # latency would follow it down and cap the interval there)
+            ini_now = max(ini_now, st.search.best())
         if not lat.frozen:
             lat.search.lo = max(lat.knob.lo, ini_now)
         lat_now = lat.value if lat.frozen else previous.get(
