@@ -344,3 +344,98 @@ def test_an_interval_simulated_at_a_stale_latency_is_not_kept(
     assert got["dp_mad_initiation"].value == 2 and got["dp_mad_latency"].value == 2
     assert "below the simulator's floor" in got["dp_mad_latency"].note
     assert "initiation interval" in got["dp_mad_latency"].note
+
+
+def test_an_interval_next_to_its_latency_is_found_where_the_rate_is_not_monotone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GPGPU-Sim's full-occupancy rate is not monotone in the interval next to the
+    entry's latency (RTX 2060 structure, fp32 MAD latency 7: interval 6 gives 7.37
+    cycles per instruction per unit, interval 7 gives 7.20). Stand-in simulator with that
+    staircase (one interval below the latency costs 1.17 cycles more): a bracket search
+    capped at the latency stops at 7 (7.20 < 7.37, nothing above allowed); the
+    neighbours simulated in one round give 6, the exact rate. Every candidate keeps its
+    interval at or below its latency (the simulator crashes otherwise)."""
+    from hilsim.simmodel.gpgpusim import tuneloop  # noqa: PLC0415 (the module under test)
+
+    rtx = card("SM75_RTX2060")
+    units = int(rtx.option("-gpgpu_num_sp_units"))
+    calls: list[int] = []
+
+    def cpi(lat: int, ini: int) -> float:
+        return ini + 0.2 + (1.17 if lat - ini == 1 else 0.0)
+
+    def evaluate(self, evaluators, c):  # noqa: ANN001, ANN202
+        lat = int(list_entries(c, "-ptx_opcode_latency_fp")[3])
+        ini = int(list_entries(c, "-ptx_opcode_initiation_fp")[3])
+        assert ini <= lat, f"interval {ini} above latency {lat}: the simulator would crash"
+        out = {}
+        if "lat.fp32" in evaluators:
+            out["fp32_latency"] = lat + 5.3
+        if "tput.fp32" in evaluators:
+            calls.append(ini)
+            out["fp32_throughput"] = units * 64 / cpi(lat, ini)
+        return out
+
+    monkeypatch.setattr(tuneloop._Runner, "evaluate", evaluate)
+    src = json.loads((DATA / "microbench" / "gpgpusim" / "SM75_RTX2060.microbench.json")
+                     .read_text())
+    for m in src["measurements"]:
+        if m["name"] == "fp32_latency":
+            m["value"] = 7 + 5.3
+        if m["name"] == "fp32_throughput":
+            m["value"] = units * 64 / cpi(7, 6)
+    path = tmp_path / "microbench.json"
+    path.write_text(json.dumps(src))
+    result = tuneloop.tune_on_simulator(path, base=ACCEL / "SM75_RTX2060.gpgpusim.config",
+                                        build=object(), workers=2,
+                                        only=("fp_mad_latency", "fp_mad_initiation"))
+    got = {st.knob.key: st for st in result.knobs}
+    assert got["fp_mad_latency"].value == 7
+    assert got["fp_mad_initiation"].value == 6
+    assert not got["fp_mad_initiation"].search.unreachable
+    assert 5 in calls  # the neighbours below the settled 7 were simulated, not only 6
+
+
+def test_a_trial_interval_below_the_best_does_not_pull_the_latency_down(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The H100 silicon int32 case: a 4-cycle IMAD chain below the simulator's floor
+    (latency 1 + 5.3) and a rate of 2.00 cycles per instruction per unit, simulated a
+    little above the interval (2 -> 2.06). The search tries interval 1 (1.06) and keeps
+    2; the latency, held at or above the interval, stays at 2 (reported unreachable at
+    that bound) instead of following the trial to 1 and capping the interval at 1."""
+    from hilsim.simmodel.gpgpusim import tuneloop  # noqa: PLC0415 (the module under test)
+
+    qv = card("SM7_QV100")
+    units = int(qv.option("-gpgpu_num_int_units"))
+
+    def evaluate(self, evaluators, c):  # noqa: ANN001, ANN202
+        lat = int(list_entries(c, "-ptx_opcode_latency_int")[3])
+        ini = int(list_entries(c, "-ptx_opcode_initiation_int")[3])
+        assert ini <= lat, f"interval {ini} above latency {lat}: the simulator would crash"
+        out = {}
+        if "lat.int32" in evaluators:
+            out["int32_latency"] = lat + 5.3
+        if "tput.int32" in evaluators:
+            out["int32_throughput"] = units * 64 / (ini + 0.06)
+        return out
+
+    monkeypatch.setattr(tuneloop._Runner, "evaluate", evaluate)
+    src = json.loads((DATA / "microbench" / "gpgpusim" / "SM7_QV100.microbench.json")
+                     .read_text())
+    for m in src["measurements"]:
+        if m["name"] == "int32_latency":
+            m["value"] = 4.065
+        if m["name"] == "int32_throughput":
+            m["value"] = units * 64 / 2.0
+    path = tmp_path / "microbench.json"
+    path.write_text(json.dumps(src))
+    result = tuneloop.tune_on_simulator(path, base=ACCEL / "SM7_QV100.gpgpusim.config",
+                                        build=object(), workers=1,
+                                        only=("int_mad_latency", "int_mad_initiation"))
+    got = {st.knob.key: st for st in result.knobs}
+    assert got["int_mad_initiation"].value == 2
+    assert 1 in got["int_mad_initiation"].search.history  # the neighbour was tried
+    assert got["int_mad_latency"].value == 2
+    assert "below the simulator's floor" in got["int_mad_latency"].note

@@ -356,6 +356,22 @@ class _Runner:
                     simhost.compiled_program(module, arch)
                     self.compiled.add((module, arch))
 
+    def evaluate_many(
+        self, jobs: Sequence[tuple[list[str], CardConfig]]
+    ) -> list[dict[str, float]]:
+        """Every (evaluators, card) job of a round in one pool: ``workers`` simulator
+        processes at a time over all the jobs' programs."""
+        if len(jobs) == 1:
+            return [self.evaluate(*jobs[0])]
+        for evs, card in jobs:
+            self._precompile(evs, card)
+        pairs = [(i, ev, card) for i, (evs, card) in enumerate(jobs) for ev in evs]
+        results: list[dict[str, float]] = [{} for _ in jobs]
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            for i, values in pool.map(lambda p: (p[0], self.evaluate([p[1]], p[2])), pairs):
+                results[i].update(values)
+        return results
+
     def evaluate(self, evaluators: list[str], card: CardConfig) -> dict[str, float]:
         self._precompile(evaluators, card)
 
@@ -372,7 +388,7 @@ class _Runner:
             return ev, out, device.runs
 
         values: dict[str, float] = {}
-        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+        with ThreadPoolExecutor(max_workers=max(1, min(self.workers, len(evaluators)))) as pool:
             for _ev, out, runs in pool.map(one, evaluators):
                 self.runs.extend(runs)
                 for m in out:
@@ -495,6 +511,12 @@ def tune_on_simulator(
     for r in range(max_rounds + 1):
         _interval_within_latency(states, by_key, previous)
         proposals = {st.knob.key: _proposal(st, by_key, previous) for st in states}
+        for st in states:  # never an interval above its latency on a candidate
+            lat_key = f"{st.knob.key[:-len('_initiation')]}_latency"
+            if st.knob.key.endswith("_initiation") and lat_key in st.knob.depends_on and (
+                lat_key in proposals and proposals[st.knob.key] > proposals[lat_key]
+            ):
+                proposals[st.knob.key] = proposals[lat_key]
         changed = {k for k, v in proposals.items() if previous.get(k, v) != v}
         for st in states:  # a dependency moved: this knob's earlier points are stale
             if changed & set(st.knob.depends_on) and st.search.history:
@@ -508,10 +530,29 @@ def tune_on_simulator(
         card = base_card.with_options(options)
         evaluators = sorted({st.knob.evaluator for st in states
                              if _needs_run(st, options, last_run, by_key)})
+        # intervals next to their latency: the neighbours simulated in the same round
+        extras = _extra_candidates(states, by_key, proposals, changed)
+        extra_jobs: list[tuple[list[str], CardConfig]] = []
+        extra_props: list[dict[str, int]] = []
+        for j in range(max((len(v) for v in extras.values()), default=0)):
+            props = dict(proposals)
+            props.update({k: v[j] for k, v in extras.items() if j < len(v)})
+            extra_settings, _ = assemble(base_card, device, clocks, clock_src, states, props,
+                                         facts, first_channels)
+            extra_jobs.append((
+                sorted({by_key[k].knob.evaluator for k, v in extras.items() if j < len(v)}),
+                base_card.with_options({s.option: s.value for s in extra_settings}),
+            ))
+            extra_props.append({k: v[j] for k, v in extras.items() if j < len(v)})
         t0, n0 = time.monotonic(), len(runner.runs)
-        sim = runner.evaluate(evaluators, card)
+        sim, *extra_sim = runner.evaluate_many([(evaluators, card), *extra_jobs])
         for ev in evaluators:
             last_run[ev] = options
+        for props, values in zip(extra_props, extra_sim, strict=True):
+            for key, x in props.items():
+                st = by_key[key]
+                if all(n in values for n in st.knob.inputs):
+                    st.search.record(x, st.knob.quantity(values, ctx))
         rounds.append(Round(r, proposals, sim, len(runner.runs) - n0,
                             round(time.monotonic() - t0, 1)))
         final_sim.update(sim)
@@ -565,13 +606,20 @@ def _interval_within_latency(
     GPGPU-Sim crashes otherwise (measured: SIGSEGV, int MAD latency 5 with interval 6).
     The latency's search starts at the interval (a target below it is reported as
     unreachable at that bound) and the interval's ends at the latency; simulated points
-    outside the new bounds are dropped."""
+    outside the new bounds are dropped. The latency's bound is the interval's best value
+    so far when that is above the last one simulated: a trial interval below it (the
+    search checking the neighbour under a rate slightly above the target) must not pull
+    the latency, and with it the interval's own bound, down."""
     for st in states:
         lat = next((by_key[k] for k in st.knob.depends_on
                     if k in by_key and k.endswith("_latency")), None)
         if lat is None or not st.knob.key.endswith("_initiation"):
             continue
         ini_now = st.value if st.frozen else previous.get(st.knob.key, st.search.first_guess)
+        if not st.frozen and st.search.best() is not None:
+            # a trial below the interval's best does not lower the latency's bound (the
+            # latency would follow it down and cap the interval there)
+            ini_now = max(ini_now, st.search.best())
         if not lat.frozen:
             lat.search.lo = max(lat.knob.lo, ini_now)
         lat_now = lat.value if lat.frozen else previous.get(
@@ -581,6 +629,53 @@ def _interval_within_latency(
         for s_ in (lat.search, st.search):
             for x in [x for x in s_.history if not s_.lo <= x <= s_.hi]:
                 del s_.history[x]
+
+
+#: an interval settled this close to its latency bound (or on a non-monotone history)
+#: has its neighbours within this distance simulated, all in one round
+NEAR_BOUND = 2
+
+
+def _extra_candidates(
+    states: list[KnobState],
+    by_key: Mapping[str, KnobState],
+    proposals: Mapping[str, int],
+    changed: set[str],
+) -> dict[str, list[int]]:
+    """Initiation intervals to simulate beside the round's card, per knob.
+
+    GPGPU-Sim's full-occupancy rate is not monotone in the interval next to the
+    entry's latency (measured, RTX 2060 structure, fp32 MAD latency 7: interval 6 gives
+    7.37 cycles per instruction per unit, interval 7 gives 7.20), so a secant or bracket
+    result there can stop on the wrong side. When a search has settled without an exact
+    match and its best value lies within :data:`NEAR_BOUND` of its upper bound (the
+    latency: an interval above it crashes the simulator) or its history is not
+    monotone, every untested value within :data:`NEAR_BOUND` of the best, inside the
+    bounds, is simulated in this round; the search then keeps the value whose simulated
+    rate is nearest the measured one (:meth:`IntSearch.best`). Only while the knobs it
+    depends on are settled and unchanged this round (their points would be stale)."""
+    out: dict[str, list[int]] = {}
+    for st in states:
+        s = st.search
+        if st.frozen or not st.knob.key.endswith("_initiation") or not s.settled:
+            continue
+        deps = [by_key[k] for k in st.knob.depends_on if k in by_key]
+        if any(k in changed for k in st.knob.depends_on) or any(
+            not (d.frozen or d.search.settled) for d in deps
+        ):
+            continue
+        b = s.best()
+        if b is None or abs(s.history[b] - s.target) <= s.tolerance:
+            continue
+        xs = sorted(s.history)
+        monotone = all(s.history[a] <= s.history[c] for a, c in zip(xs, xs[1:], strict=False))
+        if b < s.hi - NEAR_BOUND and monotone:
+            continue
+        cands = [x for x in range(max(s.lo, b - NEAR_BOUND), min(s.hi, b + NEAR_BOUND) + 1)
+                 if x not in s.history and x != proposals.get(st.knob.key)]
+        if cands:
+            out[st.knob.key] = cands
+    return out
 
 
 def _proposal(
