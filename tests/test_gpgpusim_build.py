@@ -7,11 +7,9 @@ creates `lib/gcc-*/cuda-*/release/libcudart.so`; the real build is the `gpgpusim
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
-import tarfile
 import threading
 from pathlib import Path
 
@@ -20,6 +18,8 @@ from hilsim.simmodel.gpgpusim import build as B
 from hilsim.simmodel.gpgpusim.toolchain import Toolchain
 
 from hilsim.core.errors import HilsimError
+from tests.reliability_inputs import tar_file, tar_link
+from tests.reliability_inputs import tarball as make_tarball
 
 TC = Toolchain(Path("/usr/bin/nvcc"), Path("/usr/bin/cuobjdump"), "11.8", "12.2.0")
 
@@ -76,43 +76,19 @@ def test_build_key_and_commit_from_name() -> None:
             B.build_key(bad, "12.2.0", 11080)
 
 
-def _tar(path: Path, members: list[tuple[tarfile.TarInfo, bytes | None]]) -> Path:
-    with tarfile.open(path, "w:gz") as tar:
-        for info, data in members:
-            if data is not None:
-                info.size = len(data)
-                tar.addfile(info, io.BytesIO(data))
-            else:
-                tar.addfile(info)
-    return path
-
-
-def _file(name: str, data: bytes = b"x", mode: int = 0o644) -> tuple[tarfile.TarInfo, bytes]:
-    info = tarfile.TarInfo(name)
-    info.mode = mode
-    return info, data
-
-
-def _link(name: str, target: str, hard: bool = False) -> tuple[tarfile.TarInfo, None]:
-    info = tarfile.TarInfo(name)
-    info.type = tarfile.LNKTYPE if hard else tarfile.SYMTYPE
-    info.linkname = target
-    return info, None
-
-
 @pytest.mark.parametrize(
     "member, what",
     [
-        (_file("../escape.txt"), "outside"),
-        (_file("/abs/escape.txt"), "outside"),
-        (_file("top/../../escape.txt"), "outside"),
-        (_link("top/evil", "/etc/passwd"), "points outside"),
-        (_link("top/evil", "../../outside"), "points outside"),
-        (_link("top/hard", "/etc/passwd", hard=True), "points outside"),
+        (tar_file("../escape.txt"), "outside"),
+        (tar_file("/abs/escape.txt"), "outside"),
+        (tar_file("top/../../escape.txt"), "outside"),
+        (tar_link("top/evil", "/etc/passwd"), "points outside"),
+        (tar_link("top/evil", "../../outside"), "points outside"),
+        (tar_link("top/hard", "/etc/passwd", hard=True), "points outside"),
     ],
 )
 def test_safe_extract_refuses_escapes(tmp_path: Path, member, what: str) -> None:
-    tarball = _tar(tmp_path / "src-667834c.tar.gz", [_file("top/ok.txt"), member])
+    tarball = make_tarball(tmp_path / "src-667834c.tar.gz", [tar_file("top/ok.txt"), member])
     dest = tmp_path / "dest"
     dest.mkdir()
     with pytest.raises(HilsimError, match=what):
@@ -122,9 +98,9 @@ def test_safe_extract_refuses_escapes(tmp_path: Path, member, what: str) -> None
 
 
 def test_safe_extract_keeps_inner_links_and_returns_top(tmp_path: Path) -> None:
-    tarball = _tar(
+    tarball = make_tarball(
         tmp_path / "s.tar.gz",
-        [_file("top/lib/libx.so", b"elf"), _link("top/lib/libx.so.2", "libx.so")],
+        [tar_file("top/lib/libx.so", b"elf"), tar_link("top/lib/libx.so.2", "libx.so")],
     )
     dest = tmp_path / "dest"
     dest.mkdir()
@@ -134,7 +110,7 @@ def test_safe_extract_keeps_inner_links_and_returns_top(tmp_path: Path) -> None:
 
 
 def test_safe_extract_truncated_archive_is_one_line(tmp_path: Path) -> None:
-    good = _tar(tmp_path / "g.tar.gz", [_file("top/a.txt", b"y" * 5000)])
+    good = make_tarball(tmp_path / "g.tar.gz", [tar_file("top/a.txt", b"y" * 5000)])
     bad = tmp_path / "bad-667834c.tar.gz"
     bad.write_bytes(good.read_bytes()[:40])
     (tmp_path / "d").mkdir()
@@ -162,12 +138,13 @@ export GPGPUSIM_SETUP_ENVIRONMENT_WAS_RUN=1
 
 def _fake_source(tmp_path: Path, name: str = "gpgpu-sim_distribution-667834c", fail: str = "",
                  make: str = MAKEFILE) -> Path:
-    return _tar(
+    return make_tarball(
         tmp_path / f"{name}.tar.gz",
         [
-            _file(f"{name}/setup_environment", SETUP.format(fail=fail).encode()),
-            _file(f"{name}/Makefile", make.encode()),
-            _file(f"{name}/configs/tested-cfgs/SM7_QV100/gpgpusim.config", b"-gpgpu_n_clusters 80"),
+            tar_file(f"{name}/setup_environment", SETUP.format(fail=fail).encode()),
+            tar_file(f"{name}/Makefile", make.encode()),
+            tar_file(f"{name}/configs/tested-cfgs/SM7_QV100/gpgpusim.config",
+                     b"-gpgpu_n_clusters 80"),
         ],
     )
 
@@ -257,7 +234,7 @@ def test_ensure_build_input_errors(tmp_path: Path) -> None:
         B.ensure_build(toolchain=TC)
     with pytest.raises(HilsimError, match="--commit"):
         B.ensure_build(git_url="https://example.invalid/x.git", toolchain=TC)
-    not_sim = _tar(tmp_path / "other-667834c.tar.gz", [_file("top/README", b"hi")])
+    not_sim = make_tarball(tmp_path / "other-667834c.tar.gz", [tar_file("top/README", b"hi")])
     with pytest.raises(HilsimError, match="not a GPGPU-Sim source tree"):
         B.ensure_build(source=not_sim, cache_dir=tmp_path / "c", toolchain=TC)
     assert not list((tmp_path / "c").glob(".*tmp-*"))

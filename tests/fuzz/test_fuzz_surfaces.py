@@ -16,7 +16,6 @@ Same promise as the rest of the tier (:mod:`tests.fuzz.promise`), same bounds.
 
 from __future__ import annotations
 
-import io
 import os
 import re
 import stat
@@ -72,16 +71,9 @@ def tar_members(draw):
 
 def _tarball(path: Path, members) -> Path | None:
     try:
-        with tarfile.open(path, "w:gz", format=tarfile.PAX_FORMAT) as tar:
-            for info, data in members:
-                if data is not None:
-                    info.size = len(data)
-                    tar.addfile(info, io.BytesIO(data))
-                else:
-                    tar.addfile(info)
+        return inputs.tarball(path, members)
     except (ValueError, tarfile.TarError, UnicodeError):
         return None  # tarfile cannot write it: nothing to extract
-    return path
 
 
 def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
