@@ -13,7 +13,6 @@ exit with code 2; ``--debug`` shows the traceback instead.
 
 from __future__ import annotations
 
-import os
 import sys
 import warnings
 from importlib import import_module
@@ -200,28 +199,7 @@ def cli(debug: bool, assignments: tuple[str, ...]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Console-script entry point: one-line errors, exit code 2 for bad input.
-
-    A console run (``argv`` None) that ends in an error leaves with ``os._exit`` once its
-    line is flushed, skipping the interpreter's teardown. A failing command exits moments
-    after its last read, while Arrow's worker threads may still be releasing what that
-    read used; a worker that needs the GIL then (to drop a Python-owned buffer) is ended
-    inside a C++ destructor during finalization and the process aborts after the error
-    was printed (``terminate called without an active exception``, exit 134). The bundle
-    reader no longer hands Arrow Python-owned memory (``hilsim.core.bundle``); this keeps
-    any other such release from turning an exit 2 into 134. Every ``with`` block has been
-    left by then (temporary files removed, locks released). Called with ``argv`` (tests,
-    other Python code) it returns.
-    """
-    code = _run(argv)
-    if argv is None and code != 0:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    return code
-
-
-def _run(argv: list[str] | None) -> int:
+    """Console-script entry point: one-line errors, exit code 2 for bad input."""
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     limits.reset()
