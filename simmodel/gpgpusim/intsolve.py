@@ -134,11 +134,6 @@ class IntSearch:
                     return (m2 - m1) / (x2 - x1)
         return None
 
-    @property
-    def measured_slope(self) -> bool:
-        """Whether two simulated points give the slope (else the prior is used)."""
-        return self._secant() is not None
-
     def slope(self) -> float:
         """d quantity / d option from the two simulated points nearest the target (one
         point when the quantity is proportional to the option)."""

@@ -20,7 +20,6 @@ its kind and source), :func:`write_card` the folder (config + the files it names
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import shutil
@@ -340,11 +339,6 @@ def write_card(
             shutil.copyfile(src, root / src.name)
         names.append(src.name)
     return names
-
-
-def round_mhz(x: float) -> float:
-    """A clock in MHz as written (three decimals)."""
-    return math.floor(x * 1000 + 0.5) / 1000
 
 
 #: GPGPU-Sim sizes each unit's pipeline by one entry of its list (``shader.cc``,

@@ -33,7 +33,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from hilsim.simmodel.gpgpusim import simhost, tuneknobs
@@ -735,8 +734,3 @@ def _base_value(card: CardConfig, knob: Knob) -> str:
         vals = list_entries(card, knob.option)
         return vals[knob.entry if knob.entry is not None else 0]
     return card.option(knob.option, "").split()[0] if card.option(knob.option, "") else ""
-
-
-def measured_path_name(path: str | os.PathLike[str]) -> str:
-    """The measurements file's name (reports name it, not the folder)."""
-    return Path(path).name
