@@ -36,7 +36,9 @@ machine the comparable figure) and peak RSS of the process tree (sampled every 5
 over rounds the minimum and the median (and the load averages seen). Ratios: reference /
 this, in wall and in CPU seconds, of the medians. The plans written from the CSV and from
 the bundle must hold the same clusters and samples (checked: the script exits non-zero
-otherwise).
+otherwise). Before the first run both sides' sources are byte-compiled, as an installed
+package has them (a machine with ``PYTHONDONTWRITEBYTECODE`` set would otherwise compile
+every module from source in every run, on both sides).
 """
 
 from __future__ import annotations
@@ -182,6 +184,21 @@ def run_reference(reference: Path, workdir: Path, name: str) -> None:
         print(f"reference result: speedup {row[5]:.6g} error {row[6]:.6g}")
 
 
+def compile_bytecode(reference: Path) -> str:
+    """Byte-compile hilsim's sources and the reference's, as an installed package has them.
+
+    A wheel install writes ``.pyc`` files and an editable one writes them on first import,
+    unless ``PYTHONDONTWRITEBYTECODE`` is set (as on some shared machines): each command
+    would then compile its modules from source on every run. Both sides are compiled the
+    same way so that neither pays it."""
+    import compileall  # (only the benchmark needs it)
+
+    folders = [ROOT / name for name in ("hilsim", "analyzer", "simmodel", "microbench", "agent")]
+    folders.append(reference / "figure7" / "sampling_methods")
+    done = [compileall.compile_dir(str(folder), quiet=1) for folder in folders if folder.is_dir()]
+    return f"bytecode compiled for hilsim and the reference ({'ok' if all(done) else 'errors'})"
+
+
 def hilsim_argv() -> list[str]:
     """The ``hilsim`` console script of this interpreter's environment."""
     script = Path(sys.executable).with_name("hilsim")
@@ -322,6 +339,7 @@ def main() -> None:
         print(f"workdir {workdir}; reference {args.reference}; epsilon {args.epsilon:g} "
               f"(the reference's fixed 5%); {os.cpu_count()} cores, "
               f"load {os.getloadavg()[0]:.1f}", flush=True)
+        print(compile_bytecode(args.reference.resolve()), flush=True)
         results = []
         for repeat, n_rounds in zip(repeats, rounds, strict=True):
             print(f"\n{85_217 * repeat:,} launches (CASIO x{repeat}):", flush=True)

@@ -205,3 +205,34 @@ def test_casio_default_beats_the_reference_figures(casio_bundle) -> None:
     assert summary.max_error <= 0.0140
     assert summary.hmean_speedup >= 4_500
     assert np.mean(summary.covered) >= 0.9
+
+
+@pytest.mark.parametrize("distinct", [7, 70_000])
+def test_sorted_runs_equal_a_stable_sort_of_the_pair(distinct: int) -> None:
+    """The factorized sort (radix over ranks below 2^16 distinct values, int64 ranks
+    above) gives the order, runs and points of a stable sort of (key, duration)."""
+    from hilsim.analyzer.methods.stem import _combined_key, _sorted_runs
+
+    rng = np.random.default_rng(5)
+    n = 200_000
+    keys = rng.integers(0, 5, n)
+    durations = rng.integers(0, distinct, n) * 3 + 1000
+    combined = _combined_key(keys, durations)
+    order, run_start, point_keys, point_values = _sorted_runs(combined)
+    expected = np.lexsort((durations, keys))
+    np.testing.assert_array_equal(order, expected)
+    pairs = np.stack([keys[expected], durations[expected]])
+    change = np.flatnonzero((np.diff(pairs, axis=1) != 0).any(axis=0)) + 1
+    np.testing.assert_array_equal(run_start, np.concatenate(([0], change, [n])))
+    np.testing.assert_array_equal(point_keys, keys[expected][run_start[:-1]])
+    np.testing.assert_array_equal(point_values, durations[expected][run_start[:-1]])
+
+
+def test_pairs_that_do_not_fit_one_integer_sort_as_two() -> None:
+    from hilsim.analyzer.methods.stem import _combined_key
+
+    keys = np.array([0, 1, 1])
+    assert _combined_key(keys, np.array([5, 1 << 40, 3])) is None
+    assert _combined_key(keys, np.array([5, -1, 3])) is None
+    assert _combined_key(np.array([0, 1 << 22, 1]), np.array([1, 2, 3])) is None
+    assert _combined_key(keys, np.array([5, 4, 3])) is not None

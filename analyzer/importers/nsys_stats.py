@@ -320,7 +320,10 @@ def _dictionary_codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
         indices = column.chunk(0).indices
     else:
         indices = pa.concat_arrays([chunk.indices for chunk in column.chunks])
-    codes = indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
+    if indices.null_count:
+        indices = indices.fill_null(-1)
+    # (no nulls: a view of Arrow's buffer, no copy of N codes)
+    codes = indices.to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
     return codes, values.to_pylist()
 
 
@@ -347,7 +350,9 @@ def _per_value(codes: np.ndarray, table: np.ndarray) -> np.ndarray:
     after the int64 check, without the float round trip)."""
     if not np.isnan(table).any() and (len(codes) == 0 or int(codes.min()) >= 0):
         if len(table) and (table == table[0]).all():  # one value (e.g. grid_y = 1)
-            return np.full(len(codes), int(table[0]), dtype=np.int64)
+            # a read-only view of one value: no N-long array is written (at 10M launches
+            # each would be 80 MB of fresh pages)
+            return np.broadcast_to(np.int64(table[0]), (len(codes),))
         return table.astype(np.int64)[codes]
     out = np.append(table.astype(np.float64), np.nan)
     return out[codes]

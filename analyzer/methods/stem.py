@@ -242,14 +242,21 @@ def _points(launches: pd.DataFrame, by_config: bool) -> tuple[np.ndarray, ...]:
     """
     keys = launch_config_key(launches, by_config)
     durations = launches["duration_ns"].to_numpy()
-    order = _sort_by_key_then_value(keys, durations)
-    sorted_keys = keys[order]
-    sorted_durations = durations[order]
-    change = np.flatnonzero((np.diff(sorted_keys) != 0) | (np.diff(sorted_durations) != 0)) + 1
-    run_start = np.concatenate(([0], change, [len(order)])).astype(np.int64)
+    combined = _combined_key(keys, durations)
+    if combined is not None:
+        order, run_start, point_keys, point_values = _sorted_runs(combined)
+    else:
+        order = np.lexsort((durations, keys))
+        sorted_keys = keys[order]
+        sorted_durations = durations[order]
+        change = np.flatnonzero(
+            (np.diff(sorted_keys) != 0) | (np.diff(sorted_durations) != 0)
+        ) + 1
+        run_start = np.concatenate(([0], change, [len(order)])).astype(np.int64)
+        point_keys = sorted_keys[run_start[:-1]]
+        point_values = sorted_durations[run_start[:-1]]
     counts = np.diff(run_start).astype(np.float64)
-    values = sorted_durations[run_start[:-1]].astype(np.float64)
-    point_keys = sorted_keys[run_start[:-1]]
+    values = point_values.astype(np.float64)
     boundaries = np.flatnonzero(np.diff(point_keys)) + 1
     group_start = np.concatenate(([0], boundaries)).astype(np.int64)
     group_end = np.concatenate((boundaries, [len(values)])).astype(np.int64)
@@ -259,17 +266,47 @@ def _points(launches: pd.DataFrame, by_config: bool) -> tuple[np.ndarray, ...]:
     return out
 
 
-def _sort_by_key_then_value(keys: np.ndarray, durations: np.ndarray) -> np.ndarray:
-    """Stable order by (cluster key, duration): one int64 argsort when it fits."""
-    if (
+# Bits of the duration in the one-integer (key, duration) sort key.
+_DURATION_BITS = 40
+
+
+def _combined_key(keys: np.ndarray, durations: np.ndarray) -> np.ndarray | None:
+    """``key << 40 | duration`` per launch (ordered as the pair is), or ``None`` when a
+    duration is negative or past 2^40 ns or a key past 2^22 (the pair then sorts as two)."""
+    if not (
         len(durations)
         and durations.min() >= 0
-        and durations.max() < (1 << 40)
-        and (keys.max() < (1 << 22))
+        and durations.max() < (1 << _DURATION_BITS)
+        and keys.max() < (1 << 22)
     ):
-        combined = (keys.astype(np.int64) << 40) | durations.astype(np.int64)
-        return np.argsort(combined, kind="stable")
-    return np.lexsort((durations, keys))
+        return None
+    combined = keys.astype(np.int64) << _DURATION_BITS
+    combined |= durations
+    return combined
+
+
+def _sorted_runs(combined: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(stable order of ``combined``, start of each run of equal values in it plus the
+    end, each run's key, each run's duration).
+
+    The distinct values are found by hashing (one O(N) pass) and sorted alone; each
+    launch's rank among them is then sorted stably (a radix sort while there are fewer
+    than 2^16 distinct values, as in a profile of kernels that repeat), and the run
+    lengths are the ranks' counts: no N-long gathers, differences or comparisons.
+    Same order as a stable sort of ``combined`` itself.
+    """
+    codes, distinct = pd.factorize(combined, sort=False)
+    by_value = np.argsort(distinct, kind="stable")
+    rank_type = np.uint16 if len(distinct) <= np.iinfo(np.uint16).max else np.int64
+    rank = np.empty(len(distinct), dtype=rank_type)
+    rank[by_value] = np.arange(len(distinct), dtype=rank_type)
+    counts = np.bincount(codes, minlength=len(distinct))[by_value]
+    ranks = rank[codes]
+    del codes
+    order = np.argsort(ranks, kind="stable")
+    run_start = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    points = distinct[by_value]
+    return order, run_start, points >> _DURATION_BITS, points & ((1 << _DURATION_BITS) - 1)
 
 
 def _cluster_records(

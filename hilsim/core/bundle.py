@@ -89,7 +89,8 @@ class Bundle:
         key = (id(self.launches), len(self.launches))
         if self._digest is None or self._digest[0] != key:
             hashes = pd.util.hash_pandas_object(self.launches["name"], index=False)
-            digest = hashlib.sha256(hashes.to_numpy(dtype=np.uint64).tobytes())
+            # (hashed through the buffer protocol: the same bytes, no copy of them)
+            digest = hashlib.sha256(np.ascontiguousarray(hashes.to_numpy(dtype=np.uint64)))
             digest.update(str(len(self.launches)).encode())
             self._digest = (key, digest.hexdigest())
         return self._digest[1]

@@ -8,14 +8,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 # when output goes to a file or pipe, rich would assume 80 columns and clip table
 # headers; a wider fixed width keeps logs and captured output readable
@@ -32,6 +24,16 @@ def progress_bar(
     Transient, and silent when stderr is not a terminal (CI logs stay clean) or when
     ``enabled`` is False. A ``description`` replaces the bar's text (e.g. simulated time).
     """
+    # lazy: rich's progress widgets load only for a command that shows a bar
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     progress = Progress(
         SpinnerColumn(),
         TextColumn("[progress.description]{task.description}"),

@@ -147,8 +147,12 @@ def _kernel_from_names(names: pd.Series) -> pd.Series:
 
 
 def missing_int_column(length: int) -> pd.api.extensions.ExtensionArray:
-    """A nullable Int64 array of ``length`` nulls (no per-element Python work)."""
-    return pd.arrays.IntegerArray(np.zeros(length, dtype=np.int64), np.ones(length, dtype=bool))
+    """A nullable Int64 array of ``length`` nulls (no per-element Python work), its values
+    and mask read-only views of one value each (pandas copies them on write): no N-long
+    buffer is written for a column the profile does not have."""
+    return pd.arrays.IntegerArray(
+        np.broadcast_to(np.int64(0), (length,)), np.broadcast_to(np.True_, (length,))
+    )
 
 
 def missing_category_column(length: int) -> pd.Categorical:
@@ -308,6 +312,15 @@ def drop_duplicate_launches(frame: pd.DataFrame, source: str) -> tuple[pd.DataFr
     return frame.iloc[np.flatnonzero(keep)].reset_index(drop=True), int(duplicated.sum())
 
 
+def _ends_fit(start: pd.api.extensions.ExtensionArray, duration: np.ndarray) -> bool:
+    """Whether no launch can end past 2^63 ns: the largest start plus the largest duration
+    stays below it (two maxima; the per-row sum is needed only when it does not)."""
+    if len(duration) == 0:
+        return True
+    latest = start.max(skipna=True)
+    return latest is pd.NA or int(latest) + int(duration.max()) < 2**63
+
+
 def normalize_launches(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     """Return ``frame`` as a bundle-v1 launches table (typed, ordered, validated).
 
@@ -340,7 +353,7 @@ def normalize_launches(frame: pd.DataFrame, source: str) -> pd.DataFrame:
         else:
             columns[column] = missing_int_column(len(frame))
     start = columns["start_ns"]
-    if not start.isna().all():
+    if not start.isna().all() and not _ends_fit(start, duration):
         ends = start.to_numpy(dtype=np.float64, na_value=0.0) + duration.astype(np.float64)
         over = ends >= 2.0**63
         if over.any():
