@@ -57,7 +57,7 @@ class Case:
     name: str
     program: str  # workload source stem: transformer_step / pipeline_step
     args: tuple[str, ...]
-    card: str  # "qv100" or "h100"
+    card: str  # "qv100", "h100" or "drawn27"
     extra: tuple[str, ...] = field(default=())
 
 
@@ -71,7 +71,14 @@ CASES = {
              (H100_L1_FIX,)),
         Case("pipeline60-h100", "pipeline_step", ("--steps", "60"), "h100", (H100_L1_FIX,)),
     ],
+    "newcard": [
+        Case("transformer12-drawn27", "transformer_step", ("--steps", "12"), "drawn27"),
+        Case("pipeline40-drawn27", "pipeline_step", ("--steps", "40"), "drawn27"),
+    ],
 }
+#: the new card: ``heldout.draw_card`` seed 27 on the RTX 3070's structure (seed and base
+#: fixed before any run on it)
+DRAWN_SEED, DRAWN_BASE = 27, "SM86_RTX3070"
 
 
 def _hilsim(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -86,6 +93,15 @@ def _hilsim(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 def _card(workdir: Path, card: str) -> str:
     if card == "qv100":
         return "SM7_QV100"
+    if card == "drawn27":
+        from hilsim.simmodel.gpgpusim.build import find_build
+        from hilsim.simmodel.gpgpusim.cards import card_config
+        from hilsim.simmodel.gpgpusim.heldout import draw_card
+
+        folder = workdir / "drawn27card"
+        if not (folder / "gpgpusim.config").exists():
+            draw_card(DRAWN_SEED, card_config(DRAWN_BASE, find_build()), folder)
+        return str(folder / "gpgpusim.config")
     folder = workdir / "h100card"
     if not (folder / "gpgpusim.config").exists():
         _hilsim("tune", str(REPO / "tests/data/silicon/H100/microbench.json"), "--preset",
@@ -203,7 +219,7 @@ def replace_case(workdir: Path, case: Case, source: Path, seeds: int, warmups: l
     appended with warm-up ``WARMUP re-placed``."""
     import pandas as pd
     from hilsim.analyzer.evaluate import confidence_interval
-    from hilsim.analyzer.warmstate import place_samples
+    from hilsim.analyzer.warmstate import dram_miss_cycles, place_samples
 
     from hilsim.core.plan import load_plan
 
@@ -226,7 +242,8 @@ def replace_case(workdir: Path, case: Case, source: Path, seeds: int, warmups: l
             placed = place_samples(t[["launch_id", "weight", "cluster"]], warm,
                                    cold if len(cold) else None,
                                    profiled if np.isfinite(profiled).all() else None,
-                                   s["state"]["profile_metric"], "misses")
+                                   s["state"]["profile_metric"], "misses",
+                                   dram_miss_cycles((folder / "sampled.log").read_text()))
             full = float(s["full_cycles"])
             per_launch = np.zeros(max(int(s["launches_full"] or 0),
                                       int(t["launch_id"].max()) + 1))
