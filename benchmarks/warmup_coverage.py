@@ -212,11 +212,12 @@ def run_case(workdir: Path, case: Case, methods: list[str], seeds: int, warmups:
 
 def replace_case(workdir: Path, case: Case, source: Path, seeds: int, warmups: list[str],
                  results: Path) -> None:
-    """Re-place the STEM sampled simulations recorded under ``source`` (an earlier
-    ``--workdir``) with this code's placement and interval, without simulating again:
-    the warm and cold runs' cycles and DRAM reads come from each ``samples.csv``, exact
-    when only the placement changed (the simulated runs are the same). Rows are
-    appended with warm-up ``WARMUP re-placed``."""
+    """Re-place the sampled simulations recorded under ``source`` (an earlier
+    ``--workdir``: STEM seeds, and PKA's seed 0 where recorded) with this code's placement
+    and interval, without simulating again: the warm and cold runs' cycles and DRAM reads
+    come from each ``samples.csv``, the card's DRAM miss latency from its
+    ``sampled.log``; exact when only the placement changed (the simulated runs are the
+    same). Rows are appended with warm-up ``WARMUP re-placed``."""
     import pandas as pd
     from hilsim.analyzer.evaluate import confidence_interval
     from hilsim.analyzer.warmstate import dram_miss_cycles, place_samples
@@ -224,15 +225,16 @@ def replace_case(workdir: Path, case: Case, source: Path, seeds: int, warmups: l
     from hilsim.core.plan import load_plan
 
     done = _done(results)
-    for seed in range(seeds):
+    runs = [("stem", seed) for seed in range(seeds)] + [("pka", 0)]
+    for method, seed in runs:
         for warmup in warmups:
             label = f"{warmup} re-placed"
-            folder = source / "sims" / case.name / f"stem-{seed}-{warmup.replace(':', '')}"
-            if (case.name, "stem", seed, label) in done or not folder.exists():
+            folder = source / "sims" / case.name / f"{method}-{seed}-{warmup.replace(':', '')}"
+            if (case.name, method, seed, label) in done or not folder.exists():
                 continue
             s = json.loads((folder / "simulate.json").read_text())
             t = pd.read_csv(folder / "samples.csv")
-            plan = load_plan(source / "plans" / case.name / f"stem-{seed}.json")
+            plan = load_plan(source / "plans" / case.name / f"{method}-{seed}.json")
             warm = pd.DataFrame({"launch_id": t["launch_id"], "kernel": t["kernel"],
                                  "cycles": t["cycles_warm"], "misses": t["misses_warm"]})
             ran = t[np.isfinite(t["cycles_cold"].to_numpy(np.float64))]
@@ -250,15 +252,16 @@ def replace_case(workdir: Path, case: Case, source: Path, seeds: int, warmups: l
             per_launch[placed.table["launch_id"].to_numpy(np.int64)] = placed.table[
                 "cycles"].to_numpy(np.float64)
             lo, hi = confidence_interval(plan, per_launch,
-                                         extra_variance=placed.state_variance)
+                                         extra_variance=placed.state_variance) or (None, None)
             est = placed.estimate()
             row = {
-                "case": case.name, "method": "stem", "seed": seed, "warmup": label,
+                "case": case.name, "method": method, "seed": seed, "warmup": label,
                 "chosen_warmup": s["warmup"]["label"], "samples": s["samples"],
                 "bracketed": s["state"]["bracketed"], "full_cycles": full,
                 "estimate_cycles": est, "warm_estimate_cycles": placed.estimate("cycles_warm"),
                 "error": (est - full) / full, "interval": [lo, hi],
-                "covers": bool(lo <= full <= hi), "half_width": (hi - lo) / 2 / full,
+                "covers": None if lo is None else bool(lo <= full <= hi),
+                "half_width": None if lo is None else (hi - lo) / 2 / full,
                 "state_sd": float(np.sqrt(placed.state_variance)) / full,
                 "simulated_cycles": s["simulated_cycles"],
                 "speedup": full / s["simulated_cycles"], "sim_cpu_s": s["sim_cpu_s"],
@@ -266,7 +269,7 @@ def replace_case(workdir: Path, case: Case, source: Path, seeds: int, warmups: l
             }
             with results.open("a") as fh:
                 fh.write(json.dumps(row) + "\n")
-            print(f"[{case.name}] stem seed {seed} {label}: error {100 * row['error']:+.2f}%, "
+            print(f"[{case.name}] {method} seed {seed} {label}: error {100 * row['error']:+.2f}%, "
                   f"covers {row['covers']}", flush=True)
 
 
