@@ -57,6 +57,7 @@ from hilsim.analyzer.warmstate import (
     MISS_TOLERANCE_SECTORS,
     StatePlacement,
     colder_than_warm,
+    dram_miss_cycles,
     place_samples,
     profiled_misses,
     warmer_than_profile,
@@ -401,7 +402,8 @@ def simulate_plan(
         if spec.cold_bound:
             cold = _cold_run(runner, ids, weights, warm, misses, miss_column)
         placement = place_samples(samples, warm.stats, None if cold is None
-                                  else cold.samples(), misses, metric, miss_column)
+                                  else cold.samples(), misses, metric, miss_column,
+                                  dram_miss_cycles(warm.base.run.text))
         placement.table.insert(4, "preceding", warm.preceding)
         k = int(warm.preceding.max())
         summary = _summary(plan, plan_path, spec, k, runner, warm, cold, placement,

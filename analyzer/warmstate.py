@@ -24,8 +24,10 @@ of a bracketed sample is taken as uniform over its bracket plus a share of its c
 variance ``(c_cold - c_warm)^2 / 12 + (STATE_SD_BRACKETED * c)^2``. A sample kept warm
 whose warm run still read more from DRAM than the profile (its producer outside the
 warm-up window, or a few reads within the tolerance: on a one-block kernel they cost
-16-44%) is bracketed from below instead: between ``(1 - WARM_EXCESS_SHARE)`` times its
-warm cycles and its warm cycles, placed at the middle, the same uniform variance. Any
+16-44%) is bracketed from below instead: between its warm cycles less
+``WARM_EXCESS_LATENCIES`` DRAM misses of the simulated card (:func:`dram_miss_cycles`, core
+cycles; at most :data:`WARM_EXCESS_CAP` of its warm cycles) and its warm cycles, placed at
+the middle, the same uniform variance. Any
 other sample kept warm has ``(STATE_SD_WARM * c)^2`` (the state a warm run and the
 profile agree on still leaves some spread); over the samples,
 ``sum(weight^2 * variance)`` is the state variance the estimate's 95% interval adds to
@@ -40,6 +42,7 @@ All of it is vectorised over samples (numpy); the tables are as long as the plan
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,14 +82,23 @@ STATE_SD_WARM = 0.0075
 POSITION_EXPONENT = 0.5
 #: a sample kept warm whose warm run still read more from DRAM than the profile says the
 #: full run did (the warm-up did not reach the launch that wrote its inputs, or a few reads
-#: inside the tolerance) ran slower than the full run: its full-run cycles lie between
-#: ``(1 - WARM_EXCESS_SHARE) x`` its warm cycles and its warm cycles. It is placed at the
-#: middle with the uniform variance of that range. Chosen on the pipeline workload
-#: (pipeline_step on the reduced QV100, STEM seeds 0-9: 95 such samples, their full-run
-#: cycles 9.1% below their warm run's on average, 7.4% weighted by cycles, 20% at the 95th
-#: percentile): twice the cycle-weighted mean, so the middle is unbiased where it counts.
-#: The share is the card's: on the H100-like card the same samples are 19.6% below
-#: (weighted), so this range is too narrow there (docs/validation.md "Measured").
+#: inside the tolerance) ran slower than the full run by the time its extra DRAM reads
+#: waited beyond an L2 hit: those reads overlap, so the loss is a few DRAM miss latencies
+#: of the card, whatever their number (pipeline_step on the reduced QV100, STEM seeds 0-9:
+#: 95 such samples with 1 to 2,049 extra sectors lost 1.15 miss latencies on average,
+#: weighted by the samples' weights; 0.96 at the median, 2.5 at the 95th percentile). Its
+#: full-run cycles lie between its warm cycles less ``WARM_EXCESS_LATENCIES`` miss
+#: latencies (:func:`dram_miss_cycles`) and its warm cycles; it is placed at the middle
+#: with the uniform variance of that range. 2.3: twice the weighted mean on that workload,
+#: so the middle is unbiased where it counts. A fixed share of the warm cycles (the
+#: earlier form) is the card's: the same samples lost 7.4% of their warm cycles on the
+#: QV100 and 19.6% on an H100-like card whose miss costs 3.5 times as many core cycles.
+WARM_EXCESS_LATENCIES = 2.3
+#: the range below the warm cycles is at most this share of them (a guard for short
+#: kernels on a card with slow DRAM; no training sample reaches it: at most 35% there)
+WARM_EXCESS_CAP = 0.5
+#: the range's share of the warm cycles when the card's DRAM miss latency is unknown (no
+#: option dump in the log): twice the cycle-weighted mean loss on the QV100 workload above
 WARM_EXCESS_SHARE = 0.15
 #: columns of the per-sample table that are not simulator counters
 SAMPLE_COLUMNS = ("launch_id", "weight", "cluster", "kernel", "cycles", "cycles_warm",
@@ -112,6 +124,37 @@ def profiled_misses(bundle: Bundle, launch_ids: np.ndarray) -> tuple[str, str, n
             if np.isfinite(values).all():
                 return metric, column, values
     return None
+
+
+#: an option of a GPGPU-Sim option dump or config: a quoted value may span lines
+_OPTION = r'^{}[ \t]+("[^"]*"|[^#\n]*)'
+
+
+def dram_miss_cycles(log_text: str) -> float | None:
+    """Core cycles a read that misses the L2 waits beyond an L2 hit on the card of a
+    GPGPU-Sim log, from the log's option dump: ``-dram_latency`` (GPGPU-Sim counts it in
+    core cycles: ``memory_partition_unit::simple_dram_model_cycle``) plus a closed-row
+    read, ``tRCD + CL`` of ``-gpgpu_dram_timing_opt`` in DRAM cycles, scaled by the core
+    over the DRAM clock of ``-gpgpu_clock_domains``. SM7_QV100: 100 + 24 x 1132 / 850 =
+    132. None when the dump lacks any of them. The last value of an option wins, as in
+    the simulator's own option parser."""
+
+    def last(option: str) -> str | None:
+        found = re.findall(_OPTION.format(re.escape(option)), log_text, re.M)
+        return "".join(found[-1].strip('"').split()) if found else None
+
+    latency, clocks, timing = (last("-dram_latency"), last("-gpgpu_clock_domains"),
+                               last("-gpgpu_dram_timing_opt"))
+    if latency is None or clocks is None or timing is None:
+        return None
+    try:
+        mhz = [float(x) for x in clocks.split(":")]
+        fields = dict(part.split("=", 1) for part in timing.split(":") if "=" in part)
+        row_read = float(fields["RCD"]) + float(fields["CL"])
+        cycles = float(latency) + row_read * mhz[0] / mhz[3]
+    except (ValueError, KeyError, IndexError, ZeroDivisionError):
+        return None
+    return cycles if np.isfinite(cycles) and cycles > 0 else None
 
 
 def colder_than_warm(profiled: np.ndarray, warm: np.ndarray) -> np.ndarray:
@@ -141,8 +184,9 @@ class StatePlacement:
         notes: what was done, in words.
         colder: samples whose warm-up left them colder than the profile (more misses,
             past the tolerance) and that no cold run brackets: their warm cycles are upper
-            bounds; they are placed below them (:data:`WARM_EXCESS_SHARE`).
+            bounds; they are placed below them (:func:`excess_range`).
         colder_share: their share of the weighted warm cycles.
+        miss_cycles: the card's DRAM miss latency in core cycles used for them, if known.
     """
 
     table: pd.DataFrame
@@ -151,6 +195,7 @@ class StatePlacement:
     notes: list[str]
     colder: int = 0
     colder_share: float = 0.0
+    miss_cycles: float | None = None
 
     @property
     def state_variance(self) -> float:
@@ -179,8 +224,28 @@ class StatePlacement:
             "state_sd_cycles": float(np.sqrt(self.state_variance)),
             "colder_than_profile": self.colder,
             "colder_than_profile_share": self.colder_share,
+            "dram_miss_cycles": self.miss_cycles,
             "notes": self.notes,
         }
+
+
+def excess_range(warm_cycles: np.ndarray, miss_cycles: float | None) -> np.ndarray:
+    """Depth of the range below the warm cycles in which the full run of a sample lies
+    when its warm run read more from DRAM than the profile: :data:`WARM_EXCESS_LATENCIES`
+    DRAM misses of the card, at most :data:`WARM_EXCESS_CAP` of the warm cycles;
+    :data:`WARM_EXCESS_SHARE` of them when ``miss_cycles`` is unknown."""
+    c = np.asarray(warm_cycles, dtype=np.float64)
+    if miss_cycles is None or not np.isfinite(miss_cycles) or miss_cycles <= 0:
+        return WARM_EXCESS_SHARE * c
+    return np.minimum(WARM_EXCESS_LATENCIES * miss_cycles, WARM_EXCESS_CAP * c)
+
+
+def _excess_words(miss_cycles: float | None) -> str:
+    if miss_cycles is None or not np.isfinite(miss_cycles) or miss_cycles <= 0:
+        return f"{50 * WARM_EXCESS_SHARE:.1f}% (the card's DRAM latency unknown)"
+    half = WARM_EXCESS_LATENCIES / 2
+    return (f"{half:g} DRAM misses ({half * miss_cycles:.0f} core cycles; at most "
+            f"{50 * WARM_EXCESS_CAP:.0f}% of their cycles)")
 
 
 def _counter_columns(frame: pd.DataFrame) -> list[str]:
@@ -197,6 +262,7 @@ def place_samples(
     profiled: np.ndarray | None,
     metric: str | None = None,
     miss_column: str = "l2_misses",
+    miss_cycles: float | None = None,
 ) -> StatePlacement:
     """Combine the warm run (every sample) and the cold run (some samples) per sample.
 
@@ -205,7 +271,9 @@ def place_samples(
     (:func:`hilsim.simmodel.simlog.parse_simlog`, the launches of the other runs dropped);
     ``profiled``: the profile's misses per sample (None: the pilot placement at the
     midpoint, with the cold cycles of samples outside the pilot predicted from the
-    pilot's cold/warm ratios).
+    pilot's cold/warm ratios); ``miss_cycles``: the card's DRAM miss latency in core
+    cycles (:func:`dram_miss_cycles`), the unit of the range below the warm cycles of
+    samples that read more than the profile (None: :data:`WARM_EXCESS_SHARE` of them).
     """
     ids = samples["launch_id"].to_numpy(np.int64)
     w_stats = warm.set_index("launch_id").loc[ids].reset_index()
@@ -270,7 +338,7 @@ def place_samples(
                 f"{int(colder.sum())} samples ({100 * colder_share:.1f}% of the weighted "
                 f"sampled cycles) still miss more than the profile after the warm-up "
                 f"({metric or miss_column}): their warm cycles are upper bounds; each is "
-                f"placed {50 * WARM_EXCESS_SHARE:.1f}% below them, with that range in the "
+                f"placed {_excess_words(miss_cycles)} below them, with that range in the "
                 "95% interval")
     gap = np.where(np.isfinite(predicted), predicted - c_warm, 0.0)
     bracketed = in_cold | (method == "pilot")
@@ -279,7 +347,7 @@ def place_samples(
         with np.errstate(invalid="ignore"):
             excess = (m_warm > profiled) & ~bracketed
         # below the warm run: its cycles are the top of the range the full run lies in
-        gap = np.where(excess, -WARM_EXCESS_SHARE * c_warm, gap)
+        gap = np.where(excess, -excess_range(c_warm, miss_cycles), gap)
         position = np.where(excess, 0.5, position)
     cycles = c_warm + position * gap
     variance = np.where(bracketed | excess,
@@ -311,7 +379,8 @@ def place_samples(
             cold_v[in_cold] = c_stats.loc[ids[in_cold], col].to_numpy(np.float64)
             value = np.where(in_cold, warm_v + fraction * (cold_v - warm_v), warm_v)
         table[col] = value
-    return StatePlacement(table, method, metric, notes, int(colder.sum()), colder_share)
+    return StatePlacement(table, method, metric, notes, int(colder.sum()), colder_share,
+                          miss_cycles)
 
 
 __all__ = [
@@ -323,8 +392,12 @@ __all__ = [
     "STATE_SD_BRACKETED",
     "STATE_SD_WARM",
     "StatePlacement",
+    "WARM_EXCESS_CAP",
+    "WARM_EXCESS_LATENCIES",
     "WARM_EXCESS_SHARE",
     "colder_than_warm",
+    "dram_miss_cycles",
+    "excess_range",
     "place_samples",
     "profiled_misses",
     "warmer_than_profile",

@@ -8,7 +8,9 @@ run and the reference card's full run (``analyzer/examples/simulated-v100``).
 
 from __future__ import annotations
 
+import gzip
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -16,8 +18,11 @@ import pytest
 from hilsim.analyzer.warmstate import (
     STATE_SD_BRACKETED,
     STATE_SD_WARM,
+    WARM_EXCESS_CAP,
+    WARM_EXCESS_LATENCIES,
     WARM_EXCESS_SHARE,
     colder_than_warm,
+    dram_miss_cycles,
     place_samples,
     profiled_misses,
     warmer_than_profile,
@@ -182,6 +187,70 @@ def test_samples_reading_more_than_the_profile_are_bracketed_from_below() -> Non
     assert placed.state_variance == pytest.approx(var[0] + 4 * var[1] + var[2] + var[3])
     # only sample 0 is past the tolerance: it alone is counted
     assert placed.colder == 1
+
+
+def test_the_range_below_the_warm_cycles_is_the_cards_dram_miss_latency() -> None:
+    """With the card's DRAM miss latency known, a sample that read more than the profile
+    lies within ``WARM_EXCESS_LATENCIES`` misses below its warm cycles, at most
+    ``WARM_EXCESS_CAP`` of them; the same samples on a card with slower DRAM get a deeper
+    range. Mutants: the fixed share whatever the card (both cards alike), no cap (sample
+    1 placed 230 below 300), the cap as a floor (``max``: sample 0 at 750), the sample at
+    the bottom of its range instead of the middle, or the range's variance missing."""
+    samples = pd.DataFrame({"launch_id": [0, 1, 2], "weight": [1.0, 1.0, 1.0],
+                            "cluster": [0, 1, 2]})
+    warm = _stats([0, 1, 2], [1000.0, 300.0, 500.0], [1.0, 512.0, 7.0])
+    profiled = np.array([0.0, 0.0, 7.0])
+
+    def placed_on(miss_cycles: float) -> pd.DataFrame:
+        return place_samples(samples, warm, None, profiled, "dram__sectors_read.sum",
+                             "l2_misses", miss_cycles).table
+
+    fast, slow = placed_on(100.0), placed_on(400.0)
+    d_fast = [WARM_EXCESS_LATENCIES * 100.0, WARM_EXCESS_CAP * 300.0]  # 230, 150 (cap)
+    assert d_fast == pytest.approx([230.0, 150.0])
+    assert fast["cycles"].tolist() == pytest.approx(
+        [1000.0 - d_fast[0] / 2, 300.0 - d_fast[1] / 2, 500.0])
+    # slower DRAM: 920 below 1000 is past the cap (500); sample 1 stays at its cap
+    d_slow = [WARM_EXCESS_CAP * 1000.0, WARM_EXCESS_CAP * 300.0]
+    assert slow["cycles"].tolist() == pytest.approx(
+        [1000.0 - d_slow[0] / 2, 300.0 - d_slow[1] / 2, 500.0])
+    for table, depth in ((fast, d_fast), (slow, d_slow)):
+        c = table["cycles"].to_numpy()
+        assert table["state_variance"].tolist() == pytest.approx(
+            [depth[0] ** 2 / 12 + (STATE_SD_BRACKETED * c[0]) ** 2,
+             depth[1] ** 2 / 12 + (STATE_SD_BRACKETED * c[1]) ** 2,
+             (STATE_SD_WARM * 500.0) ** 2])
+    # no latency known: the fixed share of the warm cycles, and the note says so
+    unknown = place_samples(samples, warm, None, profiled, "dram__sectors_read.sum")
+    assert unknown.table["cycles"].tolist()[:2] == pytest.approx(
+        [1000 * (1 - WARM_EXCESS_SHARE / 2), 300 * (1 - WARM_EXCESS_SHARE / 2)])
+    assert any("latency unknown" in n for n in unknown.notes)
+    named = place_samples(samples, warm, None, profiled, "dram__sectors_read.sum",
+                          "l2_misses", 100.0)
+    assert named.summary()["dram_miss_cycles"] == 100.0
+    assert any("1.15 DRAM misses (115 core cycles" in n for n in named.notes)
+
+
+def test_dram_miss_latency_read_from_real_logs_and_cards() -> None:
+    """``-dram_latency`` (core cycles) plus tRCD + CL at the core over the DRAM clock,
+    from a real GPGPU-Sim log's option dump (its timing has a space inside) and from card
+    files (a quoted timing over two lines; a commented-out timing ignored). Mutants: no
+    row read (100), the clock ratio inverted (118.0), the first of two values kept, or
+    the commented line read (the H100 card's 37+37) each give another number."""
+    data = Path(__file__).parent / "data"
+    log = gzip.decompress((data / "gpgpusim/vecadd_chase.SM7_QV100-1sm.log.gz").read_bytes())
+    qv100 = 100 + (12 + 12) * 1132.0 / 850.0  # 131.96
+    assert dram_miss_cycles(log.decode("utf-8", "replace")) == pytest.approx(qv100)
+    shipped = (data / "accelsim/SM7_QV100.gpgpusim.config").read_text()
+    assert dram_miss_cycles(shipped) == pytest.approx(qv100)
+    h100 = (Path(__file__).parents[1] / "simmodel/gpgpusim/cards/SM90_H100/gpgpusim.config")
+    assert dram_miss_cycles(h100.read_text()) == pytest.approx(194 + (19 + 19) * 1980 / 3106)
+    # a drawn card appends its values after the base's: the last one is the simulator's
+    assert dram_miss_cycles(shipped + "\n-dram_latency 217\n") == pytest.approx(qv100 + 117)
+    assert dram_miss_cycles(shipped + "\n#-gpgpu_dram_timing_opt RCD=99:CL=99\n") == \
+        pytest.approx(qv100)
+    assert dram_miss_cycles("-dram_latency 100\n") is None
+    assert dram_miss_cycles(shipped.replace("-gpgpu_clock_domains", "#")) is None
 
 
 def test_pilot_placement_without_profiled_misses() -> None:

@@ -357,7 +357,8 @@ def interval_note(h: dict[str, Any]) -> str:
     c, s = f"{100 * config:+.2f}%", f"{100 * sampling:+.2f}%"
     colder = h.get("samples_colder_than_profile") or 0
     why = (f" ({colder} samples the warm-up left colder than the profile: placed below "
-           "their warm cycles by a share that may not fit this card)" if colder else "")
+           "their warm cycles by an estimate of what their extra DRAM reads cost, a few "
+           "of the card's DRAM miss latencies)" if colder else "")
     if abs(config) >= abs(sampling):
         if h.get("interval_covers_full") is False:
             return (f"the simulator's configuration error ({c}) is larger than the sampling "
