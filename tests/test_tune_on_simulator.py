@@ -111,20 +111,26 @@ def test_a_drawn_card_is_recovered_and_never_read(
 
 @pytest.mark.gpgpusim
 @pytest.mark.slow
-def test_max_div_shfl_sfu_entries_follow_their_probes(tmp_path: Path) -> None:
+def test_max_div_shfl_sfu_dp_entries_follow_their_probes(tmp_path: Path) -> None:
     """SM75_RTX2060_S's lists differ from its base's (int 4,13,4,5,145,32 vs 4,4,4,4,21;
-    fp MAX 13 vs 4; SFU 100 vs 21). With the suite's unit probes run on the card (MAX,
-    DIV, SHFL, SFU: microbench.unit_ops, as the simulated suite writes them), every probed
-    entry of the tuned card, re-simulated with the one-warp check probes, is within 2
-    cycles or 3 % of the card's; ADD and MUL, which nothing measures, stay the base's."""
+    fp MAX 13 vs 4; SFU 100 vs 21; dp 8,19,8,8 / 4,4,4,4 vs 64,64,64,64 / 64,64,64,64).
+    With the suite's unit probes run on the card (MAX, DIV, SHFL, SFU, dp ADD/MAX/MUL:
+    microbench.unit_ops, as the simulated suite writes them), every probed entry of the
+    tuned card, re-simulated with the one-warp check probes, is within 2 cycles or 3 %
+    of the card's, and the dp ADD/MAX/MUL intervals are the card's; int and fp ADD and
+    MUL, which nothing measures, stay the base's."""
     build = require_sim_build()
     true = card_config("SM75_RTX2060_S", build)
     measured = with_unit_probes(true, build, DATA / "SM75_RTX2060_S.microbench.json",
                                 tmp_path / "probes.microbench.json")
     result = tune_on_simulator(measured, build=build, workers=2,
-                               only=(*PROBE_KNOBS, "fp_mad_latency", "int_mad_latency"))
+                               only=(*PROBE_KNOBS, "fp_mad_latency", "int_mad_latency",
+                                     "dp_mad_latency"))
     tuned = _tuned(result, tmp_path)
     rows = probe_check(true, tuned, build, keys=("int.max", "int.div", "int.shfl", "fp.max",
-                                                  "fp.div", "sfu.ex2", "int.mad", "fp.mad"))
+                                                  "fp.div", "sfu.ex2", "int.mad", "fp.mad",
+                                                  "dp.add", "dp.max", "dp.mul", "dp.mad"))
     assert all(r.ok for r in rows), [r for r in rows if not r.ok]
     assert tuned.option("-ptx_opcode_latency_int").split(",")[0] == "4"  # ADD: the base's
+    ini = tuned.option("-ptx_opcode_initiation_dp").split(",")[:3]
+    assert ini == true.option("-ptx_opcode_initiation_dp").split(",")[:3]

@@ -24,6 +24,7 @@ from hilsim.simmodel.gpgpusim.tunedcard import (
     config_text,
     dl2_value,
     icnt_for,
+    intervals_within_latencies,
     list_entries,
     list_rows,
     partition_indexing,
@@ -238,6 +239,29 @@ def test_a_tuned_latency_above_the_unit_depth_raises_max() -> None:
     lists["-ptx_opcode_latency_fp"][3].update(value="9", kind="measured")
     pipeline_depths(card("SM7_QV100"), lists)
     assert lists["-ptx_opcode_latency_fp"][1]["value"] == "13"
+
+
+def test_a_base_interval_above_a_tuned_latency_is_lowered_to_it() -> None:
+    """GPGPU-Sim starts an instruction at pipeline stage latency - interval: the RTX
+    2060's dp ADD interval 64 under a measured dp ADD latency of 8 would index stage -56
+    (SIGSEGV). The interval becomes 8, said so; measured intervals and those already
+    within their latency stay."""
+    rtx = card("SM75_RTX2060")
+    lists = {"-ptx_opcode_latency_dp": list_rows(rtx, "-ptx_opcode_latency_dp")}
+    lists["-ptx_opcode_latency_dp"][0].update(value="8", kind="measured")
+    intervals_within_latencies(rtx, lists)
+    dp = lists["-ptx_opcode_initiation_dp"]
+    assert [r["value"] for r in dp] == ["8", "64", "64", "64", "130"]
+    assert dp[0]["kind"] == "derived" and "stage" in dp[0]["note"]
+    # a measured interval is the loop's (kept at or below its latency there)
+    lists["-ptx_opcode_initiation_dp"][2].update(value="64", kind="measured")
+    lists["-ptx_opcode_latency_dp"][2].update(value="8", kind="measured")
+    intervals_within_latencies(rtx, lists)
+    assert lists["-ptx_opcode_initiation_dp"][2]["value"] == "64"
+    # nothing above its latency: no initiation list is added
+    lists = {"-ptx_opcode_latency_fp": list_rows(rtx, "-ptx_opcode_latency_fp")}
+    intervals_within_latencies(rtx, lists)
+    assert set(lists) == {"-ptx_opcode_latency_fp"}
 
 
 # --- the command's errors --------------------------------------------------------------

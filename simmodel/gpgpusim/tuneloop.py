@@ -53,6 +53,7 @@ from hilsim.simmodel.gpgpusim.tunedcard import (
     clock_domains,
     device_settings,
     dl2_value,
+    intervals_within_latencies,
     list_entries,
     list_rows,
     partition_indexing,
@@ -277,13 +278,14 @@ def assemble(
             lists[option][i].update(value=str(x), kind="measured",
                                     measurement=", ".join(st.knob.inputs))
     pipeline_depths(base, lists)
+    intervals_within_latencies(base, lists)
     for option, rows in lists.items():
         if all(r["kind"] == "base" for r in rows):
             continue
         entries[option] = rows
         parts = []
         for kind, text in (("measured", "measured in the loop"),
-                           ("derived", "raised to the unit's pipeline depth (below)"),
+                           ("derived", "derived from the tuned entries (below)"),
                            ("base", "the base card's (no microbenchmark measures them)")):
             names = [r["entry"] for r in rows if r["kind"] == kind]
             if names:
