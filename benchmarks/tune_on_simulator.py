@@ -3,7 +3,7 @@ what it recovers, how many simulator runs and CPU minutes it takes (prints the f
 not a test; docs/tuner.md's tables come from here).
 
     python benchmarks/tune_on_simulator.py [--cases held-out,drawn,h100,silicon]
-        [--seeds 3] [--workers 2] [--out DIR]
+        [--seeds 3] [--workers 2] [--out DIR] [--base CARD (h100 only)]
 
 * held-out: GPGPU-Sim's SM7_GV100, SM7_TITANV, SM75_RTX2060_S, measured by the suite
   (tests/data/microbench/gpgpusim/heldout/), tuned with every knob, compared with the
@@ -144,10 +144,11 @@ def drawn(build: Any, workers: int, seeds: int, out: Path) -> dict[str, Any]:
     return res
 
 
-def h100(build: Any, workers: int, out: Path) -> dict[str, Any]:
+def h100(build: Any, workers: int, out: Path,
+         bases: tuple[str | None, ...] = (None, "SM86_RTX3070")) -> dict[str, Any]:
     res = {}
     true = card_config("SM90_H100", build)
-    for base in (None, "SM86_RTX3070"):
+    for base in bases:
         result = tune_on_simulator(HELD / "SM90_H100.microbench.json", base=base, build=build,
                                    workers=workers, say=print)
         tuned = tuned_card(result, out / f"tuned-h100-{base or 'own'}")
@@ -207,6 +208,9 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--base", default=None,
+                    help="h100 case: tune from this base card only (default: its own and "
+                    "SM86_RTX3070)")
     args = ap.parse_args()
     if args.summarize is not None:
         merged: dict[str, Any] = {}
@@ -234,7 +238,8 @@ def main() -> None:
         print(f"\ndrawn cards: {sum(ok)}/{len(ok)} recovered; CPU-min median "
               f"{statistics.median(cpu):.2f}, max {max(cpu):.2f}")
     if "h100" in cases:
-        results["h100"] = h100(build, args.workers, out)
+        bases = (None, "SM86_RTX3070") if args.base is None else (args.base,)
+        results["h100"] = h100(build, args.workers, out, bases)
     if "silicon" in cases:
         results["silicon"] = silicon(build, args.workers, out)
     (out / "results.json").write_text(json.dumps(results, indent=1, default=str) + "\n")

@@ -1,9 +1,9 @@
 """Latency and per-warp initiation interval of the operations outside the FMA pipes: the
-special-function unit, integer and FP32 division, integer and FP32 min/max, warp shuffle
-(Accel-Sim, Khairy et al., ISCA 2020, Section II-C: one microbenchmark per configured
-latency; GPGPU-Sim's ``-ptx_opcode_latency_{int,fp,sfu}`` and
-``-ptx_opcode_initiation_{int,sfu}`` lists, whose entries are
-``<ADD,MAX,MUL,MAD,DIV,SHFL>`` for int, ``<ADD,MAX,MUL,MAD,DIV>`` for fp).
+special-function unit, integer and FP32 division, integer, FP32 and FP64 min/max, warp
+shuffle, FP64 add and multiply (Accel-Sim, Khairy et al., ISCA 2020, Section II-C: one
+microbenchmark per configured latency; GPGPU-Sim's ``-ptx_opcode_latency_{int,fp,dp,sfu}``
+and ``-ptx_opcode_initiation_{int,dp,sfu}`` lists, whose entries are
+``<ADD,MAX,MUL,MAD,DIV,SHFL>`` for int, ``<ADD,MAX,MUL,MAD,DIV>`` for fp and dp).
 
 Latency: one warp runs one dependent chain of the operation; initiation: one warp runs
 :data:`INDEPENDENT` independent chains of it, so it issues as fast as the unit accepts
@@ -36,6 +36,20 @@ What each chain is (checked in SASS on sm_70/75/86/90 by ``tests/test_microbench
 * ``shfl``: ``x = shfl.sync.bfly.b32(x, 1)`` written without the predicate destination
   (``d`` only, not ``d|p``): GPGPU-Sim reads 0 from the ``d|p`` form nvcc emits for
   ``__shfl_xor_sync``, the ``d`` form runs (and times) there as on a GPU.
+* ``dp_add`` / ``dp_mul``: ``x = x + a`` in ``add.f64`` -> ``DADD``, ``x = x * a`` in
+  ``mul.rn.f64`` -> ``DMUL`` (``a`` a kernel argument, 1.0: nothing is known to fold;
+  the product stays finite and normal). The ADD and MUL entries of the dp lists.
+* ``dp_max``: alternating ``max.f64`` and ``min.f64`` (a clamp, as ``fp_max``). There is
+  no ``DMNMX`` on sm_70-90: ptxas emits ``DSETP.MAX``/``DSETP.MIN`` and a ``SEL`` +
+  ``FSEL`` pair (with a ``LOP3`` for the NaN case) per PTX instruction, so the value is
+  that sequence per PTX instruction, which is what GPGPU-Sim's dp MAX entry times as
+  one instruction (as ``int_div``). Its initiation kernel runs 6 chains (unrolled 4
+  times), one pass of ``max`` over the chains, then one of ``min`` (a step's ``min``
+  waits for its ``max`` on an in-order pipeline), not :data:`INDEPENDENT`: each PTX
+  instruction sets two predicates, and from 8 chains on ptxas 12 saves predicates in
+  registers on sm_90 (``P2R``/``R2P``; at 32 chains on every target, as ``LOP3`` bits), a
+  serial chain through every step; 6 x the interval still covers the latency of the
+  simulated cards' dp MAX entries (19 at interval 4 on SM75_RTX2060_S).
 
 On a simulated device all probes are one program (:func:`simulated`): latency at 1 and 2
 iterations of 64 operations, initiation at 2 and 4 iterations of :data:`INDEPENDENT` x
@@ -46,6 +60,7 @@ slope).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,6 +95,18 @@ class UnitOp:
     b: Any
     magic: Any
     init: str  # the initial value of chain j (C expression in j)
+    #: independent chains of the initiation kernel
+    chains: int = 0  # 0: INDEPENDENT
+
+    @property
+    def statements(self) -> list[str]:
+        """The step's PTX statements (one ``asm volatile(...);`` each)."""
+        return [t for t in re.split(r"(?<=\);)\s+(?=asm)", self.step.strip()) if t]
+
+    @property
+    def independent(self) -> int:
+        """Independent chains of the initiation kernel."""
+        return self.chains or INDEPENDENT
 
 
 def _f32(v: float) -> np.float32:
@@ -114,6 +141,21 @@ OPS: dict[str, UnitOp] = {
                'asm volatile("shfl.sync.bfly.b32 %0, %0, 1, 31, -1;" : "+r"(X));',
                "shfl.sync.bfly.b32 (d form)", 1, mn.SHFL_LATENCY, mn.SHFL_INITIATION, 4,
                np.uint32(12345), np.uint32(0), np.uint32(0xFFFFFFFF), "A + threadIdx.x + 32u * j"),
+        UnitOp("dp_add", "double", 'asm volatile("add.f64 %0, %0, %1;" : "+d"(X) : "d"(A));',
+               "add.f64", 1, mn.DP_ADD_LATENCY, mn.DP_ADD_INITIATION, 1,
+               np.float64(1.0), np.float64(0.0), np.float64(-12345.5),
+               "B + (double)(threadIdx.x + j)"),
+        UnitOp("dp_mul", "double",
+               'asm volatile("mul.rn.f64 %0, %0, %1;" : "+d"(X) : "d"(A));',
+               "mul.rn.f64", 1, mn.DP_MUL_LATENCY, mn.DP_MUL_INITIATION, 1,
+               np.float64(1.0), np.float64(0.0), np.float64(-12345.5),
+               "1.0 + (double)(threadIdx.x + j)"),
+        UnitOp("dp_max", "double",
+               'asm volatile("max.f64 %0, %0, %1;" : "+d"(X) : "d"(A)); '
+               'asm volatile("min.f64 %0, %0, %1;" : "+d"(X) : "d"(B));',
+               "max.f64 + min.f64", 2, mn.DP_MAX_LATENCY, mn.DP_MAX_INITIATION, 4,
+               np.float64(0.5), np.float64(1.0e6), np.float64(-12345.5),
+               "(double)(threadIdx.x + j)", chains=6),
     )
 }
 
@@ -146,9 +188,7 @@ extern "C" __global__ void init_{key}({t} A, {t} B, int n, {t} magic,
     long long t1 = clock64();
     for (int i = 0; i < n; ++i) {{
 #pragma unroll
-        for (int u = 0; u < {unroll}; ++u) {{
-#pragma unroll
-            for (int j = 0; j < {chains}; ++j) {{ {step_xj} }}
+        for (int u = 0; u < {unroll}; ++u) {{{steps_xj}
         }}
     }}
     long long t2 = clock64();
@@ -168,9 +208,14 @@ def _source() -> str:
         parts.append(_KERNELS.format(key=op.key, t=op.ctype, init=op.init, steps=steps,
                                      step_x=op.step.replace("X", "x")))
         if op.initiation_name:
+            # one pass over the chains per statement of a step: a step's second
+            # operation (min after max) waits for its first on an in-order pipeline
+            steps = "".join(
+                f"\n#pragma unroll\n            for (int j = 0; j < {op.independent}; ++j) "
+                f"{{ {stmt.replace('X', 'x[j]')} }}" for stmt in op.statements)
             parts.append(_INIT_KERNEL.format(key=op.key, t=op.ctype, init=op.init,
-                                             chains=INDEPENDENT, unroll=op.initiation_unroll,
-                                             step_xj=op.step.replace("X", "x[j]")))
+                                             chains=op.independent,
+                                             unroll=op.initiation_unroll, steps_xj=steps))
     return "".join(parts)
 
 
@@ -182,7 +227,7 @@ def ops_per_iteration(op: UnitOp, kind: str) -> int:
     ``init_{key}`` ("initiation") executes per thread."""
     if kind == "latency":
         return CHAIN_OPS
-    return INDEPENDENT * op.initiation_unroll * op.ops_per_step
+    return op.independent * op.initiation_unroll * op.ops_per_step
 
 
 def _args(op: UnitOp, n: int, out: str, cyc: str) -> list[tuple[str, Any]]:
@@ -221,7 +266,7 @@ def _params(op: UnitOp, kind: str, n1: int, n2: int, device: Device,
         **device.kernel_clock_params,
     }
     if kind == "initiation":
-        params["independent_chains"] = INDEPENDENT
+        params["independent_chains"] = op.independent
     else:
         params["chain_length"] = [n1 * per, n2 * per]
     return params

@@ -511,6 +511,9 @@ def test_launch_check_rejects_a_host_timed_empty_kernel(arch: int) -> None:
 # --- the unit-operation probes (hilsim.microbench.unit_ops) -----------------------------
 
 _INT_MAX = {70: "SEL", 75: "IMNMX", 86: "IMNMX", 90: "VIMNMX"}
+#: what ptxas makes of max.f64 / min.f64 on sm_70-90 (the chain's instructions)
+_DP_MAX_SEQUENCE = ("DSETP.MAX.AND", "DSETP.MIN.AND", "SEL", "FSEL", "LOP3.LUT",
+                    "IMAD.MOV.U32", "MOV")
 
 
 def _unit_marker(key: str, arch: int) -> tuple[str, set[str] | None]:
@@ -524,6 +527,12 @@ def _unit_marker(key: str, arch: int) -> tuple[str, set[str] | None]:
         return "SHFL.BFLY", {"SHFL.BFLY"}
     if key == "fp_max":
         return "FMNMX", {"FMNMX"}
+    if key == "dp_add":
+        return "DADD", {"DADD"}
+    if key == "dp_mul":
+        return "DMUL", {"DMUL"}
+    if key == "dp_max":  # no DMNMX on sm_70-90: a compare, a select per half, NaN quieting
+        return "DSETP", set(_DP_MAX_SEQUENCE)
     return _INT_MAX[arch], {"SEL", "ISETP.LT.AND"} if arch == 70 else {_INT_MAX[arch]}
 
 
@@ -544,10 +553,17 @@ def unit_chain_problems(k: sass.Kernel, key: str, kind: str, arch: int) -> list[
     if report.markers == 0 or report.markers % per_copy:
         problems.append(f"{k.name}: {report.markers} {marker} in the loop, expected a "
                         f"multiple of {per_copy}")
-    chains = 1 if kind == "latency" else unit_ops.INDEPENDENT
-    if report.chains != chains or report.markers != chains * report.depth:
+    chains = 1 if kind == "latency" else op.independent
+    # the max.f64 sequence selects each 32-bit half on its own (SEL, FSEL): a chain is a
+    # register pair, both halves through every compare
+    halves = 2 if key == "dp_max" else 1
+    if report.chains != halves * chains or report.markers != chains * report.depth:
         problems.append(f"{k.name}: {report.chains} chains, longest {report.depth} of "
-                        f"{report.markers} {marker} (expected {chains} equal chains)")
+                        f"{report.markers} {marker} (expected {chains} equal chains"
+                        f"{' of register pairs' if halves == 2 else ''})")
+    spills = [i.op for i in body if i.base in ("P2R", "R2P")]
+    if spills:  # predicates saved in a register: one serial chain through every step
+        problems.append(f"{k.name}: {len(spills)} predicate spills ({spills[0]}) in the loop")
     if report.off_chain:
         problems.append(f"{k.name}: {len(report.off_chain)} {marker} off the chains")
     ops = {i.op for i in report.chain_ops}
@@ -591,6 +607,7 @@ def test_unit_probe_is_the_chain_it_claims(key: str, kind: str, arch: int) -> No
 _EX2 = 'asm volatile("ex2.approx.ftz.f32 %0, %0;" : "+f"(x));'
 _UDIV = 'asm volatile("div.u32 %0, %1, %0;" : "+r"(x) : "r"(A));'
 _END = "    long long t2 = clock64();\n    if (x == magic)"
+_DADD = 'asm volatile("add.f64 %0, %0, %1;" : "+d"(x) : "d"(A));'
 UNIT_MUTANTS = {
     # rcp(rcp(x)) == x: ptxas removes the chain
     "rcp_folded": ("sfu", "latency", [
@@ -613,6 +630,24 @@ UNIT_MUTANTS = {
     "max_pairs_fused": ("int_max", "latency", [
         ('asm volatile("min.s32 %0, %0, %1;" : "+r"(x) : "r"(B));',
          'asm volatile("max.s32 %0, %0, %1;" : "+r"(x) : "r"(B));')]),
+    # the FP64 probes: the operation replaced (another DP instruction times the entry) ...
+    "dadd_replaced_by_dmul": ("dp_add", "latency", [(_DADD, _DADD.replace("add.f64",
+                                                                          "mul.rn.f64"))]),
+    "dmul_replaced_by_dfma": ("dp_mul", "initiation", [
+        ('"mul.rn.f64 %0, %0, %1;"', '"fma.rn.f64 %0, %0, %1, %1;"')]),
+    "dmax_replaced_by_dadd": ("dp_max", "latency", [
+        ('"max.f64 %0, %0, %1;"', '"add.f64 %0, %0, %1;"')]),
+    # ... the chain broken (the operation no longer reads the value it writes) ...
+    "dadd_off_chain": ("dp_add", "latency", [
+        ('"add.f64 %0, %0, %1;"', '"add.f64 %0, %1, %1;"')]),
+    "dmul_off_chain": ("dp_mul", "latency", [
+        ('"mul.rn.f64 %0, %0, %1;"', '"mul.rn.f64 %0, %1, %1;"')]),
+    "dmax_off_chain": ("dp_max", "latency", [
+        ('"max.f64 %0, %0, %1;"', '"max.f64 %0, %1, %1;"')]),
+    # ... and the max.f64 initiation kernel at 8 chains: ptxas saves predicates in
+    # registers (P2R/R2P on sm_90), one serial chain through every step
+    "dmax_predicates_spilled": ("dp_max", "initiation", [("x[6]", "x[8]"),
+                                                         ("j < 6;", "j < 8;")]),
 }
 
 
@@ -637,9 +672,11 @@ def _unit_problems_or_none(k: sass.Kernel | None, key: str, kind: str, arch: int
         return [str(exc).splitlines()[0]]
 
 
-# the three-input VIMNMX3 exists on sm_90 only
+# the three-input VIMNMX3 exists on sm_90 only; ptxas 12 saves the 8-chain max.f64
+# kernel's predicates in registers on sm_90 (not on sm_70-86)
 _UNIT_MUTANT_CASES = [(m, a) for m in sorted(UNIT_MUTANTS)
-                      for a in ([90] if m == "max_pairs_fused" else [75, 90])]
+                      for a in ([90] if m in ("max_pairs_fused", "dmax_predicates_spilled")
+                                else [75, 90])]
 
 
 @pytest.mark.parametrize(("mutant", "arch"), _UNIT_MUTANT_CASES)

@@ -24,6 +24,7 @@ from hilsim.simmodel.gpgpusim.tunedcard import (
     config_text,
     dl2_value,
     icnt_for,
+    intervals_within_latencies,
     list_entries,
     list_rows,
     partition_indexing,
@@ -240,6 +241,29 @@ def test_a_tuned_latency_above_the_unit_depth_raises_max() -> None:
     assert lists["-ptx_opcode_latency_fp"][1]["value"] == "13"
 
 
+def test_a_base_interval_above_a_tuned_latency_is_lowered_to_it() -> None:
+    """GPGPU-Sim starts an instruction at pipeline stage latency - interval: the RTX
+    2060's dp ADD interval 64 under a measured dp ADD latency of 8 would index stage -56
+    (SIGSEGV). The interval becomes 8, said so; measured intervals and those already
+    within their latency stay."""
+    rtx = card("SM75_RTX2060")
+    lists = {"-ptx_opcode_latency_dp": list_rows(rtx, "-ptx_opcode_latency_dp")}
+    lists["-ptx_opcode_latency_dp"][0].update(value="8", kind="measured")
+    intervals_within_latencies(rtx, lists)
+    dp = lists["-ptx_opcode_initiation_dp"]
+    assert [r["value"] for r in dp] == ["8", "64", "64", "64", "130"]
+    assert dp[0]["kind"] == "derived" and "stage" in dp[0]["note"]
+    # a measured interval is the loop's (kept at or below its latency there)
+    lists["-ptx_opcode_initiation_dp"][2].update(value="64", kind="measured")
+    lists["-ptx_opcode_latency_dp"][2].update(value="8", kind="measured")
+    intervals_within_latencies(rtx, lists)
+    assert lists["-ptx_opcode_initiation_dp"][2]["value"] == "64"
+    # nothing above its latency: no initiation list is added
+    lists = {"-ptx_opcode_latency_fp": list_rows(rtx, "-ptx_opcode_latency_fp")}
+    intervals_within_latencies(rtx, lists)
+    assert set(lists) == {"-ptx_opcode_latency_fp"}
+
+
 # --- the command's errors --------------------------------------------------------------
 
 
@@ -439,3 +463,82 @@ def test_a_trial_interval_below_the_best_does_not_pull_the_latency_down(
     assert 1 in got["int_mad_initiation"].search.history  # the neighbour was tried
     assert got["int_mad_latency"].value == 2
     assert "below the simulator's floor" in got["int_mad_latency"].note
+
+
+#: GPGPU-Sim 667834c on the drawn QV100-structure card of seed 2 (heldout.draw_card):
+#: (DP MAD latency, interval) -> (dependent DFMA chain, cycles per DFMA per DP unit at full
+#: occupancy), simulated with tuneknobs' lat.fp64 / tput.fp64 evaluators. The card's own
+#: pair is (6, 6); the rate is not monotone next to the latency (6/5 -> 5.218, 6/6 ->
+#: 7.855, 7/7 -> 7.418).
+QV100_SEED2_DP = {
+    (4, 2): (9.328, 2.177), (4, 3): (9.328, 3.190), (4, 4): (9.328, 5.430),
+    (5, 2): (10.320, 2.062), (5, 3): (10.320, 3.151), (5, 4): (10.320, 5.096),
+    (5, 5): (10.320, 6.170),
+    (6, 2): (11.312, 2.063), (6, 3): (11.312, 3.168), (6, 4): (11.312, 5.140),
+    (6, 5): (11.312, 5.218), (6, 6): (11.312, 7.855),
+    (7, 2): (12.305, 2.074), (7, 3): (12.305, 3.131), (7, 4): (12.305, 5.033),
+    (7, 5): (12.305, 5.687), (7, 6): (12.305, 6.358), (7, 7): (12.305, 7.418),
+    (8, 2): (13.297, 2.071), (8, 3): (13.297, 3.285), (8, 4): (13.297, 4.998),
+    (8, 5): (13.297, 5.842), (8, 6): (13.297, 6.383), (8, 7): (13.297, 7.378),
+    (8, 8): (13.297, 8.338),
+    (9, 2): (14.289, 2.200), (9, 3): (14.289, 3.133), (9, 4): (14.289, 4.954),
+    (9, 5): (14.289, 5.497), (9, 6): (14.289, 6.383), (9, 7): (14.289, 7.227),
+    (9, 8): (14.289, 8.338), (9, 9): (14.289, 9.356),
+}
+
+
+def test_a_latency_pinned_by_its_interval_moves_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The drawn QV100 card of seed 2 (DP MAD latency 6, interval 6), replayed from the
+    simulator's own figures (:data:`QV100_SEED2_DP`; latencies above 9 continue the chain
+    by 0.992 a cycle and keep row 9's rates). The first-guess interval 7 (7.855 floored)
+    bounds the latency at 7 (an interval above its latency crashes GPGPU-Sim), and at
+    latency 7 no interval gives the rate (7/7: 7.418). Each search alone is stuck at the
+    other's bound; the joint step simulates latency 6 with intervals 4-6 in one round and
+    takes 6/6, nearer on both the chain and the rate."""
+    from hilsim.simmodel.gpgpusim import tuneloop  # noqa: PLC0415 (the module under test)
+
+    qv = card("SM7_QV100")
+    units = int(qv.option("-gpgpu_num_dp_units"))
+    seen: list[tuple[int, int]] = []
+
+    def sim(lat: int, ini: int) -> tuple[float, float]:
+        assert ini <= lat, f"interval {ini} above latency {lat}: the simulator would crash"
+        if (min(lat, 9), ini) in QV100_SEED2_DP:
+            chain, cpi = QV100_SEED2_DP[(min(lat, 9), ini)]
+            return chain + 0.992 * max(0, lat - 9), cpi
+        return lat + 5.3, ini + 0.36
+
+    def evaluate(self, evaluators, c):  # noqa: ANN001, ANN202
+        lat = int(list_entries(c, "-ptx_opcode_latency_dp")[3])
+        ini = int(list_entries(c, "-ptx_opcode_initiation_dp")[3])
+        seen.append((lat, ini))
+        chain, cpi = sim(lat, ini)
+        out = {}
+        if "lat.fp64" in evaluators:
+            out["fp64_latency"] = chain
+        if "tput.fp64" in evaluators:
+            out["fp64_throughput"] = units * 64 / cpi
+        return out
+
+    monkeypatch.setattr(tuneloop._Runner, "evaluate", evaluate)
+    src = json.loads((DATA / "microbench" / "gpgpusim" / "SM7_QV100.microbench.json")
+                     .read_text())
+    for m in src["measurements"]:
+        if m["name"] == "fp64_latency":
+            m["value"] = QV100_SEED2_DP[(6, 6)][0]
+        if m["name"] == "fp64_throughput":
+            m["value"] = units * 64 / QV100_SEED2_DP[(6, 6)][1]
+    path = tmp_path / "microbench.json"
+    path.write_text(json.dumps(src))
+    lines: list[str] = []
+    result = tuneloop.tune_on_simulator(path, base=ACCEL / "SM7_QV100.gpgpusim.config",
+                                        build=object(), workers=2, say=lines.append,
+                                        only=("dp_mad_latency", "dp_mad_initiation"))
+    got = {st.knob.key: st for st in result.knobs}
+    assert (got["dp_mad_latency"].value, got["dp_mad_initiation"].value) == (6, 6), lines
+    assert not got["dp_mad_latency"].note and not got["dp_mad_latency"].search.unreachable
+    assert result.final["fp64_latency"] == QV100_SEED2_DP[(6, 6)][0]
+    assert (7, 7) in seen  # the state each search alone stops in was simulated
+    assert any("joint step" in line for line in lines), lines

@@ -66,6 +66,12 @@ INT_MAX_LATENCY = "int_max_latency"
 FP_MAX_LATENCY = "fp_max_latency"
 SHFL_LATENCY = "shfl_latency"
 SHFL_INITIATION = "shfl_initiation"
+DP_ADD_LATENCY = "dp_add_latency"
+DP_ADD_INITIATION = "dp_add_initiation"
+DP_MUL_LATENCY = "dp_mul_latency"
+DP_MUL_INITIATION = "dp_mul_initiation"
+DP_MAX_LATENCY = "dp_max_latency"
+DP_MAX_INITIATION = "dp_max_initiation"
 TENSOR_THROUGHPUT = "tensor_throughput"
 TENSOR_LATENCY = "tensor_latency"
 # --- system ----------------------------------------------------------------------
@@ -136,6 +142,26 @@ MEASUREMENTS: dict[str, MeasurementSpec] = {
         MeasurementSpec(SHFL_INITIATION, "cycles",
                         "one warp, independent shfl.sync.bfly.b32: cycles per shuffle the warp "
                         "issues (the SHFL entry of -ptx_opcode_initiation_int)"),
+        MeasurementSpec(DP_ADD_LATENCY, "cycles",
+                        "dependent add.f64 chain (DADD), one warp (the ADD entry of "
+                        "-ptx_opcode_latency_dp)"),
+        MeasurementSpec(DP_ADD_INITIATION, "cycles",
+                        "one warp, independent add.f64 chains: cycles per DADD the warp "
+                        "issues (the ADD entry of -ptx_opcode_initiation_dp)"),
+        MeasurementSpec(DP_MUL_LATENCY, "cycles",
+                        "dependent mul.rn.f64 chain (DMUL), one warp (the MUL entry of "
+                        "-ptx_opcode_latency_dp)"),
+        MeasurementSpec(DP_MUL_INITIATION, "cycles",
+                        "one warp, independent mul.rn.f64 chains: cycles per DMUL the warp "
+                        "issues (the MUL entry of -ptx_opcode_initiation_dp)"),
+        MeasurementSpec(DP_MAX_LATENCY, "cycles",
+                        "dependent chain alternating max.f64 / min.f64, one warp, cycles per "
+                        "PTX instruction (DSETP.MAX/MIN + SEL/FSEL on sm_70+: no DMNMX; the "
+                        "MAX,MIN entry of -ptx_opcode_latency_dp)"),
+        MeasurementSpec(DP_MAX_INITIATION, "cycles",
+                        "one warp, independent max.f64 / min.f64 chains: cycles per PTX "
+                        "instruction the warp issues (the MAX entry of "
+                        "-ptx_opcode_initiation_dp)"),
         MeasurementSpec(TENSOR_THROUGHPUT, "FMA/clk/SM", "dense FP16-in FP32-acc tensor FMAs"),
         MeasurementSpec(TENSOR_LATENCY, "cycles",
                         "dependent mma.sync latency per instruction (m8n8k4 sm_70, m16n8k8 "

@@ -365,6 +365,37 @@ def list_rows(base: CardConfig, option: str) -> list[dict[str, Any]]:
     ]
 
 
+def intervals_within_latencies(
+    base: CardConfig, lists: dict[str, list[dict[str, Any]]]
+) -> None:
+    """Lower a base card's initiation interval to its entry's tuned latency where the
+    latency came out below it: GPGPU-Sim starts an instruction at pipeline stage
+    ``latency - initiation_interval`` (``shader.cc``, ``pipelined_simd_unit::cycle``), a
+    negative index for an interval above its latency (measured: SIGSEGV). Intervals set
+    in the loop are kept at or below their latency there; this covers the entries whose
+    latency is measured and whose interval is not."""
+    for unit in ("int", "fp", "dp", "sfu"):
+        lat_option = f"-ptx_opcode_latency_{unit}"
+        if lat_option not in lists:
+            continue
+        ini_option = f"-ptx_opcode_initiation_{unit}"
+        rows = lists.get(ini_option) or list_rows(base, ini_option)
+        lats = lists[lat_option]
+        moved = False
+        for i, row in enumerate(rows):
+            if i >= len(lats) or row["kind"] == "measured":
+                continue
+            lat = int(float(lats[i]["value"]))
+            if int(float(row["value"])) > lat:
+                row.update(value=str(lat), kind="derived",
+                           note="a base interval above its entry's tuned latency crashes "
+                           "GPGPU-Sim (it starts the instruction at stage latency - "
+                           "interval): lowered to the latency")
+                moved = True
+        if moved:
+            lists[ini_option] = rows
+
+
 def pipeline_depths(base: CardConfig, lists: dict[str, list[dict[str, Any]]]) -> None:
     """Raise each unit's depth entry (MAX) to its longest latency where a tuned entry
     exceeds it; and the SFU's (``max(dp DIV, sfu)``) to the fp and int DIV entries."""

@@ -118,6 +118,12 @@ PROBE_KNOBS: dict[str, tuple[str, int | None, str]] = {
     "shfl_initiation": ("-ptx_opcode_initiation_int", 5, "int.shfl"),
     "sfu_latency": ("-ptx_opcode_latency_sfu", None, "sfu.ex2"),
     "sfu_initiation": ("-ptx_opcode_initiation_sfu", None, "sfu.ex2"),
+    "dp_add_latency": ("-ptx_opcode_latency_dp", 0, "dp.add"),
+    "dp_add_initiation": ("-ptx_opcode_initiation_dp", 0, "dp.add"),
+    "dp_max_latency": ("-ptx_opcode_latency_dp", 1, "dp.max"),
+    "dp_max_initiation": ("-ptx_opcode_initiation_dp", 1, "dp.max"),
+    "dp_mul_latency": ("-ptx_opcode_latency_dp", 2, "dp.mul"),
+    "dp_mul_initiation": ("-ptx_opcode_initiation_dp", 2, "dp.mul"),
 }
 
 

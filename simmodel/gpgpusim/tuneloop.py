@@ -53,6 +53,7 @@ from hilsim.simmodel.gpgpusim.tunedcard import (
     clock_domains,
     device_settings,
     dl2_value,
+    intervals_within_latencies,
     list_entries,
     list_rows,
     partition_indexing,
@@ -277,13 +278,14 @@ def assemble(
             lists[option][i].update(value=str(x), kind="measured",
                                     measurement=", ".join(st.knob.inputs))
     pipeline_depths(base, lists)
+    intervals_within_latencies(base, lists)
     for option, rows in lists.items():
         if all(r["kind"] == "base" for r in rows):
             continue
         entries[option] = rows
         parts = []
         for kind, text in (("measured", "measured in the loop"),
-                           ("derived", "raised to the unit's pipeline depth (below)"),
+                           ("derived", "derived from the tuned entries (below)"),
                            ("base", "the base card's (no microbenchmark measures them)")):
             names = [r["entry"] for r in rows if r["kind"] == kind]
             if names:
@@ -507,6 +509,7 @@ def tune_on_simulator(
     last_run: dict[str, dict[str, str]] = {}  # evaluator -> the candidate it last ran on
     previous: dict[str, int] = {}
     by_key = {st.knob.key: st for st in states}
+    tried_joint: set[tuple[str, int, int]] = set()  # (interval key, latency, interval)
     for r in range(max_rounds + 1):
         _interval_within_latency(states, by_key, previous)
         proposals = {st.knob.key: _proposal(st, by_key, previous) for st in states}
@@ -543,8 +546,24 @@ def tune_on_simulator(
                 base_card.with_options({s.option: s.value for s in extra_settings}),
             ))
             extra_props.append({k: v[j] for k, v in extras.items() if j < len(v)})
+        # a latency and its interval pinned at each other's bound: pairs one step lower
+        joints = _joint_candidates(states, by_key, changed, set(extras), tried_joint)
+        joint_jobs: list[tuple[list[str], CardConfig]] = []
+        joint_opts: list[dict[str, str]] = []
+        for lat_key, ini_key, pairs in joints:
+            for pair in pairs:
+                tried_joint.add((ini_key, *pair))
+                props = {**proposals, lat_key: pair[0], ini_key: pair[1]}
+                joint_settings, _ = assemble(base_card, device, clocks, clock_src, states,
+                                             props, facts, first_channels)
+                joint_opts.append({s.option: s.value for s in joint_settings})
+                joint_jobs.append((
+                    sorted({by_key[lat_key].knob.evaluator, by_key[ini_key].knob.evaluator}),
+                    base_card.with_options(joint_opts[-1]),
+                ))
         t0, n0 = time.monotonic(), len(runner.runs)
-        sim, *extra_sim = runner.evaluate_many([(evaluators, card), *extra_jobs])
+        sim, *extra_sim = runner.evaluate_many([(evaluators, card), *extra_jobs, *joint_jobs])
+        extra_sim, joint_sim = extra_sim[:len(extra_jobs)], extra_sim[len(extra_jobs):]
         for ev in evaluators:
             last_run[ev] = options
         for props, values in zip(extra_props, extra_sim, strict=True):
@@ -564,14 +583,26 @@ def tune_on_simulator(
                 st.search.slope_prior = q / x  # bandwidth grows with the clock, at most
             st.search.record(x, q)
             _check_insensitive(st)
-        previous = proposals
+        previous = dict(proposals)
+        at = 0
+        for lat_key, ini_key, pairs in joints:
+            j = _joint_step(by_key[lat_key], by_key[ini_key], pairs,
+                            joint_sim[at:at + len(pairs)], ctx, say)
+            if j is not None:  # the pair taken is the candidate from here on
+                previous.update({lat_key: pairs[j][0], ini_key: pairs[j][1]})
+                final_sim.update(joint_sim[at + j])
+                for ev in joint_jobs[at + j][0]:
+                    last_run[ev] = joint_opts[at + j]
+            at += len(pairs)
         unsettled = [st.knob.key for st in states if not (st.frozen or st.search.settled)]
         moved = [st.knob.key for st in states
                  if _proposal(st, by_key, previous) != proposals[st.knob.key]]
         say(f"round {r}: {rounds[-1].runs} simulator runs ({', '.join(evaluators)}) in "
             f"{rounds[-1].wall_s:g} s; "
             + (f"unsettled: {', '.join(unsettled)}" if unsettled else "every option settled"))
-        if not unsettled and not moved:
+        pending = _extra_candidates(states, by_key, previous, set()) or _joint_candidates(
+            states, by_key, set(), set(), tried_joint)
+        if not unsettled and not moved and not pending:
             break
     else:
         notes.append(f"stopped after {max_rounds + 1} rounds with unsettled options: the "
@@ -675,6 +706,112 @@ def _extra_candidates(
         if cands:
             out[st.knob.key] = cands
     return out
+
+
+def _pinned_pairs(
+    states: list[KnobState], by_key: Mapping[str, KnobState]
+) -> list[tuple[KnobState, KnobState]]:
+    """(latency, interval) knob pairs of one list entry, neither frozen."""
+    out = []
+    for st in states:
+        lat = next((by_key[k] for k in st.knob.depends_on
+                    if k in by_key and k.endswith("_latency")), None)
+        if lat is not None and st.knob.key.endswith("_initiation") and not (
+            st.frozen or lat.frozen
+        ):
+            out.append((lat, st))
+    return out
+
+
+def _joint_candidates(
+    states: list[KnobState],
+    by_key: Mapping[str, KnobState],
+    changed: set[str],
+    busy: set[str],
+    tried: set[tuple[str, int, int]],
+) -> list[tuple[str, str, list[tuple[int, int]]]]:
+    """(latency key, interval key, [(latency, interval), ...]) to simulate in one round,
+    for every entry whose latency and interval are pinned at each other's bound.
+
+    An interval above its latency crashes GPGPU-Sim, so the latency's search is bounded
+    below by the interval and the interval's above by the latency. A first-guess interval
+    one above the card's (the measured rate floored: GPGPU-Sim's rate sits above the
+    interval, and at the interval equal to its latency above the next one: on a drawn
+    QV100-structure card, DP latency 6 / interval 6 simulate 7.855 cycles per DFMA per
+    unit, 7 / 7 7.418) then holds the latency one above the card's, and at that latency
+    no interval gives the rate: each search alone ends at the other's bound, both
+    unmatched. Here the pair moves together: when the latency has settled at its lower
+    bound, that bound is the interval (not the option's own floor), its chain is still
+    above the target, and the interval has settled at that latency with no untested
+    neighbour left (``busy``: intervals whose neighbours this round simulates), the
+    latency one secant step lower (at least one below, at most to the option's floor)
+    is simulated with every interval within :data:`NEAR_BOUND` below it, one card each,
+    in the same round (:func:`_joint_step` takes a pair only when it is nearer on both
+    targets). A latency wanting more than its interval is never pinned (nothing bounds
+    a latency above), so there is no upward step."""
+    out = []
+    for lat, ini in _pinned_pairs(states, by_key):
+        ls, is_ = lat.search, ini.search
+        if not (ls.settled and is_.settled) or ini.knob.key in busy or (
+            {lat.knob.key, ini.knob.key} | set(ini.knob.depends_on)) & changed:
+            continue
+        lb, ib = ls.best(), is_.best()
+        if lb is None or ib is None or lb != ls.lo or ls.lo <= lat.knob.lo or ib != lb:
+            continue
+        if ls.history[lb] - ls.target <= ls.tolerance:  # the chain is not above the target
+            continue
+        step = (ls.target - ls.history[lb]) / ls.slope()
+        new_lat = int(max(lat.knob.lo, min(lb - 1, math.floor(lb + step + 0.5))))
+        pairs = [(new_lat, i) for i in range(new_lat, max(ini.knob.lo, new_lat - NEAR_BOUND) - 1,
+                                             -1)
+                 if (ini.knob.key, new_lat, i) not in tried]
+        if pairs:
+            out.append((lat.knob.key, ini.knob.key, pairs))
+    return out
+
+
+def _joint_step(
+    lat: KnobState,
+    ini: KnobState,
+    pairs: list[tuple[int, int]],
+    simulated: Sequence[Mapping[str, float]],
+    ctx: Context,
+    say: Callable[[str], None],
+) -> int | None:
+    """Take the simulated pair (index into ``pairs``) nearest the two targets when it is
+    at least as near as the settled pair on both the chain and the rate, and nearer on
+    one (ties: the smaller interval); the searches then go on from it (the latency's
+    history keeps its points, the interval's restarts from the pair's latency). None:
+    no pair is nearer on both; the settled pair stays."""
+    ls, is_ = lat.search, ini.search
+    lb, ib = ls.best(), is_.best()
+    assert lb is not None and ib is not None
+    now = (abs(ls.history[lb] - ls.target), abs(is_.history[ib] - is_.target))
+    scored = []
+    for j, values in enumerate(simulated):
+        if not all(n in values for n in (*lat.knob.inputs, *ini.knob.inputs)):
+            continue
+        q_lat, q_ini = lat.knob.quantity(values, ctx), ini.knob.quantity(values, ctx)
+        err = (abs(q_lat - ls.target), abs(q_ini - is_.target))
+        scored.append((j, q_lat, q_ini, err))
+    better = [s for s in scored if s[3][0] <= now[0] and s[3][1] <= now[1] and s[3] != now]
+    what = (f"{lat.knob.key}/{ini.knob.key} {lb}/{ib} (chain {ls.history[lb]:.4g} for "
+            f"{ls.target:.4g}, rate {is_.history[ib]:.4g} for {is_.target:.4g})")
+    if not better:
+        say(f"joint step: {what} kept: no pair of "
+            + ", ".join(f"{a}/{b}" for a, b in pairs) + " is nearer on both")
+        return None
+    j, q_lat, q_ini, _ = min(better, key=lambda s: (s[3][0] + s[3][1], pairs[s[0]][1]))
+    new_lat, new_ini = pairs[j]
+    ls.record(new_lat, q_lat)
+    ls.lo = max(lat.knob.lo, new_ini)
+    is_.history.clear()  # its points were simulated at the old latency
+    for (a, b), (_j, _ql, qi, _e) in zip((pairs[s[0]] for s in scored), scored, strict=True):
+        if a == new_lat:
+            is_.record(b, qi)
+    is_.first_guess, is_.hi = new_ini, new_lat
+    say(f"joint step: {what} -> {new_lat}/{new_ini} (chain {q_lat:.4g}, rate {q_ini:.4g})")
+    return j
 
 
 def _proposal(
