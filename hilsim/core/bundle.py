@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 import hilsim
 from hilsim.core import limits
@@ -141,6 +140,8 @@ def manifest_digest(manifest: dict[str, Any]) -> str:
 def write_table(frame: pd.DataFrame, path: Path) -> None:
     """Write ``frame`` (without its index) as a zstd-compressed Parquet file at ``path``:
     how every table of a bundle is stored."""
+    import pyarrow.parquet as pq  # lazy: a command that writes no bundle never loads it
+
     table = pa.Table.from_pandas(frame, preserve_index=False)
     pq.write_table(table, path, compression="zstd")
 
@@ -331,6 +332,8 @@ def _parquet_rows(path: Path, data: pa.Buffer | None, expected: int | None = Non
     file that would expand to gigabytes) and, with ``expected``, a count other than the
     manifest's ``n_launches``.
     """
+    import pyarrow.parquet as pq  # lazy: a plan from a CSV reads no Parquet
+
     source: Any = pa.BufferReader(data) if data is not None else path
     try:
         meta = pq.read_metadata(source)
@@ -442,6 +445,8 @@ def _read_parquet(
     The footer is checked first (:func:`_parquet_rows`; with ``launches`` the column
     types too), so a table that would not fit is refused before it is materialised.
     """
+    import pyarrow.parquet as pq  # lazy: a plan from a CSV reads no Parquet
+
     _parquet_rows(path, data, expected_rows)
     source: Any = pa.BufferReader(data) if data is not None else path
     del data  # (the caller passed its only reference) so the bytes go once parsed
