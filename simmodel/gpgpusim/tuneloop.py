@@ -65,6 +65,7 @@ from hilsim.simmodel.gpgpusim.tuneknobs import (
     KNOBS,
     LAUNCH_CYCLES_RANGE,
     MEMORY_EVALUATORS,
+    ONE_CHANNEL_EVALUATORS,
     Context,
     Knob,
     applicable,
@@ -105,6 +106,9 @@ L2_CLOCK = Knob(
 )
 #: L2 clock / core clock ratios the L2 clock is searched over (finer steps put the L2
 #: and core clock edges in beat patterns that make the bandwidth jump non-monotonically)
+#: the memory side of a one-channel run (linear partition indexing: one channel has no
+#: hash to spread over)
+ONE_CHANNEL = {"-gpgpu_n_mem": "1", "-gpgpu_memory_partition_indexing": "0"}
 L2_CLOCK_RATIOS = (0.5, 0.625, 0.75, 0.875, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0)
 
 
@@ -378,7 +382,8 @@ class _Runner:
 
         def one(ev: str) -> tuple[str, list[Measurement], list[dict[str, Any]]]:
             sms = self.memory_slice_sms if ev in MEMORY_EVALUATORS else 2
-            device = GpgpusimDevice(card, build=self.build, throughput_sms=sms)
+            one = ONE_CHANNEL if ev in ONE_CHANNEL_EVALUATORS else {}
+            device = GpgpusimDevice(card, build=self.build, throughput_sms=sms, overrides=one)
             fn = EVALUATORS[ev]
             try:
                 out = fn(device)
