@@ -30,8 +30,14 @@ from hilsim.simmodel.gpgpusim.heldout import (
     recovery,
     within,
 )
-from hilsim.simmodel.gpgpusim.tuneknobs import KNOBS, PROBE_KNOBS
-from hilsim.simmodel.gpgpusim.tuneloop import tune_on_simulator
+from hilsim.simmodel.gpgpusim.simdevice import GpgpusimDevice
+from hilsim.simmodel.gpgpusim.tuneknobs import (
+    EVALUATORS,
+    KNOBS,
+    ONE_CHANNEL_EVALUATORS,
+    PROBE_KNOBS,
+)
+from hilsim.simmodel.gpgpusim.tuneloop import ONE_CHANNEL, tune_on_simulator
 
 from hilsim.core.measurement import read_microbench_json
 from tests.simbuild import require_sim_build
@@ -140,3 +146,28 @@ def test_max_div_shfl_sfu_dp_entries_follow_their_probes(tmp_path: Path) -> None
     assert tuned.option("-ptx_opcode_latency_int").split(",")[0] == "4"  # ADD: the base's
     ini = tuned.option("-ptx_opcode_initiation_dp").split(",")[:3]
     assert ini == true.option("-ptx_opcode_initiation_dp").split(",")[:3]
+
+
+@pytest.mark.gpgpusim
+@pytest.mark.slow
+def test_one_channel_evaluators_give_the_whole_cards_values() -> None:
+    """The evaluators the tuner runs on one memory channel (register chains, shared memory,
+    launch) give the values their kernels give on the card's every channel (SM7_TITANV:
+    24 channels). The chase is the mutant: its DRAM latency moves on one channel (322.2
+    for 302.6 cycles), so it is not among them."""
+    build = require_sim_build()
+    card = card_config("SM7_TITANV", build)
+
+    def values(ev: str) -> list[dict[str, float | None]]:
+        got = []
+        for overrides in ({}, ONE_CHANNEL):
+            device = GpgpusimDevice(card, build=build, throughput_sms=2, overrides=overrides)
+            got.append({m.name: m.value for m in EVALUATORS[ev](device)})
+            assert all("-gpgpu_n_mem" in r["options"] for r in device.runs) == bool(overrides)
+        return got
+
+    for ev in ONE_CHANNEL_EVALUATORS:
+        whole, one = values(ev)
+        assert whole == one, (ev, whole, one)
+    whole, one = values("chase")
+    assert "chase" not in ONE_CHANNEL_EVALUATORS and whole != one
