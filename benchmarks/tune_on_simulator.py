@@ -6,10 +6,10 @@ not a test; docs/tuner.md's tables come from here).
         [--seeds 3] [--workers 2] [--out DIR] [--base CARD (h100 only)]
 
 * held-out: GPGPU-Sim's SM7_GV100, SM7_TITANV, SM75_RTX2060_S, measured by the suite
-  (tests/data/microbench/gpgpusim/heldout/), tuned with every knob, compared with the
-  card's own config (read here, never by the tuner): four latencies within 2 cycles or
-  3 %, MAD initiation intervals exact, and every latency-list entry re-simulated with a
-  one-warp probe on the true and the tuned card;
+  with its unit probes (tests/data/microbench/gpgpusim/heldout/), tuned with every knob,
+  compared with the card's own config (read here, never by the tuner): four latencies
+  within 2 cycles or 3 %, MAD initiation intervals exact, and every latency-list entry
+  re-simulated with a one-warp probe on the true and the tuned card;
 * drawn: cards drawn from seeds 0..N-1 on the QV100 and RTX 2060 structures (other
   latencies, core and DRAM clocks, SM counts, initiation intervals with 3 and 6),
   measured here with the latency/initiation kernels, tuned, compared (spread over seeds);
@@ -42,7 +42,6 @@ from hilsim.simmodel.gpgpusim.heldout import (
     measure,
     probe_check,
     recovery,
-    with_unit_probes,
 )
 from hilsim.simmodel.gpgpusim.tuneloop import LoopResult, tune_on_simulator
 from hilsim.simmodel.tuner import read_device_facts
@@ -109,19 +108,6 @@ def held_out(build: Any, workers: int, out: Path) -> dict[str, Any]:
         print(f"\n{name}: {cost(result)}")
         res[name] = {"cost": cost(result), "recovery": [r.__dict__ for r in rows],
                      "probes": [r.__dict__ for r in probes], "targets": targets(result)}
-        # with the unit probes' names the suite does not write yet (MAX, DIV, SHFL, SFU):
-        # measured on the card with the simulator probes, as the suite's will be
-        extra = with_unit_probes(true, build, HELD / f"{name}.microbench.json",
-                                 out / f"{name}.with-probes.microbench.json")
-        result = tune_on_simulator(extra, build=build, workers=workers, say=print)
-        tuned = tuned_card(result, out / f"tuned-{name}-probes")
-        probes = probe_check(true, tuned, build)
-        print_rows(f"{name} with the MAX/DIV/SHFL/SFU probes: every latency-list entry",
-                   probes)
-        print(f"\n{name} with probes: {cost(result)}")
-        res[f"{name}+probes"] = {"cost": cost(result), "probes": [r.__dict__ for r in probes],
-                                 "recovery": [r.__dict__ for r in recovery(true, tuned)],
-                                 "targets": targets(result)}
     return res
 
 

@@ -16,6 +16,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hilsim.microbench import unit_ops
 from hilsim.simmodel.gpgpusim import cards as cards_module
 from hilsim.simmodel.gpgpusim import tunereport
 from hilsim.simmodel.gpgpusim.cards import card_config
@@ -27,19 +28,28 @@ from hilsim.simmodel.gpgpusim.heldout import (
     measure,
     probe_check,
     recovery,
-    with_unit_probes,
     within,
 )
-from hilsim.simmodel.gpgpusim.tuneknobs import PROBE_KNOBS
-from hilsim.simmodel.gpgpusim.tuneloop import tune_on_simulator
+from hilsim.simmodel.gpgpusim.simdevice import GpgpusimDevice
+from hilsim.simmodel.gpgpusim.tuneknobs import (
+    EVALUATORS,
+    KNOBS,
+    ONE_CHANNEL_EVALUATORS,
+    PROBE_KNOBS,
+)
+from hilsim.simmodel.gpgpusim.tuneloop import ONE_CHANNEL, tune_on_simulator
 
+from hilsim.core.measurement import read_microbench_json
 from tests.simbuild import require_sim_build
 
 DATA = Path(__file__).parent / "data" / "microbench" / "gpgpusim" / "heldout"
-#: the knobs the held-out checks name (the bandwidth knobs run in the benchmark)
+#: the knobs the held-out checks name (the bandwidth knobs run in the benchmark), and the
+#: FP64 unit probes' entries: the DP pipeline (its depth is the dp MAX latency) decides the
+#: DP MAD rate (with the dp MAX latency alone, SM75_RTX2060_S's interval comes back 3 for 4)
 BOUNDED = ("l1_latency", "l2_rop_latency", "dram_latency", "smem_latency", "launch_latency",
            "fp_mad_latency", "dp_mad_latency", "int_mad_latency", "fp_mad_initiation",
-           "dp_mad_initiation", "int_mad_initiation")
+           "dp_mad_initiation", "int_mad_initiation",
+           *(k for k in PROBE_KNOBS if k.startswith("dp_")))
 
 
 def _refuse(monkeypatch: pytest.MonkeyPatch, forbidden: str) -> None:
@@ -59,6 +69,17 @@ def _tuned(result, tmp_path: Path):  # noqa: ANN001, ANN202
     return card_config(out)
 
 
+@pytest.mark.parametrize("name", (*HELD_OUT, "SM90_H100"))
+def test_a_held_out_file_carries_every_probe_the_tuner_reads(name: str) -> None:
+    """Each held-out file has every measurement a knob reads (the unit probes among them):
+    a missing one would leave that option the base's and the file would not test it."""
+    rows, _ = read_microbench_json(DATA / f"{name}.microbench.json")
+    have = {m.name for m in rows if m.valid and m.value is not None}
+    wanted = {n for knob in KNOBS for n in knob.inputs}
+    assert set(unit_ops.measurement_names()) <= wanted
+    assert wanted - have == set()
+
+
 @pytest.mark.gpgpusim
 @pytest.mark.slow
 @pytest.mark.parametrize("name", HELD_OUT)
@@ -76,16 +97,7 @@ def test_a_held_out_card_is_recovered(
     for option in LATENCIES:
         assert rows[option].ok, rows[option]
     for option in INITIATIONS:
-        r = rows[option]
-        if name == "SM75_RTX2060_S" and option == "-ptx_opcode_initiation_dp":
-            # no DP units on this card: GPGPU-Sim issues its DP instructions to the 4
-            # SFUs (shader.cc, "DP inst on SFU unit"); without the dp ADD/MUL/MAX probes
-            # the base's DP units keep its 64-deep pipeline (dp MAX), where interval 3
-            # gives the card's rate (4.448 for 4.429); the rate is the check
-            st = next(s for s in result.knobs if s.knob.key == "dp_mad_initiation")
-            assert within(st.target, st.search.history[st.value], 0, 0.03)
-            continue
-        assert r.ok, r
+        assert rows[option].ok, rows[option]
     assert result.base.name != name and not result.unreachable
 
 
@@ -116,16 +128,14 @@ def test_a_drawn_card_is_recovered_and_never_read(
 def test_max_div_shfl_sfu_dp_entries_follow_their_probes(tmp_path: Path) -> None:
     """SM75_RTX2060_S's lists differ from its base's (int 4,13,4,5,145,32 vs 4,4,4,4,21;
     fp MAX 13 vs 4; SFU 100 vs 21; dp 8,19,8,8 / 4,4,4,4 vs 64,64,64,64 / 64,64,64,64).
-    With the suite's unit probes run on the card (MAX, DIV, SHFL, SFU, dp ADD/MAX/MUL:
+    With the suite's unit probes in the card's file (MAX, DIV, SHFL, SFU, dp ADD/MAX/MUL:
     microbench.unit_ops, as the simulated suite writes them), every probed entry of the
     tuned card, re-simulated with the one-warp check probes, is within 2 cycles or 3 %
     of the card's, and the dp ADD/MAX/MUL intervals are the card's; int and fp ADD and
     MUL, which nothing measures, stay the base's."""
     build = require_sim_build()
     true = card_config("SM75_RTX2060_S", build)
-    measured = with_unit_probes(true, build, DATA / "SM75_RTX2060_S.microbench.json",
-                                tmp_path / "probes.microbench.json")
-    result = tune_on_simulator(measured, build=build, workers=2,
+    result = tune_on_simulator(DATA / "SM75_RTX2060_S.microbench.json", build=build, workers=2,
                                only=(*PROBE_KNOBS, "fp_mad_latency", "int_mad_latency",
                                      "dp_mad_latency"))
     tuned = _tuned(result, tmp_path)
@@ -136,3 +146,28 @@ def test_max_div_shfl_sfu_dp_entries_follow_their_probes(tmp_path: Path) -> None
     assert tuned.option("-ptx_opcode_latency_int").split(",")[0] == "4"  # ADD: the base's
     ini = tuned.option("-ptx_opcode_initiation_dp").split(",")[:3]
     assert ini == true.option("-ptx_opcode_initiation_dp").split(",")[:3]
+
+
+@pytest.mark.gpgpusim
+@pytest.mark.slow
+def test_one_channel_evaluators_give_the_whole_cards_values() -> None:
+    """The evaluators the tuner runs on one memory channel (register chains, shared memory,
+    launch) give the values their kernels give on the card's every channel (SM7_TITANV:
+    24 channels). The chase is the mutant: its DRAM latency moves on one channel (322.2
+    for 302.6 cycles), so it is not among them."""
+    build = require_sim_build()
+    card = card_config("SM7_TITANV", build)
+
+    def values(ev: str) -> list[dict[str, float | None]]:
+        got = []
+        for overrides in ({}, ONE_CHANNEL):
+            device = GpgpusimDevice(card, build=build, throughput_sms=2, overrides=overrides)
+            got.append({m.name: m.value for m in EVALUATORS[ev](device)})
+            assert all("-gpgpu_n_mem" in r["options"] for r in device.runs) == bool(overrides)
+        return got
+
+    for ev in ONE_CHANNEL_EVALUATORS:
+        whole, one = values(ev)
+        assert whole == one, (ev, whole, one)
+    whole, one = values("chase")
+    assert "chase" not in ONE_CHANNEL_EVALUATORS and whole != one

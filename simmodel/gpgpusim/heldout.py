@@ -131,8 +131,13 @@ def with_unit_probes(
     before the suite had them)."""
     rows, facts = read_microbench_json(microbench)
     have = {m.name for m in rows}
-    probed = unit_ops.simulated(GpgpusimDevice(card, build=build))
-    rows.extend(m for m in probed if m.name not in have)
+    device = GpgpusimDevice(card, build=build)
+    probed = unit_ops.simulated(device)
+    added = [m for m in probed if m.name not in have]
+    rows.extend(added)
+    if added:  # the probe program's run joins the file's record of simulator runs
+        sim = facts.setdefault("simulation", {})
+        sim.setdefault("runs", []).extend(device.runs)
     return write_microbench_json(out, rows, facts)
 
 

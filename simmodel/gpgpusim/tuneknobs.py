@@ -205,6 +205,14 @@ EVALUATORS: dict[str, Evaluator] = {
 }
 #: evaluators whose kernels the suite runs on a memory slice (the slice's SMs matter)
 MEMORY_EVALUATORS = ("l2_bw", "dram_bw")
+#: evaluators whose timed loops touch no global memory (register chains, shared memory,
+#: an empty kernel's launch): the tuner runs them on one memory channel, which gives the
+#: same values as the candidate's every channel (measured on a 256-channel SM86 candidate
+#: for SM90_H100: every value equal, the same simulated cycles for all but the two
+#: shared-memory programs' untimed uploads) at a fraction of the simulator's time (each
+#: cycle steps every channel and L2 bank: 31 s -> 2 s wall for an FFMA rate)
+ONE_CHANNEL_EVALUATORS = ("lat.fp32", "lat.fp64", "lat.int32", "tput.fp32", "tput.fp64",
+                          "tput.int32", "shared", "shared_bw", "launch")
 
 
 def applicable(knob: Knob, measured: Mapping[str, Any]) -> bool:

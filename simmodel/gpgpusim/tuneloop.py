@@ -20,7 +20,10 @@ config: the measured card's config is not opened) and the base card's structure
 processes). The slices are the suite's: one SM for latencies, the throughput slice for
 per-SM rates, one memory channel for L2 and DRAM bandwidth; for a measurement of a whole
 GPU the memory slice carries the card's SMs per channel, so the slice is limited where
-the GPU is.
+the GPU is. Kernels whose timed loops touch no global memory (register chains, shared
+memory, launch: :data:`~hilsim.simmodel.gpgpusim.tuneknobs.ONE_CHANNEL_EVALUATORS`) run
+on one memory channel, the same values for a fraction of the simulator's time; the
+pointer chase keeps every channel (its DRAM latency depends on them).
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ from hilsim.simmodel.gpgpusim.tuneknobs import (
     KNOBS,
     LAUNCH_CYCLES_RANGE,
     MEMORY_EVALUATORS,
+    ONE_CHANNEL_EVALUATORS,
     Context,
     Knob,
     applicable,
@@ -103,6 +107,9 @@ L2_CLOCK = Knob(
     depends_on=("mem_channels",),
     waits_for=("mem_channels", "l1_latency", "l2_rop_latency", "dram_latency"),
 )
+#: the memory side of a one-channel run (linear partition indexing: one channel has no
+#: hash to spread over)
+ONE_CHANNEL = {"-gpgpu_n_mem": "1", "-gpgpu_memory_partition_indexing": "0"}
 #: L2 clock / core clock ratios the L2 clock is searched over (finer steps put the L2
 #: and core clock edges in beat patterns that make the bandwidth jump non-monotonically)
 L2_CLOCK_RATIOS = (0.5, 0.625, 0.75, 0.875, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0)
@@ -378,7 +385,8 @@ class _Runner:
 
         def one(ev: str) -> tuple[str, list[Measurement], list[dict[str, Any]]]:
             sms = self.memory_slice_sms if ev in MEMORY_EVALUATORS else 2
-            device = GpgpusimDevice(card, build=self.build, throughput_sms=sms)
+            one = dict(ONE_CHANNEL) if ev in ONE_CHANNEL_EVALUATORS else {}
+            device = GpgpusimDevice(card, build=self.build, throughput_sms=sms, overrides=one)
             fn = EVALUATORS[ev]
             try:
                 out = fn(device)
