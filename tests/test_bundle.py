@@ -226,3 +226,38 @@ def test_read_some_columns_only(tmp_path) -> None:
         pd.testing.assert_frame_equal(a.samples, b.samples)
         assert a.clusters == b.clusters
         assert score_plan(b, bare).error == score_plan(a, whole).error
+
+
+def test_constant_columns_come_from_the_footer_statistics(tmp_path) -> None:
+    """A column with one value in every row group is found from the statistics; one that is
+    constant within each row group but differs between them, or holds a null, is not."""
+    from hilsim.core.bundle import _constant_int_columns
+
+    n = 1000
+    table = pa.table({
+        "one": pa.array(np.full(n, 7, dtype=np.int64)),
+        "per_group": pa.array(np.repeat(np.arange(4, dtype=np.int64), n // 4)),
+        "with_null": pa.array([5] * (n - 1) + [None], type=pa.int64()),
+        "varies": pa.array(np.arange(n, dtype=np.int64)),
+    })
+    path = tmp_path / "t.parquet"
+    pq.write_table(table, path, row_group_size=n // 4)
+    found = _constant_int_columns(pq.read_metadata(path), list(table.column_names))
+    assert found == {"one": 7}
+
+
+def test_a_bundle_read_gives_constant_columns_as_they_were_written(tmp_path) -> None:
+    from hilsim.core.bundle import default_manifest
+
+    n = 500
+    frame = pd.DataFrame({
+        "name": ["k"] * n, "duration_ns": np.arange(n) + 1, "start_ns": np.arange(n) * 10,
+        "grid_x": np.arange(n) % 3 + 1, "grid_y": np.ones(n, dtype=np.int64),
+    })
+    launches = normalize_launches(frame, "t")
+    write_bundle(Bundle(launches=launches, manifest=default_manifest()), tmp_path / "b")
+    back = read_bundle(tmp_path / "b").launches
+    pd.testing.assert_frame_equal(back, launches, check_categorical=False)
+    copy = back.copy()
+    copy.loc[3, "grid_y"] = 9  # a view of one value is copied on write, never written
+    assert int(copy["grid_y"].iloc[3]) == 9 and int(back["grid_y"].iloc[3]) == 1

@@ -432,6 +432,58 @@ def _table_to_frame(table: pa.Table) -> pd.DataFrame:
     return pd.DataFrame(columns, index=frame.index, copy=False)
 
 
+def _constant_int_columns(meta: Any, wanted: list[str]) -> dict[str, int]:
+    """Integer columns of ``wanted`` that hold one value in every row, from the Parquet
+    footer's row-group statistics (exact for integers): no null, the same minimum and
+    maximum in every row group. Such a column is never decoded."""
+    if meta.num_rows == 0 or meta.num_row_groups == 0:
+        return {}
+    index = {meta.schema.column(i).name: i for i in range(meta.num_columns)}
+    out: dict[str, int] = {}
+    for name in wanted:
+        position = index.get(name)
+        if position is None or meta.schema.column(position).physical_type != "INT64":
+            continue
+        values = set()
+        for group in range(meta.num_row_groups):
+            stats = meta.row_group(group).column(position).statistics
+            if stats is None or not stats.has_min_max or stats.null_count != 0:
+                values = set()
+                break
+            values.update((stats.min, stats.max))
+            if len(values) > 1:
+                break
+        if len(values) == 1:
+            out[name] = int(values.pop())
+    return out
+
+
+def _with_constant_columns(
+    frame: pd.DataFrame, constants: dict[str, int], order: list[str], schema: pa.Schema
+) -> pd.DataFrame:
+    """``frame`` with each constant column added back as a read-only view of its one value
+    (pandas copies it on write), in the file's column order: a column the profile holds one
+    value in costs no N-long buffer (at 50M launches each would be 400 MB)."""
+    metadata = schema.pandas_metadata or {}
+    nullable = {
+        c.get("name") for c in metadata.get("columns", []) if c.get("numpy_type") == "Int64"
+    }
+    n = len(frame)
+    columns: dict[str, Any] = {}
+    for name in order:
+        if name not in constants:
+            columns[name] = frame[name]
+            continue
+        values = np.broadcast_to(np.int64(constants[name]), (n,))
+        columns[name] = (
+            pd.arrays.IntegerArray(values, np.broadcast_to(np.False_, (n,)))
+            if name in nullable else values
+        )
+    out = pd.DataFrame(columns, index=frame.index, copy=False)
+    out.attrs = frame.attrs
+    return out
+
+
 def _read_parquet(
     path: Path,
     data: pa.Buffer | None = None,
@@ -460,9 +512,20 @@ def _read_parquet(
             if columns is not None:
                 present = set(schema.names)
                 columns = [c for c in columns if c in present]
+        constants: dict[str, int] = {}
+        if launches:
+            wanted = list(schema.names) if columns is None else columns
+            constants = _constant_int_columns(pq.read_metadata(source), wanted)
+            if isinstance(source, pa.BufferReader):
+                source.seek(0)
+            if constants:
+                order, columns = wanted, [c for c in wanted if c not in constants]
         tables = [pq.read_table(source, columns=columns)]
         del source
-        return _table_to_frame(tables.pop())  # hands over the only reference
+        frame = _table_to_frame(tables.pop())  # hands over the only reference
+        if not constants:
+            return frame
+        return _with_constant_columns(frame, constants, order, schema)
     except (pa.ArrowException, OSError) as exc:
         raise HilsimError(f"{path}: cannot read parquet ({exc})") from exc
 
