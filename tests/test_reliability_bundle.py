@@ -211,13 +211,13 @@ def test_parquet_bytes_are_arrow_memory(bundle, monkeypatch):
     import hilsim.core.bundle as module
 
     seen: list[object] = []
-    real = module._parquet_rows
+    real = module._parquet_footer
 
     def spy(path, data, expected=None):
         seen.append(data)
         return real(path, data, expected)
 
-    monkeypatch.setattr(module, "_parquet_rows", spy)
+    monkeypatch.setattr(module, "_parquet_footer", spy)
     read_bundle(bundle)
     assert seen and all(isinstance(d, pa.Buffer) and d.is_mutable for d in seen), seen
 

@@ -312,6 +312,62 @@ def test_the_gpgpusim_convention_says_when_it_clamps(
 # --- the loop's bookkeeping on a stand-in simulator ------------------------------------
 
 
+#: a MAD unit of the stand-in simulator: (list option suffix, unit-count option, evaluator
+#: and measurement name stem, knob prefix)
+_MAD_UNITS = {
+    "fp32": ("fp", "-gpgpu_num_sp_units", "fp"),
+    "int32": ("int", "-gpgpu_num_int_units", "int"),
+    "fp64": ("dp", "-gpgpu_num_dp_units", "dp"),
+}
+
+
+def _tune_mad_stand_in(  # noqa: PLR0913 - the stand-in's whole description
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    base: str,
+    unit: str,
+    sim,  # noqa: ANN001 - (latency, interval, rate asked) -> (chain, cycles per inst per unit)
+    measured: tuple[float, float],
+    workers: int = 1,
+    say=None,  # noqa: ANN001
+):  # noqa: ANN202 - the tuner's result
+    """Tune ``unit``'s MAD latency and interval of ``base`` against a stand-in simulator.
+
+    ``sim`` answers a candidate's (latency, interval) with the dependent chain's cycles and
+    the cycles per instruction per unit at full occupancy; ``measured`` is the same pair as
+    the suite measured it. Every candidate must keep its interval at or below its latency
+    (GPGPU-Sim crashes otherwise)."""
+    from hilsim.simmodel.gpgpusim import tuneloop  # noqa: PLC0415 (the module under test)
+
+    lists, count_option, prefix = _MAD_UNITS[unit]
+    units = int(card(base).option(count_option))
+
+    def evaluate(self, evaluators, c):  # noqa: ANN001, ANN202
+        lat = int(list_entries(c, f"-ptx_opcode_latency_{lists}")[3])
+        ini = int(list_entries(c, f"-ptx_opcode_initiation_{lists}")[3])
+        assert ini <= lat, f"interval {ini} above latency {lat}: the simulator would crash"
+        chain, cpi = sim(lat, ini, f"tput.{unit}" in evaluators)
+        out = {}
+        if f"lat.{unit}" in evaluators:
+            out[f"{unit}_latency"] = chain
+        if f"tput.{unit}" in evaluators:
+            out[f"{unit}_throughput"] = units * 64 / cpi
+        return out
+
+    monkeypatch.setattr(tuneloop._Runner, "evaluate", evaluate)
+    src = json.loads((DATA / "microbench" / "gpgpusim" / f"{base}.microbench.json").read_text())
+    for m in src["measurements"]:
+        if m["name"] == f"{unit}_latency":
+            m["value"] = measured[0]
+        if m["name"] == f"{unit}_throughput":
+            m["value"] = units * 64 / measured[1]
+    path = tmp_path / "microbench.json"
+    path.write_text(json.dumps(src))
+    return tuneloop.tune_on_simulator(
+        path, base=ACCEL / f"{base}.gpgpusim.config", build=object(), workers=workers,
+        say=say, only=(f"{prefix}_mad_latency", f"{prefix}_mad_initiation"))
+
+
 def test_an_interval_simulated_at_a_stale_latency_is_not_kept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -322,41 +378,12 @@ def test_an_interval_simulated_at_a_stale_latency_is_not_kept(
     latency above 8): the interval comes back 6, not the 5 that a point simulated at the
     first-guess latency 13 brackets with. (Real-simulator evidence: drawn cards in
     benchmarks/tune_on_simulator.py.)"""
-    from hilsim.simmodel.gpgpusim import tuneloop  # noqa: PLC0415 (the module under test)
-
-    qv = card("SM7_QV100")
-    units = int(qv.option("-gpgpu_num_dp_units"))
-
-    def cycles(c) -> tuple[int, int]:  # noqa: ANN001
-        lat = int(list_entries(c, "-ptx_opcode_latency_dp")[3])
-        ini = int(list_entries(c, "-ptx_opcode_initiation_dp")[3])
-        assert ini <= lat, f"interval {ini} above latency {lat}: the simulator would crash"
-        return lat, ini
-
-    def evaluate(self, evaluators, c):  # noqa: ANN001, ANN202
-        lat, ini = cycles(c)
-        out = {}
-        if "lat.fp64" in evaluators:
-            out["fp64_latency"] = lat + 5.3
-        if "tput.fp64" in evaluators:
-            out["fp64_throughput"] = units * 64 / (ini + 0.8 * max(0, lat - 8))
-        return out
-
-    monkeypatch.setattr(tuneloop._Runner, "evaluate", evaluate)
 
     def tune(latency: float, interval: float):  # noqa: ANN202
-        src = json.loads((DATA / "microbench" / "gpgpusim" / "SM7_QV100.microbench.json")
-                         .read_text())
-        for m in src["measurements"]:
-            if m["name"] == "fp64_latency":
-                m["value"] = latency
-            if m["name"] == "fp64_throughput":
-                m["value"] = units * 64 / interval
-        path = tmp_path / "microbench.json"
-        path.write_text(json.dumps(src))
-        return tuneloop.tune_on_simulator(path, base=ACCEL / "SM7_QV100.gpgpusim.config",
-                                          build=object(), workers=1,
-                                          only=("dp_mad_latency", "dp_mad_initiation"))
+        return _tune_mad_stand_in(
+            monkeypatch, tmp_path, "SM7_QV100", "fp64",
+            lambda lat, ini, _rate: (lat + 5.3, ini + 0.8 * max(0, lat - 8)),
+            (latency, interval))
 
     result = tune(13.3, 6)
     got = {st.knob.key: st.value for st in result.knobs}
@@ -380,40 +407,18 @@ def test_an_interval_next_to_its_latency_is_found_where_the_rate_is_not_monotone
     capped at the latency stops at 7 (7.20 < 7.37, nothing above allowed); the
     neighbours simulated in one round give 6, the exact rate. Every candidate keeps its
     interval at or below its latency (the simulator crashes otherwise)."""
-    from hilsim.simmodel.gpgpusim import tuneloop  # noqa: PLC0415 (the module under test)
-
-    rtx = card("SM75_RTX2060")
-    units = int(rtx.option("-gpgpu_num_sp_units"))
     calls: list[int] = []
 
     def cpi(lat: int, ini: int) -> float:
         return ini + 0.2 + (1.17 if lat - ini == 1 else 0.0)
 
-    def evaluate(self, evaluators, c):  # noqa: ANN001, ANN202
-        lat = int(list_entries(c, "-ptx_opcode_latency_fp")[3])
-        ini = int(list_entries(c, "-ptx_opcode_initiation_fp")[3])
-        assert ini <= lat, f"interval {ini} above latency {lat}: the simulator would crash"
-        out = {}
-        if "lat.fp32" in evaluators:
-            out["fp32_latency"] = lat + 5.3
-        if "tput.fp32" in evaluators:
+    def sim(lat: int, ini: int, rate: bool) -> tuple[float, float]:
+        if rate:
             calls.append(ini)
-            out["fp32_throughput"] = units * 64 / cpi(lat, ini)
-        return out
+        return lat + 5.3, cpi(lat, ini)
 
-    monkeypatch.setattr(tuneloop._Runner, "evaluate", evaluate)
-    src = json.loads((DATA / "microbench" / "gpgpusim" / "SM75_RTX2060.microbench.json")
-                     .read_text())
-    for m in src["measurements"]:
-        if m["name"] == "fp32_latency":
-            m["value"] = 7 + 5.3
-        if m["name"] == "fp32_throughput":
-            m["value"] = units * 64 / cpi(7, 6)
-    path = tmp_path / "microbench.json"
-    path.write_text(json.dumps(src))
-    result = tuneloop.tune_on_simulator(path, base=ACCEL / "SM75_RTX2060.gpgpusim.config",
-                                        build=object(), workers=2,
-                                        only=("fp_mad_latency", "fp_mad_initiation"))
+    result = _tune_mad_stand_in(monkeypatch, tmp_path, "SM75_RTX2060", "fp32", sim,
+                                (7 + 5.3, cpi(7, 6)), workers=2)
     got = {st.knob.key: st for st in result.knobs}
     assert got["fp_mad_latency"].value == 7
     assert got["fp_mad_initiation"].value == 6
@@ -429,35 +434,8 @@ def test_a_trial_interval_below_the_best_does_not_pull_the_latency_down(
     little above the interval (2 -> 2.06). The search tries interval 1 (1.06) and keeps
     2; the latency, held at or above the interval, stays at 2 (reported unreachable at
     that bound) instead of following the trial to 1 and capping the interval at 1."""
-    from hilsim.simmodel.gpgpusim import tuneloop  # noqa: PLC0415 (the module under test)
-
-    qv = card("SM7_QV100")
-    units = int(qv.option("-gpgpu_num_int_units"))
-
-    def evaluate(self, evaluators, c):  # noqa: ANN001, ANN202
-        lat = int(list_entries(c, "-ptx_opcode_latency_int")[3])
-        ini = int(list_entries(c, "-ptx_opcode_initiation_int")[3])
-        assert ini <= lat, f"interval {ini} above latency {lat}: the simulator would crash"
-        out = {}
-        if "lat.int32" in evaluators:
-            out["int32_latency"] = lat + 5.3
-        if "tput.int32" in evaluators:
-            out["int32_throughput"] = units * 64 / (ini + 0.06)
-        return out
-
-    monkeypatch.setattr(tuneloop._Runner, "evaluate", evaluate)
-    src = json.loads((DATA / "microbench" / "gpgpusim" / "SM7_QV100.microbench.json")
-                     .read_text())
-    for m in src["measurements"]:
-        if m["name"] == "int32_latency":
-            m["value"] = 4.065
-        if m["name"] == "int32_throughput":
-            m["value"] = units * 64 / 2.0
-    path = tmp_path / "microbench.json"
-    path.write_text(json.dumps(src))
-    result = tuneloop.tune_on_simulator(path, base=ACCEL / "SM7_QV100.gpgpusim.config",
-                                        build=object(), workers=1,
-                                        only=("int_mad_latency", "int_mad_initiation"))
+    result = _tune_mad_stand_in(monkeypatch, tmp_path, "SM7_QV100", "int32",
+                                lambda lat, ini, _rate: (lat + 5.3, ini + 0.06), (4.065, 2.0))
     got = {st.knob.key: st for st in result.knobs}
     assert got["int_mad_initiation"].value == 2
     assert 1 in got["int_mad_initiation"].search.history  # the neighbour was tried
@@ -497,45 +475,18 @@ def test_a_latency_pinned_by_its_interval_moves_with_it(
     latency 7 no interval gives the rate (7/7: 7.418). Each search alone is stuck at the
     other's bound; the joint step simulates latency 6 with intervals 4-6 in one round and
     takes 6/6, nearer on both the chain and the rate."""
-    from hilsim.simmodel.gpgpusim import tuneloop  # noqa: PLC0415 (the module under test)
-
-    qv = card("SM7_QV100")
-    units = int(qv.option("-gpgpu_num_dp_units"))
     seen: list[tuple[int, int]] = []
 
-    def sim(lat: int, ini: int) -> tuple[float, float]:
-        assert ini <= lat, f"interval {ini} above latency {lat}: the simulator would crash"
+    def sim(lat: int, ini: int, _rate: bool) -> tuple[float, float]:
+        seen.append((lat, ini))
         if (min(lat, 9), ini) in QV100_SEED2_DP:
             chain, cpi = QV100_SEED2_DP[(min(lat, 9), ini)]
             return chain + 0.992 * max(0, lat - 9), cpi
         return lat + 5.3, ini + 0.36
 
-    def evaluate(self, evaluators, c):  # noqa: ANN001, ANN202
-        lat = int(list_entries(c, "-ptx_opcode_latency_dp")[3])
-        ini = int(list_entries(c, "-ptx_opcode_initiation_dp")[3])
-        seen.append((lat, ini))
-        chain, cpi = sim(lat, ini)
-        out = {}
-        if "lat.fp64" in evaluators:
-            out["fp64_latency"] = chain
-        if "tput.fp64" in evaluators:
-            out["fp64_throughput"] = units * 64 / cpi
-        return out
-
-    monkeypatch.setattr(tuneloop._Runner, "evaluate", evaluate)
-    src = json.loads((DATA / "microbench" / "gpgpusim" / "SM7_QV100.microbench.json")
-                     .read_text())
-    for m in src["measurements"]:
-        if m["name"] == "fp64_latency":
-            m["value"] = QV100_SEED2_DP[(6, 6)][0]
-        if m["name"] == "fp64_throughput":
-            m["value"] = units * 64 / QV100_SEED2_DP[(6, 6)][1]
-    path = tmp_path / "microbench.json"
-    path.write_text(json.dumps(src))
     lines: list[str] = []
-    result = tuneloop.tune_on_simulator(path, base=ACCEL / "SM7_QV100.gpgpusim.config",
-                                        build=object(), workers=2, say=lines.append,
-                                        only=("dp_mad_latency", "dp_mad_initiation"))
+    result = _tune_mad_stand_in(monkeypatch, tmp_path, "SM7_QV100", "fp64", sim,
+                                QV100_SEED2_DP[(6, 6)], workers=2, say=lines.append)
     got = {st.knob.key: st for st in result.knobs}
     assert (got["dp_mad_latency"].value, got["dp_mad_initiation"].value) == (6, 6), lines
     assert not got["dp_mad_latency"].note and not got["dp_mad_latency"].search.unreachable

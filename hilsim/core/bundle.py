@@ -325,8 +325,9 @@ def _refuse_unlisted(folder: Path, files: dict[str, Any]) -> None:
             )
 
 
-def _parquet_rows(path: Path, data: pa.Buffer | None, expected: int | None = None) -> int:
-    """Row count from the parquet footer, checked before any row is materialised.
+def _parquet_footer(path: Path, data: pa.Buffer | None, expected: int | None = None) -> Any:
+    """The parquet footer (``FileMetaData``), its row count checked before any row is
+    materialised.
 
     Refuses a table holding more rows per byte of file than ``max_rows_per_byte`` (a tiny
     file that would expand to gigabytes) and, with ``expected``, a count other than the
@@ -354,7 +355,7 @@ def _parquet_rows(path: Path, data: pa.Buffer | None, expected: int | None = Non
             f"{path}: holds {rows} rows but the manifest says n_launches {expected} "
             "(another bundle's table?)"
         )
-    return rows
+    return meta
 
 
 #: Arrow type checks of the launches table's columns, before conversion
@@ -399,6 +400,22 @@ def _nullable_int64(column: pa.ChunkedArray) -> pd.arrays.IntegerArray:
     return pd.arrays.IntegerArray(values, mask)
 
 
+def _as_write_table_writes(schema: pa.Schema) -> bool:
+    """Whether the table is laid out as :func:`write_table` writes one: no stored index
+    column, no repeated column name."""
+    metadata = schema.pandas_metadata or {}
+    stored_index = any(isinstance(i, str) for i in metadata.get("index_columns", []))
+    return not stored_index and len(set(schema.names)) == len(schema.names)
+
+
+def _nullable_columns(schema: pa.Schema) -> set[str]:
+    """Columns pandas wrote as nullable ``Int64`` (from the schema's pandas metadata)."""
+    metadata = schema.pandas_metadata or {}
+    return {
+        c.get("name") for c in metadata.get("columns", []) if c.get("numpy_type") == "Int64"
+    }
+
+
 def _table_to_frame(table: pa.Table) -> pd.DataFrame:
     """Arrow table -> pandas, as ``table.to_pandas()`` gives it, without its slow paths.
 
@@ -408,13 +425,9 @@ def _table_to_frame(table: pa.Table) -> pd.DataFrame:
     are then taken over without a copy).
     """
     names = list(table.column_names)
-    metadata = table.schema.pandas_metadata or {}
-    stored_index = any(isinstance(i, str) for i in metadata.get("index_columns", []))
-    if stored_index or len(set(names)) != len(names):  # not as write_bundle writes tables
+    if not _as_write_table_writes(table.schema):
         return table.to_pandas()
-    nullable = {
-        c.get("name") for c in metadata.get("columns", []) if c.get("numpy_type") == "Int64"
-    }
+    nullable = _nullable_columns(table.schema)
     ints = {}
     for name in names:
         if name in nullable:
@@ -464,10 +477,7 @@ def _with_constant_columns(
     """``frame`` with each constant column added back as a read-only view of its one value
     (pandas copies it on write), in the file's column order: a column the profile holds one
     value in costs no N-long buffer (at 50M launches each would be 400 MB)."""
-    metadata = schema.pandas_metadata or {}
-    nullable = {
-        c.get("name") for c in metadata.get("columns", []) if c.get("numpy_type") == "Int64"
-    }
+    nullable = _nullable_columns(schema)
     n = len(frame)
     columns: dict[str, Any] = {}
     for name in order:
@@ -494,30 +504,26 @@ def _read_parquet(
     """Read one parquet table (only ``columns`` when given: the others are never decoded),
     from ``data`` (its bytes, already read into an Arrow buffer) when given.
 
-    The footer is checked first (:func:`_parquet_rows`; with ``launches`` the column
-    types too), so a table that would not fit is refused before it is materialised.
+    The footer is read once and checked first (:func:`_parquet_footer`; with ``launches``
+    the column types too), so a table that would not fit is refused before it is
+    materialised.
     """
     import pyarrow.parquet as pq  # lazy: a plan from a CSV reads no Parquet
 
-    _parquet_rows(path, data, expected_rows)
+    meta = _parquet_footer(path, data, expected_rows)
     source: Any = pa.BufferReader(data) if data is not None else path
     del data  # (the caller passed its only reference) so the bytes go once parsed
     try:
-        if columns is not None or launches:
-            schema = pq.read_schema(source)
-            if isinstance(source, pa.BufferReader):
-                source.seek(0)
-            if launches:
-                _check_launch_types(schema, path)
-            if columns is not None:
-                present = set(schema.names)
-                columns = [c for c in columns if c in present]
-        constants: dict[str, int] = {}
+        schema = meta.schema.to_arrow_schema()
         if launches:
+            _check_launch_types(schema, path)
+        if columns is not None:
+            present = set(schema.names)
+            columns = [c for c in columns if c in present]
+        constants: dict[str, int] = {}
+        if launches and _as_write_table_writes(schema):
             wanted = list(schema.names) if columns is None else columns
-            constants = _constant_int_columns(pq.read_metadata(source), wanted)
-            if isinstance(source, pa.BufferReader):
-                source.seek(0)
+            constants = _constant_int_columns(meta, wanted)
             if constants:
                 order, columns = wanted, [c for c in wanted if c not in constants]
         tables = [pq.read_table(source, columns=columns)]
