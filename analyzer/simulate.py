@@ -66,8 +66,8 @@ from hilsim.simmodel.export import check_simulated_names
 from hilsim.simmodel.gpgpusim.cards import normalize_options
 from hilsim.simmodel.gpgpusim.logprofile import core_clock_mhz, scan_log
 from hilsim.simmodel.gpgpusim.run import run_program
+from hilsim.simmodel.gpgpusim.simlog import parse_simlog
 from hilsim.simmodel.gpgpusim.visualizer import VISUALIZER_GLOB
-from hilsim.simmodel.simlog import parse_simlog
 
 from hilsim.core.bundle import Bundle, write_bundle
 from hilsim.core.console import progress_bar

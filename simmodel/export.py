@@ -275,7 +275,7 @@ def match_sim_results(plan: Plan, simlog: pd.DataFrame) -> pd.DataFrame:
 
     The ``k``-th simulated kernel (``sim_launch`` order) is the ``k``-th sampled launch
     by ascending ``launch_id``; logs whose kernels carry a ``launch_id`` (the workload
-    printed ``hilsim-launch K`` marks, :mod:`hilsim.simmodel.simlog`) are placed by that id
+    printed ``hilsim-launch K`` marks, :mod:`hilsim.simmodel.gpgpusim.simlog`) are placed by that id
     instead (kernels of launches the plan does not sample are ignored). Returns the
     samples (``launch_id``, ``weight``,
     ``cluster``, ``name``) with every column of ``simlog`` (``kernel`` renamed

@@ -65,7 +65,7 @@ def test_launch_list_runs_only_those_launches_with_their_ids(program: Path,
                                                        "-gpgpu_kernel_launch_latency": "0"},
                             timeout_s=600, warmup="none", progress=False)
     assert summary["launches_simulated"] == 3
-    from hilsim.simmodel.simlog import read_simlogs
+    from hilsim.simmodel.gpgpusim.simlog import read_simlogs
 
     log = read_simlogs([tmp_path / "out"])
     assert log["launch_id"].tolist() == [3, 7, 28]

@@ -1,7 +1,7 @@
 """`hilsim tune --on-simulator` on cards no calibration used (tier `gpgpusim`).
 
 Targets: the suite's own output on GPGPU-Sim's held-out cards (SM7_GV100, SM7_TITANV,
-SM75_RTX2060_S: tests/data/microbench/gpgpusim/heldout/, provenance in its README) and
+SM75_RTX2060_S: tests/data/microbench/tuner/heldout/, provenance in its README) and
 a card drawn from a seed (other latencies, core and DRAM clocks, SM count, initiation
 intervals 3 and 6) measured here. The tuner reads only the measurements: the card's
 config is unreadable while it runs (its folder removed; a build card refused by the
@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 from hilsim.microbench import unit_ops
 from hilsim.simmodel.gpgpusim import cards as cards_module
-from hilsim.simmodel.gpgpusim import tunereport
 from hilsim.simmodel.gpgpusim.cards import card_config
-from hilsim.simmodel.gpgpusim.heldout import (
+from hilsim.simmodel.gpgpusim.simdevice import GpgpusimDevice
+from hilsim.simmodel.tuner import report as tunereport
+from hilsim.simmodel.tuner.heldout import (
     HELD_OUT,
     INITIATIONS,
     LATENCIES,
@@ -30,14 +31,13 @@ from hilsim.simmodel.gpgpusim.heldout import (
     recovery,
     within,
 )
-from hilsim.simmodel.gpgpusim.simdevice import GpgpusimDevice
-from hilsim.simmodel.gpgpusim.tuneknobs import (
+from hilsim.simmodel.tuner.knobs import (
     EVALUATORS,
     KNOBS,
     ONE_CHANNEL_EVALUATORS,
     PROBE_KNOBS,
 )
-from hilsim.simmodel.gpgpusim.tuneloop import ONE_CHANNEL, tune_on_simulator
+from hilsim.simmodel.tuner.search import ONE_CHANNEL, tune_on_simulator
 
 from hilsim.core.measurement import read_microbench_json
 from tests.simbuild import require_sim_build

@@ -15,11 +15,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from hilsim.simmodel.accelsim import read_options
-from hilsim.simmodel.gpgpusim.basecard import Profile, choose
 from hilsim.simmodel.gpgpusim.cards import card_config
-from hilsim.simmodel.gpgpusim.intsolve import IntSearch
 from hilsim.simmodel.gpgpusim.simdevice import card_device_facts
-from hilsim.simmodel.gpgpusim.tunedcard import (
+from hilsim.simmodel.tuner.basecard import Profile, choose
+from hilsim.simmodel.tuner.card import (
     Setting,
     config_text,
     dl2_value,
@@ -31,6 +30,7 @@ from hilsim.simmodel.gpgpusim.tunedcard import (
     pipeline_depths,
     valid_channel_counts,
 )
+from hilsim.simmodel.tuner.intsolve import IntSearch
 
 from hilsim.cli.main import cli, main
 from hilsim.core.errors import HilsimError
@@ -283,7 +283,7 @@ def test_on_simulator_errors_are_one_line(
     assert code == 2 and "needs MICROBENCH.json" in out
     code, out = run(mb, "--on-simulator", "--preset", "QV100", "-o", str(tmp_path / "c"))
     assert code == 2 and "do not apply" in out
-    from hilsim.simmodel.gpgpusim import tuneloop  # noqa: PLC0415 (the module under test)
+    from hilsim.simmodel.tuner import search as tuneloop  # noqa: PLC0415 (the module under test)
 
     monkeypatch.setattr(tuneloop, "find_build", lambda: None)
     code, out = run(mb, "--on-simulator", "-o", str(tmp_path / "d"))
@@ -337,7 +337,7 @@ def _tune_mad_stand_in(  # noqa: PLR0913 - the stand-in's whole description
     the cycles per instruction per unit at full occupancy; ``measured`` is the same pair as
     the suite measured it. Every candidate must keep its interval at or below its latency
     (GPGPU-Sim crashes otherwise)."""
-    from hilsim.simmodel.gpgpusim import tuneloop  # noqa: PLC0415 (the module under test)
+    from hilsim.simmodel.tuner import search as tuneloop  # noqa: PLC0415 (the module under test)
 
     lists, count_option, prefix = _MAD_UNITS[unit]
     units = int(card(base).option(count_option))

@@ -309,7 +309,7 @@ def test_placement_of_the_shipped_warm_and_cold_runs() -> None:
     alone (no warm-up) were 8% off in the same example."""
     from hilsim.analyzer.importers.profile import load_profile
     from hilsim.analyzer.simexample import shipped_example
-    from hilsim.simmodel.simlog import read_simlog
+    from hilsim.simmodel.gpgpusim.simlog import read_simlog
 
     ex = shipped_example()
     folder = ex.sim_folder("stem", "reference")

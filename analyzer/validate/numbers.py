@@ -3,7 +3,7 @@
 Inputs: a silicon bundle, one or more plans made on it, and simulated cycles per
 launch from either simulator logs (GPGPU-Sim runs of ``hilsim simulate``, with the warm-up
 placement it wrote, or Accel-Sim logs of the plan's exported ``kernelslist.g``:
-:mod:`hilsim.simmodel.simlog`, :mod:`hilsim.simmodel.export`) or the analytical model
+:mod:`hilsim.simmodel.gpgpusim.simlog`, :mod:`hilsim.simmodel.export`) or the analytical model
 (``hilsim.simmodel.model.predict``) run on every launch.
 
 **Silicon cycles.** ``gpu__cycles_elapsed.max`` from ``metrics.parquet`` where it is
@@ -103,7 +103,7 @@ class SimResults:
     Attributes:
         cycles: float array of length ``n_launches``.
         counters: other simulated counters per launch (columns as in
-            :mod:`hilsim.simmodel.simlog`), same length; may be empty.
+            :mod:`hilsim.simmodel.gpgpusim.simlog`), same length; may be empty.
         source: ``"GPGPU-Sim logs"``, ``"Accel-Sim logs"``, ``"hilsim simulate (...)"``
             or ``"analytical model"`` (shown in the report).
         detail: free text (files, config name).

@@ -16,8 +16,8 @@ from typing import Any
 
 from hilsim.simmodel.accelsim import UbenchOutput, read_ubench_output
 from hilsim.simmodel.config import TimingConfig
-from hilsim.simmodel.gpgpusim.basecard import Profile, choose
 from hilsim.simmodel.presets import Preset, all_presets, load_preset
+from hilsim.simmodel.tuner.basecard import Profile, choose
 from hilsim.simmodel.tuner.checks import capacity_checks, launch_latency_note
 from hilsim.simmodel.tuner.conventions import CONVENTIONS
 from hilsim.simmodel.tuner.dram import DRAM_MODELS, dram_model
@@ -161,7 +161,7 @@ def _preset_for(
 ) -> tuple[Preset, str, Any, Any, list[str]]:
     """(preset, why, device name, compute capability, mismatches): ``--preset``, else the
     closest by compute capability, memory type and SM count
-    (:func:`hilsim.simmodel.gpgpusim.basecard.choose`); the device's name is never used
+    (:func:`hilsim.simmodel.tuner.basecard.choose`); the device's name is never used
     to choose (it only names the output)."""
     name = facts.get("name") or (ubench.device_name if ubench else None)
     if isinstance(name, bytes):

@@ -16,7 +16,7 @@ option (or one entry of a list option) with
 * the values the simulator accepts (bounds; powers of two for the shared banks).
 
 Every option a tuned card writes is a knob's (measured), a device fact
-(:mod:`hilsim.simmodel.gpgpusim.tunedcard`), or the base card's own value.
+(:mod:`hilsim.simmodel.tuner.card`), or the base card's own value.
 """
 
 from __future__ import annotations

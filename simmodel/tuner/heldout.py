@@ -33,9 +33,9 @@ import numpy as np
 from hilsim.microbench import unit_ops
 from hilsim.simmodel.gpgpusim.cards import CONFIG_NAME, CardConfig
 from hilsim.simmodel.gpgpusim.simdevice import GpgpusimDevice, card_device_facts
-from hilsim.simmodel.gpgpusim.tunedcard import list_entries
-from hilsim.simmodel.gpgpusim.tuneknobs import EVALUATORS
 from hilsim.simmodel.gpgpusim.unitprobe import ENTRY_NAMES, PROBES, probe_measurements
+from hilsim.simmodel.tuner.card import list_entries
+from hilsim.simmodel.tuner.knobs import EVALUATORS
 
 from hilsim.core.measurement import read_microbench_json, write_microbench_json
 

@@ -4,10 +4,10 @@ microbenchmarks meet the measured ones (``hilsim tune MEASURED.json --on-simulat
 Accel-Sim (Khairy et al., ISCA 2020), Section II-C: microbenchmarks measure a card and a
 tuner turns the numbers into a GPGPU-Sim configuration; Section IV: the configuration is
 then correlated against the card. Here the correlation is the tuner: the same
-microbenchmark kernels (:data:`~hilsim.simmodel.gpgpusim.tuneknobs.EVALUATORS`, the
+microbenchmark kernels (:data:`~hilsim.simmodel.tuner.knobs.EVALUATORS`, the
 suite's families over :class:`~hilsim.simmodel.gpgpusim.simdevice.GpgpusimDevice`) run on
 the candidate card, each option entry moves by a secant step on its own measured
-quantity (:class:`~hilsim.simmodel.gpgpusim.intsolve.IntSearch`), and a round is repeated
+quantity (:class:`~hilsim.simmodel.tuner.intsolve.IntSearch`), and a round is repeated
 until every entry is settled: the nearest integer to its target, or a bound the
 simulator cannot pass (its pipeline floor), which the report states with the closest
 value. No pipeline-offset map is assumed, so the card's own clocks, channels and
@@ -15,13 +15,13 @@ pipeline are in every candidate.
 
 What is read: the measurements and device facts of ``MEASURED.json`` (never a card
 config: the measured card's config is not opened) and the base card's structure
-(:mod:`~hilsim.simmodel.gpgpusim.basecard`). Each round's programs run in parallel
+(:mod:`~hilsim.simmodel.tuner.basecard`). Each round's programs run in parallel
 (threads, each driving one simulator process; their CPU time is counted from the child
 processes). The slices are the suite's: one SM for latencies, the throughput slice for
 per-SM rates, one memory channel for L2 and DRAM bandwidth; for a measurement of a whole
 GPU the memory slice carries the card's SMs per channel, so the slice is limited where
 the GPU is. Kernels whose timed loops touch no global memory (register chains, shared
-memory, launch: :data:`~hilsim.simmodel.gpgpusim.tuneknobs.ONE_CHANNEL_EVALUATORS`) run
+memory, launch: :data:`~hilsim.simmodel.tuner.knobs.ONE_CHANNEL_EVALUATORS`) run
 on one memory channel, the same values for a fraction of the simulator's time; the
 pointer chase keeps every channel (its DRAM latency depends on them).
 """
@@ -38,19 +38,19 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from hilsim.simmodel.gpgpusim import simhost, tuneknobs
-from hilsim.simmodel.gpgpusim.basecard import (
+from hilsim.simmodel.gpgpusim import simhost
+from hilsim.simmodel.gpgpusim.build import find_build
+from hilsim.simmodel.gpgpusim.cards import CardConfig, card_config
+from hilsim.simmodel.gpgpusim.simdevice import GpgpusimDevice, card_device_facts
+from hilsim.simmodel.tuner import knobs as tuneknobs
+from hilsim.simmodel.tuner.basecard import (
     BASE_CARDS,
     Choice,
     Profile,
     choose,
     device_profile,
 )
-from hilsim.simmodel.gpgpusim.build import find_build
-from hilsim.simmodel.gpgpusim.cards import CardConfig, card_config
-from hilsim.simmodel.gpgpusim.intsolve import IntSearch
-from hilsim.simmodel.gpgpusim.simdevice import GpgpusimDevice, card_device_facts
-from hilsim.simmodel.gpgpusim.tunedcard import (
+from hilsim.simmodel.tuner.card import (
     Setting,
     canonical_facts,
     clock_domains,
@@ -63,7 +63,8 @@ from hilsim.simmodel.gpgpusim.tunedcard import (
     pipeline_depths,
     valid_channel_counts,
 )
-from hilsim.simmodel.gpgpusim.tuneknobs import (
+from hilsim.simmodel.tuner.intsolve import IntSearch
+from hilsim.simmodel.tuner.knobs import (
     EVALUATORS,
     KNOBS,
     LAUNCH_CYCLES_RANGE,
@@ -154,7 +155,7 @@ class Round:
 
 @dataclass
 class LoopResult:
-    """Everything ``--on-simulator`` found (:mod:`hilsim.simmodel.gpgpusim.tunereport`
+    """Everything ``--on-simulator`` found (:mod:`hilsim.simmodel.tuner.report`
     writes it)."""
 
     measured_path: str
@@ -425,7 +426,7 @@ def tune_on_simulator(
 ) -> LoopResult:
     """Tune a card from ``MEASURED.json`` by simulating candidates (module docstring).
 
-    ``only``: the knob keys to tune (:data:`~hilsim.simmodel.gpgpusim.tuneknobs.KNOBS`,
+    ``only``: the knob keys to tune (:data:`~hilsim.simmodel.tuner.knobs.KNOBS`,
     ``mem_channels``, ``l2_clock``); the others keep the base card's values (the tests'
     bounded runs). ``device_facts`` (an ``agent probe`` file's) win over the file's
     device block.
