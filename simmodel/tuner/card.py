@@ -31,7 +31,7 @@ from typing import Any
 from hilsim.simmodel.accelsim import OptionLine, format_value
 from hilsim.simmodel.gpgpusim.cards import INT_LIST_DEFAULTS, CardConfig
 from hilsim.simmodel.gpgpusim.unitprobe import ENTRY_NAMES
-from hilsim.simmodel.tuner.basecard import device_compute_capability
+from hilsim.simmodel.tuner.inputs import compute_capability
 
 from hilsim.core import measurement_names as mn
 from hilsim.core.errors import HilsimError
@@ -88,7 +88,7 @@ def canonical_facts(facts: Mapping[str, Any]) -> dict[str, Any]:
             if value not in (None, ""):
                 out[key] = value if fact.field == "dram.type" else float(value) * fact.scale
                 break
-    cc = device_compute_capability(dict(facts))
+    cc = compute_capability(facts)
     if cc is not None:
         out["compute_capability"] = cc
     return out
