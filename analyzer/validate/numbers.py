@@ -66,7 +66,8 @@ from hilsim.analyzer.evaluate import (
 from hilsim.analyzer.membership import cluster_members
 from hilsim.simmodel import model as analytical_model
 from hilsim.simmodel.correlation import correlation
-from hilsim.simmodel.export import check_simulated_names, match_sim_results
+from hilsim.simmodel.export import match_sim_results
+from hilsim.simmodel.gpgpusim.listrun import check_simulated_names
 
 from hilsim.core.bundle import Bundle
 from hilsim.core.errors import HilsimError
