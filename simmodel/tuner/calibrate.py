@@ -166,5 +166,5 @@ def write_calibration(
 
 if __name__ == "__main__":
     raise SystemExit(
-        "simcalibrate: run `hilsim gpgpusim calibrate CARD [-o FILE] [--units]`"
+        "calibrate: run `hilsim gpgpusim calibrate CARD [-o FILE] [--units]`"
     )
