@@ -241,26 +241,9 @@ def _number(text: str) -> float:
         return float("nan")
 
 
-def parse_simlog(text: str, where: str = "<sim log>", counters: str = "cumulative") -> pd.DataFrame:
-    """Parse one simulation log into one row per simulated kernel, in simulation order.
-
-    Columns: ``sim_launch`` (0.. in the order the kernels finished), ``launch_id``
-    (only when the program printed ``hilsim-launch K`` before each launch: the launch
-    index K in the full run, which places the kernels of a sampled run), ``uid``
-    (``kernel_launch_uid``, 1-based in GPGPU-Sim), ``kernel`` (the printed name,
-    mangled as the simulator prints it), ``cycles`` and ``instructions`` (this
-    kernel), ``ipc``, ``tot_cycles`` (cumulative), ``occupancy_pct`` (per kernel; NaN
-    unless the simulator collects it, i.e. with ``-power_simulation_enabled 1``), then one
-    column per counter of
-    :data:`LOG_COUNTERS` found in the log (per kernel, see the module docstring), and the
-    DRAM requests in 32-byte sectors (:data:`DRAM_SECTOR_COLUMNS`, request size from the
-    option dump: :func:`dram_request_bytes`).
-
-    Raises :class:`HilsimError` naming ``where`` when the log has no kernel block,
-    when the last block is truncated, or when a cumulative counter decreases.
-    """
-    if counters not in ("cumulative", "per-kernel"):
-        raise HilsimError(f"{where}: counters must be 'cumulative' or 'per-kernel'")
+def _scan_blocks(text: str, where: str) -> tuple[list[dict[str, object]], int, bool]:
+    """(one dict per kernel statistics block, the line of the last end marker, whether the
+    blocks carry per-stream breakdowns): the log read line by line once."""
     blocks: list[dict[str, object]] = []
     current: dict[str, object] | None = None
     last_end = -1
@@ -296,6 +279,11 @@ def parse_simlog(text: str, where: str = "<sim log>", counters: str = "cumulativ
             current[_SCALARS[key]] = number
         elif key in LOG_COUNTERS and LOG_COUNTERS[key] not in current:
             current[LOG_COUNTERS[key]] = _number(value)
+    return blocks, last_end, per_stream
+
+
+def _check_complete(blocks: list[dict[str, object]], last_end: int, where: str) -> None:
+    """One-line errors for a log without a kernel block or with its last one cut."""
     if not blocks:
         raise HilsimError(f"{where}: no kernel statistics block (no 'kernel_name = ' line)")
     last = blocks[-1]
@@ -308,10 +296,11 @@ def parse_simlog(text: str, where: str = "<sim log>", counters: str = "cumulativ
             f"({last['kernel']}, line {last['_line']}) is incomplete; the simulation "
             "did not finish or the log was cut"
         )
-    frame = pd.DataFrame(blocks)
-    lines = frame.pop("_line").to_numpy(dtype=np.int64)
-    _check_values(frame, lines, where)
-    frame.insert(0, "sim_launch", np.arange(len(frame), dtype=np.int64))
+
+
+def _kernel_totals(frame: pd.DataFrame, lines: np.ndarray, where: str) -> None:
+    """Each kernel's cycles and instructions (its own line, else the cumulative total's
+    growth); a kernel with no cycles is an error."""
     for per, tot in (("cycles", "tot_cycles"), ("instructions", "tot_instructions")):
         if tot in frame:
             delta = frame[tot].diff().fillna(frame[tot])
@@ -326,6 +315,13 @@ def parse_simlog(text: str, where: str = "<sim log>", counters: str = "cumulativ
             "no gpu_sim_cycle and no growth of gpu_tot_sim_cycle: its statistics block is "
             "incomplete"
         )
+
+
+def _kernel_counters(frame: pd.DataFrame, per_stream: bool, counters: str,
+                     where: str) -> list[str]:
+    """The counter columns, per kernel (running totals differenced unless ``counters`` is
+    ``per-kernel``; per-stream breakdowns kept for the first kernel only), in
+    :data:`LOG_COUNTERS` order."""
     if per_stream:
         # only the first kernel's rows are its own (no other kernel has added to any key)
         dropped = [c for c in _BREAKDOWN_COLUMNS if c in frame.columns]
@@ -333,21 +329,50 @@ def parse_simlog(text: str, where: str = "<sim log>", counters: str = "cumulativ
     counter_cols = [c for c in LOG_COUNTERS.values() if c in frame.columns]
     running = [c for c in counter_cols if not (per_stream and c in _BREAKDOWN_COLUMNS)]
     per_kernel = [c for c in counter_cols if c not in running]
-    counter_cols = running
-    if counters == "cumulative" and counter_cols:
-        values = frame[counter_cols].to_numpy(dtype=float)
+    if counters == "cumulative" and running:
+        values = frame[running].to_numpy(dtype=float)
         prev = np.vstack([np.zeros((1, values.shape[1])), values[:-1]])
         delta = values - prev
         bad = np.argwhere(delta < 0)
         if len(bad):
             row, col = bad[0]
             raise HilsimError(
-                f"{where}: counter {counter_cols[col]} decreases at kernel {row + 1} "
+                f"{where}: counter {running[col]} decreases at kernel {row + 1} "
                 f"({frame['kernel'].iloc[row]}): the simulator clears statistics per "
                 "kernel; read it with counters='per-kernel'"
             )
-        frame[counter_cols] = delta
-    counter_cols = [c for c in LOG_COUNTERS.values() if c in running or c in per_kernel]
+        frame[running] = delta
+    return [c for c in LOG_COUNTERS.values() if c in running or c in per_kernel]
+
+
+def parse_simlog(text: str, where: str = "<sim log>", counters: str = "cumulative") -> pd.DataFrame:
+    """Parse one simulation log into one row per simulated kernel, in simulation order.
+
+    Columns: ``sim_launch`` (0.. in the order the kernels finished), ``launch_id``
+    (only when the program printed ``hilsim-launch K`` before each launch: the launch
+    index K in the full run, which places the kernels of a sampled run), ``uid``
+    (``kernel_launch_uid``, 1-based in GPGPU-Sim), ``kernel`` (the printed name,
+    mangled as the simulator prints it), ``cycles`` and ``instructions`` (this
+    kernel), ``ipc``, ``tot_cycles`` (cumulative), ``occupancy_pct`` (per kernel; NaN
+    unless the simulator collects it, i.e. with ``-power_simulation_enabled 1``), then one
+    column per counter of
+    :data:`LOG_COUNTERS` found in the log (per kernel, see the module docstring), and the
+    DRAM requests in 32-byte sectors (:data:`DRAM_SECTOR_COLUMNS`, request size from the
+    option dump: :func:`dram_request_bytes`).
+
+    Raises :class:`HilsimError` naming ``where`` when the log has no kernel block,
+    when the last block is truncated, or when a cumulative counter decreases.
+    """
+    if counters not in ("cumulative", "per-kernel"):
+        raise HilsimError(f"{where}: counters must be 'cumulative' or 'per-kernel'")
+    blocks, last_end, per_stream = _scan_blocks(text, where)
+    _check_complete(blocks, last_end, where)
+    frame = pd.DataFrame(blocks)
+    lines = frame.pop("_line").to_numpy(dtype=np.int64)
+    _check_values(frame, lines, where)
+    frame.insert(0, "sim_launch", np.arange(len(frame), dtype=np.int64))
+    _kernel_totals(frame, lines, where)
+    counter_cols = _kernel_counters(frame, per_stream, counters, where)
     ordered = ["sim_launch", "launch_id", "uid", "kernel", "cycles", "instructions", "ipc",
                "tot_cycles", "occupancy_pct"]
     ordered = [c for c in ordered if c in frame.columns]
