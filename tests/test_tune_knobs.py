@@ -38,7 +38,7 @@ def test_every_knob_is_a_rules_and_names_what_exists() -> None:
     """Keys unique, each knob's option its rule's, its evaluator one the search runs, its
     dependencies knobs, an interval's latency the same entry of the latency list."""
     assert len(KNOB_BY_KEY) == len(KNOBS) == sum(len(r.search) for r in OPTION_RULES)
-    assert set(SEARCH_ORDER) == set(KNOB_BY_KEY)
+    assert set(SEARCH_ORDER) <= set(KNOB_BY_KEY)  # no stale name (a new knob need not be listed)
     by_option = {r.option: r for r in OPTION_RULES}
     for k in KNOBS:
         assert k.key in {x.key for x in read_knobs([by_option[k.option]])}
