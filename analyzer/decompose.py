@@ -22,7 +22,7 @@ on counters) lets one kernel's sample stand for another's launches, so its per-k
 sampling error says how the weight moved, not that the total is wrong.
 
 **Per counter**: the same three sums for every simulator counter of
-:mod:`hilsim.simmodel.simlog` that both logs hold (cycles, instructions, L1/L2 accesses and
+:mod:`hilsim.simmodel.gpgpusim.simlog` that both logs hold (cycles, instructions, L1/L2 accesses and
 misses, DRAM reads/writes, ...), against the silicon bundle's Nsight Compute-named metric of
 the same meaning (:data:`hilsim.analyzer.validate.numbers.COUNTER_PAIRS`) where it has one.
 
@@ -188,7 +188,7 @@ def attach_decomposition(
 ) -> str:
     """Add ``decomposition`` to every plan of a validation report; returns the markdown.
 
-    ``full_log`` (:func:`hilsim.simmodel.simlog.read_simlogs`) must hold every launch of
+    ``full_log`` (:func:`hilsim.simmodel.gpgpusim.simlog.read_simlogs`) must hold every launch of
     ``bundle``. The headline's full-simulation total, configuration and sampling errors
     (signed, as here) and the words about the interval are filled from it. ``sim_for`` is called
     again per plan: pass the one given to :func:`hilsim.analyzer.validate.validate`

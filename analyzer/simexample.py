@@ -34,10 +34,10 @@ from hilsim.analyzer.report import write_result
 from hilsim.analyzer.simulate import SUMMARY_JSON, read_placement
 from hilsim.analyzer.validate.text import decomposition_markdown
 from hilsim.simmodel.dse import counters_from_bundle, dse
+from hilsim.simmodel.gpgpusim.simlog import read_simlogs
 from hilsim.simmodel.gpgpusim.visualizer import read_timelines
 from hilsim.simmodel.pkp import project_plan
 from hilsim.simmodel.presets import load_timing_config
-from hilsim.simmodel.simlog import read_simlogs
 from rich.table import Table
 
 from hilsim.core.console import out

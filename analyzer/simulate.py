@@ -1,14 +1,16 @@
-"""The simulated card as profiler and as sampled simulator.
+"""Sampled simulation: only a plan's launches simulated, their state warmed, the full run
+estimated with its interval.
 
-* :func:`profile_on_card`: run a CUDA program fully on a GPGPU-Sim card and write a normal
-  profile bundle from its log (:mod:`hilsim.analyzer.importers.gpgpusim_log`): what
-  ``hilsim agent profile --backend gpgpusim`` does.
-* :func:`simulate_plan`: run only a plan's sampled launches (the program's launch-list
-  option, ``--launches FILE`` by default, see ``workloads/README.md``) with their state
-  warmed, and keep the logs where ``hilsim validate --sim`` reads them; the kernels carry
-  their full-run launch ids (``hilsim-launch K`` marks), so the logs are placed by id, not
-  by position. This is the "simulate only the representative kernels" step of STEM
-  (section 3) and PKA (section 3.1), with the warm-up both leave open (STEM section 5.2).
+:func:`simulate_plan` runs only a plan's sampled launches (the program's launch-list
+option, run by :class:`hilsim.simmodel.gpgpusim.listrun.ListRunner`) with their state
+warmed, and keeps the logs where ``hilsim validate --sim`` reads them; the kernels carry
+their full-run launch ids (``hilsim-launch K`` marks), so the logs are placed by id, not
+by position. This is the "simulate only the representative kernels" step of STEM
+(section 3) and PKA (section 3.1), with the warm-up both leave open (STEM section 5.2).
+This module holds the statistics (which runs, which warm-up each sample keeps, the
+placement between warm and cold, the estimate and its interval); the simulator package
+runs the lists and turns a warm-up into its options
+(:mod:`hilsim.simmodel.gpgpusim.warmup`).
 
 **Warm-up** (:class:`hilsim.core.plan.Warmup`). The *warm run* simulates the samples
 after their warm-up (the ``K`` launches before each, cycles discarded; the L2 filled by
@@ -28,7 +30,8 @@ reads), ``warm-precedingK.log`` (``auto``'s longer warm-ups, when it ran any),
 ``cold.log`` (the cold run, when there was one), ``samples.csv`` (per sample: warm, cold
 and placed cycles and counters, the warm-up kept, the state variance), ``plan.warmup.json`` (the
 plan with the warm-up it was simulated with), ``launches.txt`` (the warm run's launch
-list) and ``simulate.json`` (the summary :func:`simulate_plan` returns), and the warm run's
+list) and ``simulate.json`` (the :class:`SimulationResult` :func:`simulate_plan`
+returns), and the warm run's
 visualizer log when the card writes one (``hilsim pkp --gpgpusim-log OUT``). The simulator
 runs in a
 temporary folder outside ``OUT``: nothing in ``OUT`` is removed or half-written; files of a
@@ -38,12 +41,11 @@ and named in the error.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
-import resource
 import shutil
-import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -51,7 +53,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from hilsim.analyzer.evaluate import confidence_interval
-from hilsim.analyzer.importers.gpgpusim_log import bundle_from_gpgpusim_log
 from hilsim.analyzer.importers.profile import load_profile
 from hilsim.analyzer.warmstate import (
     MISS_TOLERANCE_SECTORS,
@@ -62,26 +63,27 @@ from hilsim.analyzer.warmstate import (
     profiled_misses,
     warmer_than_profile,
 )
-from hilsim.simmodel.export import check_simulated_names
-from hilsim.simmodel.gpgpusim.cards import normalize_options
+from hilsim.simmodel.gpgpusim.listrun import LAUNCH_LIST, ListRun, ListRunner
 from hilsim.simmodel.gpgpusim.logprofile import core_clock_mhz, scan_log
-from hilsim.simmodel.gpgpusim.run import run_program
 from hilsim.simmodel.gpgpusim.visualizer import VISUALIZER_GLOB
-from hilsim.simmodel.simlog import parse_simlog
+from hilsim.simmodel.gpgpusim.warmup import cold_options, warm_options
 
-from hilsim.core.bundle import Bundle, write_bundle
-from hilsim.core.console import progress_bar
+from hilsim.core.bundle import Bundle
 from hilsim.core.errors import HilsimError
 from hilsim.core.files import write_text_atomic
-from hilsim.core.plan import L2_FILL_OPTION, Plan, Warmup, load_plan, parse_warmup, warmup_launches
+from hilsim.core.plan import (
+    Plan,
+    Warmup,
+    load_plan,
+    parse_warmup,
+    warmup_for,
+    warmup_launches,
+)
 
-#: what replaces this in the program's arguments (else ``--launches FILE`` is appended)
-LAUNCHES_PLACEHOLDER = "{launches}"
 SAMPLED_LOG = "sampled.log"
 COLD_LOG = "cold.log"
 SAMPLES_CSV = "samples.csv"
 PLAN_JSON = "plan.warmup.json"
-LAUNCH_LIST = "launches.txt"
 SUMMARY_JSON = "simulate.json"
 #: the warm runs ``auto`` added for samples left colder than the profile
 EXTRA_WARM_LOG = "warm-preceding{k}.log"
@@ -98,219 +100,10 @@ WARMUP_BUDGET = 1.0
 PILOT_SAMPLES = 8
 
 
-def _children_cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-@dataclass
-class CardRun:
-    """A finished run on the card: its log text, wall and CPU seconds, the card's name."""
-
-    log_path: Path
-    text: str
-    wall_s: float
-    cpu_s: float
-    card: str
-    overrides: dict[str, str]
-    run_dir: Path
-
-
-def run_on_card(
-    command: Sequence[str],
-    card: str,
-    run_dir: Path,
-    options: Mapping[str, str] | None = None,
-    timeout_s: float = 4 * 3600,
-    progress: Callable[[int, float], None] | None = None,
-) -> CardRun:
-    """Run ``command`` on ``card`` (+ ``options`` overrides) in ``run_dir``; CPU time measured.
-
-    CPU time is the simulator process's user + system time (``RUSAGE_CHILDREN`` around
-    the run): on a shared machine it is what the run cost, whatever the wall time.
-    ``progress(kernels finished, simulated cycles)`` is called about once a second.
-    """
-    if not command:
-        raise HilsimError("no program given (put it after '--')")
-    overrides = normalize_options(options)
-    cpu0 = _children_cpu_s()
-    run = run_program(list(command), card, run_dir, options=overrides, timeout_s=timeout_s,
-                      progress=progress)
-    cpu = _children_cpu_s() - cpu0
-    name = Path(card).parent.name if card.endswith(".config") else card
-    return CardRun(run.log_path, run.stdout, run.wall_s, cpu, name, overrides, run.run_dir)
-
-
-def _cycles_progress(advance: Callable[..., None], label: str) -> Callable[[int, float], None]:
-    """A ``run_on_card`` progress callback that moves a bar to the kernels finished."""
-    seen = [0]
-
-    def update(kernels: int, cycles: float) -> None:
-        advance(kernels - seen[0], f"{label}: {cycles:,.0f} simulated cycles")
-        seen[0] = kernels
-
-    return update
-
-
-def profile_on_card(
-    command: Sequence[str],
-    card: str,
-    out: Path,
-    *,
-    options: Mapping[str, str] | None = None,
-    timeout_s: float = 4 * 3600,
-    keep_raw: Path | None = None,
-    force: bool = False,
-    progress: bool = True,
-) -> tuple[Path, dict[str, Any]]:
-    """Run ``command`` fully on ``card`` and write the bundle ``out``; returns (path, manifest).
-
-    The simulator's log is kept as ``keep_raw/sim.log`` when ``keep_raw`` is given. On a
-    terminal a progress line on stderr shows the kernels finished and the simulated cycles.
-    """
-    if out.exists() and not force:
-        raise HilsimError(f"{out}: already exists (use --force to replace it)")
-    tmp = tempfile.TemporaryDirectory(prefix="hilsim-gpgpusim-")
-    run_dir = Path(tmp.name) if keep_raw is None else keep_raw
-    try:
-        with progress_bar(f"simulating {Path(command[0]).name if command else ''} on {card}",
-                          None, progress) as advance:
-            run = run_on_card(command, card, run_dir, options, timeout_s,
-                              _cycles_progress(advance, "full run"))
-        bundle = bundle_from_gpgpusim_log(run.log_path, card=run.card)
-        manifest = bundle.manifest
-        manifest["device"]["overrides"] = run.overrides
-        manifest["workload"] = {
-            "argv": list(command),
-            "cwd": str(Path.cwd()),
-            "exit_code": 0,
-            "wall_s": round(run.wall_s, 3),
-            "cpu_s": round(run.cpu_s, 3),
-        }
-        manifest["profilers"][0].update(
-            backend="gpgpusim", card=run.card, overrides=run.overrides,
-            sim_wall_s=round(run.wall_s, 3), sim_cpu_s=round(run.cpu_s, 3),
-            regions=0 if bundle.regions is None else len(bundle.regions),
-        )
-        if keep_raw is not None:
-            manifest["profilers"][0]["log"] = str(run.log_path)
-        path = write_bundle(bundle, out, overwrite=force)
-        return path, manifest
-    finally:
-        tmp.cleanup()
-
-
-def launch_list_argv(command: Sequence[str], list_path: Path) -> list[str]:
-    """The program's argv with the launch list: ``{launches}`` replaced, else appended."""
-    argv = [str(a) for a in command]
-    if any(LAUNCHES_PLACEHOLDER in a for a in argv):
-        return [a.replace(LAUNCHES_PLACEHOLDER, str(list_path)) for a in argv]
-    return [*argv, "--launches", str(list_path)]
-
-
-@dataclass
-class ListRun:
-    """One run of a launch list: the statistics of its kernels and what it cost."""
-
-    name: str
-    warmup: str
-    launch_ids: np.ndarray
-    is_sample: np.ndarray
-    stats: pd.DataFrame
-    run: CardRun
-    preceding: int = 0
-
-    @property
-    def cycles(self) -> float:
-        return float(self.stats["cycles"].sum())
-
-    @property
-    def sample_cycles(self) -> float:
-        keep = self.stats["launch_id"].isin(self.launch_ids[self.is_sample])
-        return float(self.stats.loc[keep, "cycles"].sum())
-
-    def samples(self) -> pd.DataFrame:
-        """Statistics of the sampled launches only (warm-up launches dropped)."""
-        keep = self.stats["launch_id"].isin(self.launch_ids[self.is_sample])
-        return self.stats[keep].drop_duplicates("launch_id")
-
-    def record(self) -> dict[str, Any]:
-        return {
-            "run": self.name,
-            "warmup": self.warmup,
-            "preceding": self.preceding,
-            "launches": int(len(self.launch_ids)),
-            "samples": int(self.is_sample.sum()),
-            "warmup_launches": int((~self.is_sample).sum()),
-            "cycles": self.cycles,
-            "sample_cycles": self.sample_cycles,
-            "warmup_cycles": self.cycles - self.sample_cycles,
-            "sim_cpu_s": round(self.run.cpu_s, 3),
-            "sim_wall_s": round(self.run.wall_s, 3),
-        }
-
-
-class ListRunner:
-    """Runs launch lists of one program on one card in a temporary work folder
-    (``run(name, launch_ids, is_sample, warmup_label, options, preceding) -> ListRun``)."""
-
-    def __init__(self, command: Sequence[str], card: str, options: Mapping[str, str],
-                 timeout_s: float, names: np.ndarray | None, progress: bool) -> None:
-        self.command, self.card, self.options = list(command), card, dict(options)
-        self.timeout_s, self.names, self.progress = timeout_s, names, progress
-        self.work = Path(tempfile.mkdtemp(prefix="hilsim-simulate-"))
-        self.runs: list[ListRun] = []
-
-    def run(self, name: str, launch_ids: np.ndarray, is_sample: np.ndarray,
-            warmup: str, extra: Mapping[str, str], preceding: int = 0) -> ListRun:
-        folder = self.work / f"{len(self.runs)}-{name}"
-        folder.mkdir()
-        list_path = folder / LAUNCH_LIST
-        list_path.write_text("\n".join(str(int(i)) for i in launch_ids) + "\n")
-        label = f"{name} run ({warmup}): {int(is_sample.sum())} samples"
-        if (~is_sample).any():
-            label += f" + {int((~is_sample).sum())} warm-up launches"
-        with progress_bar(label, len(launch_ids), self.progress) as advance:
-            run = run_on_card(launch_list_argv(self.command, list_path.resolve()), self.card,
-                              folder / "run", {**self.options, **extra}, self.timeout_s,
-                              _cycles_progress(advance, label))
-        stats = parse_simlog(run.text, str(run.log_path))
-        if "launch_id" not in stats.columns:
-            raise HilsimError(
-                f"{run.log_path}: the program printed no 'hilsim-launch K' marks: it must "
-                "accept a launch list and mark each launch (see the workloads README)"
-            )
-        missing = np.setdiff1d(launch_ids, stats["launch_id"].to_numpy())
-        if len(missing):
-            raise HilsimError(
-                f"{run.log_path}: the program did not run {len(missing)} of the "
-                f"{len(launch_ids)} listed launches (first: launch {int(missing[0])})"
-            )
-        if self.names is not None:
-            listed = stats.drop_duplicates("launch_id")
-            ids = listed["launch_id"].to_numpy(np.int64)
-            inside = ids < len(self.names)
-            check_simulated_names(self.names[ids[inside]],
-                                  listed["kernel"].to_numpy()[inside], ids[inside])
-        result = ListRun(name, warmup, launch_ids, is_sample, stats, run, preceding)
-        self.runs.append(result)
-        return result
-
-    def cleanup(self, keep_logs: bool = False) -> None:
-        """Remove the work folder; with ``keep_logs`` keep it when a run wrote a log (the
-        error that ends the simulation names it)."""
-        if keep_logs and any(self.work.glob("*/run/sim.log")):
-            return
-        shutil.rmtree(self.work, ignore_errors=True)
-
-
 def resolve_warmup(warmup: Warmup | str | None, plan: Plan) -> Warmup:
-    """The warm-up to simulate with: the one given, else the plan's, else ``auto``."""
-    if isinstance(warmup, Warmup):
-        return warmup
-    if warmup is not None:
-        return parse_warmup(warmup)
-    return plan.warmup if plan.warmup is not None else parse_warmup("auto")
+    """The warm-up to simulate with: the one given (:func:`hilsim.core.plan.warmup_for`),
+    else the plan's, else ``auto``."""
+    return warmup_for(plan, warmup) or parse_warmup("auto")
 
 
 def _profile_bundle(profile: Path | Bundle | None, plan: Plan,
@@ -354,6 +147,96 @@ def _copy_log(src: Path, dst: Path) -> None:
     tmp.replace(dst)
 
 
+@dataclass
+class SimulationResult:
+    """What ``hilsim simulate`` found: ``simulate.json`` field by field (:meth:`to_dict`),
+    and the lines the command prints (:meth:`lines`).
+
+    ``estimate_cycles`` is the plan's estimate of the full run from the placed sample
+    cycles and ``interval_cycles`` its 95% interval (selection and state terms) for a
+    random plan; ``simulated_cycles`` counts every simulated cycle (warm-up launches,
+    cold run, the runs ``auto`` tried and dropped); the speedups are against
+    ``full_cycles`` (given, else the plan's source total at the card's clock) and the
+    full run's simulator CPU time when the profile records it.
+    """
+
+    plan: str
+    method: str
+    card: str
+    overrides: dict[str, str]
+    core_clock_mhz: float
+    #: the warm-up simulated (:meth:`Warmup.to_dict`), the one requested and how many
+    #: samples kept each ``K``
+    warmup: dict[str, Any]
+    #: the placement between warm and cold runs (:meth:`StatePlacement.summary`)
+    state: dict[str, Any]
+    runs: list[dict[str, Any]]
+    launches_simulated: int
+    samples: int
+    launches_full: int | None
+    sampled_cycles: float
+    simulated_cycles: float
+    full_cycles: float | None
+    full_cycles_from: str | None
+    cycle_fraction: float | None
+    simulated_time_speedup: float | None
+    estimate_cycles: float
+    estimate_error: float | None
+    estimate_error_signed: float | None
+    interval_cycles: list[float] | None
+    sim_wall_s: float
+    sim_cpu_s: float
+    full_run_cpu_s: float | None
+    cpu_time_speedup: float | None
+    #: the warm run's log and launch list (in the output folder once written)
+    log: str
+    launch_list: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """``simulate.json``'s object."""
+        return dataclasses.asdict(self)
+
+    def lines(self) -> list[str]:
+        """What ``hilsim simulate`` prints: the estimate, the simulated time (every run's
+        cycles, warm-up included) and the simulator's CPU time, each speedup named."""
+        w, state = self.warmup, self.state
+        lines = [f"warm-up {w['label']}"
+                 + (f" (chosen by auto from {w['requested']})" if w["requested"] != w["label"]
+                    else "")
+                 + f"; {state['bracketed']} of {state['samples']} samples also run cold"
+                 + (f", placed by the profile's {state['profile_metric']}"
+                    if state["placement"] == "profile" else "")
+                 + (", placed at the midpoint by a pilot's cold/warm ratios"
+                    if state["placement"] == "pilot" else "")]
+        est = (f"estimate {self.estimate_cycles:,.0f} cycles (state correction "
+               f"{100 * (state['state_correction'] or 0.0):+.2f}%")
+        if self.interval_cycles:
+            lo, hi = self.interval_cycles
+            est += f"; 95% interval [{lo:,.0f}, {hi:,.0f}], selection and state"
+        est += ")"
+        if self.full_cycles:
+            whose = ("the profile's total at this card's clock"
+                     if self.full_cycles_from == "profile" else "the full run")
+            est += (f" vs {self.full_cycles:,.0f}, {whose} "
+                    f"({100 * (self.estimate_error_signed or 0.0):+.2f}%)")
+        lines.append(est)
+        line = (f"simulated {self.launches_simulated:,} launches in {len(self.runs)} run(s) "
+                f"for {self.samples:,} samples: {self.simulated_cycles:,.0f} simulated "
+                "cycles, warm-up and cold runs included")
+        if self.full_cycles:
+            line += (f" ({100 * (self.cycle_fraction or 0.0):.2f}% of "
+                     f"{self.full_cycles:,.0f}: simulated-time speedup "
+                     f"{self.simulated_time_speedup or 0.0:.1f}x)")
+        lines.append(line)
+        cpu = f"simulator: {self.sim_cpu_s:.1f} CPU s, {self.sim_wall_s:.1f} s wall"
+        if self.cpu_time_speedup:
+            cpu += (f" (the full run took {self.full_run_cpu_s or 0.0:.1f} CPU s: CPU-time "
+                    f"speedup {self.cpu_time_speedup:.1f}x)")
+        lines.append(cpu + f"; log {self.log}")
+        lines += [f"note: {note}" for note in state.get("notes") or []]
+        return lines
+
+
 def simulate_plan(
     plan_path: Path,
     command: Sequence[str],
@@ -368,7 +251,7 @@ def simulate_plan(
     force: bool = False,
     progress: bool = True,
     budget: float = WARMUP_BUDGET,
-) -> dict[str, Any]:
+) -> SimulationResult:
     """Simulate the plan's samples on ``card`` with their state warmed; write ``out_dir``.
 
     ``warmup``: a :class:`Warmup` or its text (``none``, ``l2-fill``, ``preceding:K``,
@@ -377,10 +260,7 @@ def simulate_plan(
     its warm and cold run; default the plan's source path when it exists). The saving is
     reported against ``full_cycles`` when given, else against the plan's source total
     (``total_duration_ns`` at the card's core clock, exact when the plan was made on a
-    bundle of this card). Returns the summary written to ``simulate.json`` (module
-    docstring); its ``estimate_cycles`` is the plan's estimate of the full run from the
-    placed sample cycles and ``interval_cycles`` its 95% interval (selection and state
-    terms) for a random plan.
+    bundle of this card). Returns what ``simulate.json`` holds (:class:`SimulationResult`).
     """
     plan = load_plan(plan_path)
     _check_output(out_dir, force)
@@ -406,9 +286,9 @@ def simulate_plan(
                                   dram_miss_cycles(warm.base.run.text))
         placement.table.insert(4, "preceding", warm.preceding)
         k = int(warm.preceding.max())
-        summary = _summary(plan, plan_path, spec, k, runner, warm, cold, placement,
-                           full_cycles, bundle)
-        _write_outputs(out_dir, plan, spec, k, warm, cold, placement, summary)
+        result = _result(plan, plan_path, spec, k, runner, warm, cold, placement,
+                         full_cycles, bundle)
+        _write_outputs(out_dir, plan, spec, k, warm, cold, placement, result)
     except HilsimError:
         runner.cleanup(keep_logs=True)  # a failed run's log stays: the error names it
         raise
@@ -416,7 +296,7 @@ def simulate_plan(
         runner.cleanup()
         raise
     runner.cleanup()
-    return summary
+    return result
 
 
 @dataclass
@@ -446,7 +326,7 @@ def warm_run(runner: ListRunner, spec: Warmup, ids: np.ndarray, weights: np.ndar
     k = spec.preceding
     every, is_sample = warmup_launches(ids, k)
     base = runner.run("warm", every, is_sample, replace(spec, preceding=k, auto=False).label,
-                      spec.sim_options(), k)
+                      warm_options(spec), k)
     stats = base.samples().set_index("launch_id").loc[ids].reset_index()
     chosen = np.full(len(ids), k, dtype=np.int64)
     extra: list[ListRun] = []
@@ -470,7 +350,7 @@ def warm_run(runner: ListRunner, spec: Warmup, ids: np.ndarray, weights: np.ndar
         spent += cost
         trial = runner.run("warm", every, is_sample,
                            replace(spec, preceding=candidate, auto=False).label,
-                           spec.sim_options(), candidate)
+                           warm_options(spec), candidate)
         extra.append(trial)
         got = trial.samples().set_index("launch_id").loc[sub].reset_index()
         rows = np.flatnonzero(too_cold)
@@ -514,12 +394,12 @@ def _cold_run(runner: ListRunner, ids: np.ndarray, weights: np.ndarray, warm: Wa
         return None
     cold_ids = ids[chosen]
     return runner.run("cold", cold_ids, np.ones(len(cold_ids), dtype=bool), "none",
-                      {L2_FILL_OPTION: "0"})
+                      cold_options())
 
 
-def _summary(plan: Plan, plan_path: Path, spec: Warmup, k: int, runner: ListRunner,
-             warm: WarmRuns, cold: ListRun | None, placement: StatePlacement,
-             full_cycles: float | None, bundle: Bundle | None) -> dict[str, Any]:
+def _result(plan: Plan, plan_path: Path, spec: Warmup, k: int, runner: ListRunner,
+            warm: WarmRuns, cold: ListRun | None, placement: StatePlacement,
+            full_cycles: float | None, bundle: Bundle | None) -> SimulationResult:
     run = warm.base.run
     clock = core_clock_mhz(scan_log(run.text, str(run.log_path))["options"],
                            str(run.log_path), None)
@@ -542,44 +422,44 @@ def _summary(plan: Plan, plan_path: Path, spec: Warmup, k: int, runner: ListRunn
         prof = (bundle.manifest.get("profilers") or [{}])[0]
         full_cpu = prof.get("sim_cpu_s") if isinstance(prof, dict) else None
     chosen = replace(spec, preceding=k, auto=False)
-    return {
-        "plan": str(plan_path),
-        "method": plan.method,
-        "card": run.card,
-        "overrides": run.overrides,
-        "core_clock_mhz": clock,
-        "warmup": {**chosen.to_dict(), "requested": spec.label,
-                   "samples_by_preceding": {str(int(v)): int(n) for v, n in zip(
-                       *np.unique(warm.preceding, return_counts=True), strict=True)}},
-        "state": placement.summary(),
-        "runs": [r.record() for r in runner.runs],
-        "launches_simulated": int(sum(len(r.launch_ids) for r in runner.runs)),
-        "samples": int(len(placement.table)),
-        "launches_full": n_full or None,
-        "sampled_cycles": float(warm.stats["cycles"].sum()),
-        "simulated_cycles": simulated,
-        "full_cycles": full_cycles,
-        "full_cycles_from": full_from,
-        "cycle_fraction": (simulated / full_cycles) if full_cycles else None,
-        "simulated_time_speedup": (full_cycles / simulated) if full_cycles and simulated
+    return SimulationResult(
+        plan=str(plan_path),
+        method=plan.method,
+        card=run.card,
+        overrides=run.overrides,
+        core_clock_mhz=clock,
+        warmup={**chosen.to_dict(), "requested": spec.label,
+                "samples_by_preceding": {str(int(v)): int(n) for v, n in zip(
+                    *np.unique(warm.preceding, return_counts=True), strict=True)}},
+        state=placement.summary(),
+        runs=[r.record() for r in runner.runs],
+        launches_simulated=int(sum(len(r.launch_ids) for r in runner.runs)),
+        samples=int(len(placement.table)),
+        launches_full=n_full or None,
+        sampled_cycles=float(warm.stats["cycles"].sum()),
+        simulated_cycles=simulated,
+        full_cycles=full_cycles,
+        full_cycles_from=full_from,
+        cycle_fraction=(simulated / full_cycles) if full_cycles else None,
+        simulated_time_speedup=(full_cycles / simulated) if full_cycles and simulated
         else None,
-        "estimate_cycles": estimate,
-        "estimate_error": abs(estimate - full_cycles) / full_cycles if full_cycles else None,
-        "estimate_error_signed": (estimate - full_cycles) / full_cycles if full_cycles
+        estimate_cycles=estimate,
+        estimate_error=abs(estimate - full_cycles) / full_cycles if full_cycles else None,
+        estimate_error_signed=(estimate - full_cycles) / full_cycles if full_cycles
         else None,
-        "interval_cycles": list(interval) if interval else None,
-        "sim_wall_s": round(float(sum(r.run.wall_s for r in runner.runs)), 3),
-        "sim_cpu_s": round(cpu, 3),
-        "full_run_cpu_s": full_cpu,
-        "cpu_time_speedup": (float(full_cpu) / cpu) if full_cpu and cpu else None,
-        "log": SAMPLED_LOG,
-        "launch_list": LAUNCH_LIST,
-    }
+        interval_cycles=list(interval) if interval else None,
+        sim_wall_s=round(float(sum(r.run.wall_s for r in runner.runs)), 3),
+        sim_cpu_s=round(cpu, 3),
+        full_run_cpu_s=full_cpu,
+        cpu_time_speedup=(float(full_cpu) / cpu) if full_cpu and cpu else None,
+        log=SAMPLED_LOG,
+        launch_list=LAUNCH_LIST,
+    )
 
 
 def _write_outputs(out_dir: Path, plan: Plan, spec: Warmup, k: int, warm: WarmRuns,
                    cold: ListRun | None, placement: StatePlacement,
-                   summary: dict[str, Any]) -> None:
+                   result: SimulationResult) -> None:
     """Every output file, each written to a temporary name and renamed (module doc)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     _copy_log(warm.base.run.log_path, out_dir / SAMPLED_LOG)
@@ -603,9 +483,9 @@ def _write_outputs(out_dir: Path, plan: Plan, spec: Warmup, k: int, warm: WarmRu
     write_text_atomic(out_dir / SAMPLES_CSV, buffer.getvalue())
     recorded = replace(plan, warmup=replace(spec, preceding=k, auto=False))
     recorded.save(out_dir / PLAN_JSON)
-    summary["log"] = str(out_dir / SAMPLED_LOG)
-    summary["launch_list"] = str((out_dir / LAUNCH_LIST).resolve())
-    write_text_atomic(out_dir / SUMMARY_JSON, json.dumps(summary, indent=2) + "\n")
+    result.log = str(out_dir / SAMPLED_LOG)
+    result.launch_list = str((out_dir / LAUNCH_LIST).resolve())
+    write_text_atomic(out_dir / SUMMARY_JSON, json.dumps(result.to_dict(), indent=2) + "\n")
 
 
 def read_placement(folder: Path) -> pd.DataFrame | None:
@@ -627,16 +507,11 @@ def read_placement(folder: Path) -> pd.DataFrame | None:
 __all__ = [
     "AUTO_COLD_SHARE",
     "AUTO_PRECEDING",
-    "CardRun",
-    "ListRun",
-    "ListRunner",
-    "WarmRuns",
     "OUTPUT_FILES",
-    "launch_list_argv",
-    "profile_on_card",
+    "SimulationResult",
+    "WarmRuns",
     "read_placement",
     "resolve_warmup",
-    "run_on_card",
     "simulate_plan",
     "warm_run",
 ]

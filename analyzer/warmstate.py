@@ -268,7 +268,7 @@ def place_samples(
 
     ``samples``: the plan's samples in launch order (``launch_id``, ``weight``,
     ``cluster``); ``warm`` / ``cold``: per-sample simulator statistics with ``launch_id``
-    (:func:`hilsim.simmodel.simlog.parse_simlog`, the launches of the other runs dropped);
+    (:func:`hilsim.simmodel.gpgpusim.simlog.parse_simlog`, the launches of the other runs dropped);
     ``profiled``: the profile's misses per sample (None: the pilot placement at the
     midpoint, with the cold cycles of samples outside the pilot predicted from the
     pilot's cold/warm ratios); ``miss_cycles``: the card's DRAM miss latency in core

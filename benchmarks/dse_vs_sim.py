@@ -64,10 +64,10 @@ def subset(table: pd.DataFrame, per_kernel: int, max_cycles: float) -> pd.DataFr
 
 
 def _simulate(args: argparse.Namespace) -> None:
-    from hilsim.analyzer.simulate import run_on_card
     from hilsim.simmodel.gpgpusim.build import find_build
     from hilsim.simmodel.gpgpusim.cards import card_config
     from hilsim.simmodel.gpgpusim.compile import compile_cuda
+    from hilsim.simmodel.gpgpusim.listrun import run_on_card
     from hilsim.simmodel.gpgpusim.workloads import TRANSFORMER_STEP
 
     build = find_build()

@@ -145,7 +145,7 @@ def reduced_timing(src: Path, dst: Path) -> None:
 
 def _gzip(src: Path, dst: Path, slim=None) -> None:
     """``src`` gzip-compressed into ``dst`` (``slim``: keep only the lines hilsim reads)."""
-    from hilsim.simmodel.simlog import read_log_text, slim_log
+    from hilsim.simmodel.gpgpusim.simlog import read_log_text, slim_log
 
     dst.parent.mkdir(parents=True, exist_ok=True)
     tmp = dst.with_name(dst.name + ".tmp")

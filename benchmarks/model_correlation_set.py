@@ -28,10 +28,10 @@ import tempfile
 from pathlib import Path
 
 import pandas as pd
-from hilsim.analyzer.simulate import run_on_card
 from hilsim.simmodel.correlation import table_from_log
 from hilsim.simmodel.gpgpusim.build import find_build
 from hilsim.simmodel.gpgpusim.compile import compile_cuda
+from hilsim.simmodel.gpgpusim.listrun import run_on_card
 from hilsim.simmodel.gpgpusim.ptxlines import add_long_latency
 from hilsim.simmodel.gpgpusim.workloads import TRANSFORMER_STEP
 

@@ -85,7 +85,7 @@ def rates(doc: dict) -> None:
     """Measured throughput/bandwidth vs what the card's config implies (closedloop)."""
     from hilsim.simmodel.gpgpusim.build import find_build
     from hilsim.simmodel.gpgpusim.cards import card_config
-    from hilsim.simmodel.gpgpusim.closedloop import RATES, configured_rates
+    from hilsim.simmodel.tuner.closedloop import RATES, configured_rates
 
     device = doc["device"]
     config = Path(device.get("config") or "")

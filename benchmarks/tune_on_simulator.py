@@ -6,14 +6,14 @@ not a test; docs/tuner.md's tables come from here).
         [--seeds 3] [--workers 2] [--out DIR] [--base CARD (h100 only)]
 
 * held-out: GPGPU-Sim's SM7_GV100, SM7_TITANV, SM75_RTX2060_S, measured by the suite
-  with its unit probes (tests/data/microbench/gpgpusim/heldout/), tuned with every knob,
+  with its unit probes (tests/data/microbench/tuner/heldout/), tuned with every knob,
   compared with the card's own config (read here, never by the tuner): four latencies
   within 2 cycles or 3 %, MAD initiation intervals exact, and every latency-list entry
   re-simulated with a one-warp probe on the true and the tuned card;
 * drawn: cards drawn from seeds 0..N-1 on the QV100 and RTX 2060 structures (other
   latencies, core and DRAM clocks, SM counts, initiation intervals with 3 and 6),
   measured here with the latency/initiation kernels, tuned, compared (spread over seeds);
-* h100: the suite's output on SM90_H100 (tests/data/microbench/gpgpusim/heldout/),
+* h100: the suite's output on SM90_H100 (tests/data/microbench/tuner/heldout/),
   tuned from its own base (the base is the card: only the measured options are evidence)
   and from SM86_RTX3070 (another generation's structure);
 * silicon: tests/data/silicon/H100/microbench.json (+ probe.json), base SM90_H100:
@@ -32,10 +32,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hilsim.simmodel.gpgpusim import tunereport
 from hilsim.simmodel.gpgpusim.build import find_build
 from hilsim.simmodel.gpgpusim.cards import card_config
-from hilsim.simmodel.gpgpusim.heldout import (
+from hilsim.simmodel.tuner import read_device_facts
+from hilsim.simmodel.tuner import report as tunereport
+from hilsim.simmodel.tuner.heldout import (
     HELD_OUT,
     LATENCY_EVALUATORS,
     draw_card,
@@ -43,8 +44,7 @@ from hilsim.simmodel.gpgpusim.heldout import (
     probe_check,
     recovery,
 )
-from hilsim.simmodel.gpgpusim.tuneloop import LoopResult, tune_on_simulator
-from hilsim.simmodel.tuner import read_device_facts
+from hilsim.simmodel.tuner.search import LoopResult, tune_on_simulator
 
 ROOT = Path(__file__).resolve().parent.parent
 HELD = ROOT / "tests" / "data" / "microbench" / "gpgpusim" / "heldout"

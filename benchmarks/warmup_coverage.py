@@ -101,7 +101,7 @@ def _card(workdir: Path, card: str) -> str:
     if card == "drawn27":
         from hilsim.simmodel.gpgpusim.build import find_build
         from hilsim.simmodel.gpgpusim.cards import card_config
-        from hilsim.simmodel.gpgpusim.heldout import draw_card
+        from hilsim.simmodel.tuner.heldout import draw_card
 
         folder = workdir / "drawn27card"
         if not (folder / "gpgpusim.config").exists():

@@ -51,7 +51,7 @@ def card_latencies(card: str, options: Mapping[str, str] | None = None) -> dict[
     """Load-to-use latencies (core cycles) a pointer chase measures on ``card``.
 
     From the measured option -> microbenchmark map of the card's compute capability
-    (:mod:`hilsim.simmodel.gpgpusim.calibration`, ``latency_calibration.json``): the
+    (:mod:`hilsim.simmodel.tuner.calibration`, ``latency_calibration.json``): the
     card's ``-gpgpu_l1_latency``, ``-gpgpu_l2_rop_latency``, ``-dram_latency``,
     ``-gpgpu_smem_latency`` (``options`` override them) give L1, L2 - L1, DRAM - L2 and
     shared latency, as ``hilsim tune`` on the card's microbenchmarks would. Returns the
@@ -59,7 +59,7 @@ def card_latencies(card: str, options: Mapping[str, str] | None = None) -> dict[
     """
     # lazy (as table_from_log's parser): `hilsim plan` and `hilsim evaluate` import this
     # module through the validation report and never read a card's calibration
-    from hilsim.simmodel.gpgpusim.calibration import LATENCY_OPTIONS, calibration_for_card
+    from hilsim.simmodel.tuner.calibration import LATENCY_OPTIONS, calibration_for_card
 
     cal = calibration_for_card(card)
     if cal is None:
@@ -89,7 +89,7 @@ def card_timing(card: str, sm_count: int | None = None, launch_cycles: float | N
     if launch_cycles is not None:
         cfg = cfg.set("core.launch_latency_cycles", Sourced(float(launch_cycles), "cycles", src))
     measured = Source("measured", f"pointer-chase microbenchmarks on {card} "
-                                  "(simmodel/gpgpusim/latency_calibration.json)")
+                                  "(simmodel/tuner/latency_calibration.json)")
     for dotted, value in card_latencies(card, options).items():
         cfg = cfg.set(dotted, Sourced(round(value, 2), "cycles", measured))
     return cfg
@@ -139,7 +139,7 @@ def model_input_from_sim(table: pd.DataFrame) -> pd.DataFrame:
 
 
 #: simulator counters with no Nsight Compute metric of the same meaning, kept under their
-#: ``hilsim.simmodel.simlog`` names (``sim__`` prefix): thread-level shared-memory
+#: ``hilsim.simmodel.gpgpusim.simlog`` names (``sim__`` prefix): thread-level shared-memory
 #: instructions and bank conflicts (read by :func:`model_input_from_sim`)
 SIM_ONLY = ("thread_shared_insts", "shared_bank_conflicts")
 

@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 from hilsim.simmodel import correlation as corr
 from hilsim.simmodel.dse import vary
-from hilsim.simmodel.gpgpusim.calibration import LATENCY_OPTIONS, calibration_for_card
 from hilsim.simmodel.model import predict_cycles
+from hilsim.simmodel.tuner.calibration import LATENCY_OPTIONS, calibration_for_card
 
 from hilsim.core.errors import HilsimError
 

@@ -44,15 +44,17 @@ import io
 import lzma
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from hilsim.simmodel.gpgpusim.listrun import check_simulated_names, names_disagree
+from hilsim.simmodel.gpgpusim.warmup import L2_FILL_OPTION
 
 from hilsim.core.errors import HilsimError
 from hilsim.core.files import write_text_atomic
-from hilsim.core.plan import L2_FILL_OPTION, Plan, Warmup, warmup_launches
-from hilsim.core.schema import names_agree
+from hilsim.core.plan import Plan, Warmup, warmup_for, warmup_launches
 
 #: the tracer's full list in a traces folder
 FULL_LIST = "kernelslist.g"
@@ -120,6 +122,21 @@ def warmup_note(warmup: Warmup | None) -> str:
                      "than the profile) is not exported: `hilsim simulate` runs it on "
                      "GPGPU-Sim")
     return "; ".join(parts)
+
+
+def export_warmup(plan: Plan, warmup: Warmup | str | None) -> Plan:
+    """``plan`` with the warm-up to export (``--warmup``, read as ``hilsim simulate``
+    reads it: :func:`hilsim.core.plan.warmup_for`; else the plan's). The cold bound
+    (``cold-bound``, ``auto``) is refused: it is chosen from a first run's misses, which
+    ``hilsim simulate`` does on GPGPU-Sim."""
+    spec = warmup_for(plan, warmup)
+    if spec is not None and (spec.cold_bound or spec.auto):
+        raise HilsimError(
+            f"export: warm-up {spec.label}: the cold bound is chosen from a first "
+            "run's misses, which `hilsim simulate` does on GPGPU-Sim; export "
+            "l2-fill+preceding:K for Accel-Sim"
+        )
+    return plan if spec is plan.warmup else replace(plan, warmup=spec)
 
 
 def weights_path(list_path: str | os.PathLike[str]) -> Path:
@@ -203,7 +220,7 @@ def _check_trace_headers(table: pd.DataFrame, folder: Path, first_trace_id: int)
         names.append(header.get("kernel name", ""))
     traced = np.asarray(names, dtype=object)
     profiled = table["name"].astype(str).to_numpy()
-    bad = _disagree(traced, profiled)  # warm-up rows have no name: not checked
+    bad = names_disagree(traced, profiled)  # warm-up rows have no name: not checked
     if bad.any():
         k = int(np.flatnonzero(bad)[0])
         raise HilsimError(
@@ -212,18 +229,6 @@ def _check_trace_headers(table: pd.DataFrame, folder: Path, first_trace_id: int)
             f"({int(bad.sum())} of {len(table)} sampled traces disagree): "
             "wrong first_trace_id, or traces of another run"
         )
-
-
-def _disagree(named: np.ndarray, profiled: np.ndarray) -> np.ndarray:
-    """Rows whose two names denote different kernels; an empty name on either side
-    is not checked (:func:`hilsim.core.schema.names_agree`: demangled vs mangled)."""
-    named = np.asarray(named, dtype=object).astype(str)
-    profiled = np.asarray(profiled, dtype=object).astype(str)
-    known = (named != "") & (profiled != "")
-    bad = np.zeros(len(named), dtype=bool)
-    if known.any():
-        bad[known] = ~names_agree(named[known], profiled[known])
-    return bad
 
 
 def write_kernelslist(
@@ -275,7 +280,7 @@ def match_sim_results(plan: Plan, simlog: pd.DataFrame) -> pd.DataFrame:
 
     The ``k``-th simulated kernel (``sim_launch`` order) is the ``k``-th sampled launch
     by ascending ``launch_id``; logs whose kernels carry a ``launch_id`` (the workload
-    printed ``hilsim-launch K`` marks, :mod:`hilsim.simmodel.simlog`) are placed by that id
+    printed ``hilsim-launch K`` marks, :mod:`hilsim.simmodel.gpgpusim.simlog`) are placed by that id
     instead (kernels of launches the plan does not sample are ignored). Returns the
     samples (``launch_id``, ``weight``,
     ``cluster``, ``name``) with every column of ``simlog`` (``kernel`` renamed
@@ -306,23 +311,3 @@ def match_sim_results(plan: Plan, simlog: pd.DataFrame) -> pd.DataFrame:
     check_simulated_names(table["name"].to_numpy(), sim["kernel"].to_numpy(),
                           table["launch_id"].to_numpy())
     return pd.concat([table, sim.rename(columns={"kernel": "sim_kernel"})], axis=1)
-
-
-def check_simulated_names(
-    profiled: np.ndarray, simulated: np.ndarray, launch_ids: np.ndarray
-) -> None:
-    """One-line error at the first simulated kernel whose name disagrees with its launch.
-
-    ``profiled[k]`` is the profile's name of launch ``launch_ids[k]`` and
-    ``simulated[k]`` the name the simulator printed for the ``k``-th kernel (see
-    :func:`_disagree`).
-    """
-    bad = _disagree(simulated, profiled)
-    if bad.any():
-        k = int(np.flatnonzero(bad)[0])
-        raise HilsimError(
-            f"simulated kernel {k + 1} is {str(simulated[k])!r} but launch "
-            f"{int(launch_ids[k])} is {str(profiled[k])!r} ({int(bad.sum())} of "
-            f"{len(bad)} disagree): the logs are not in kernelslist order or belong to "
-            "another plan or run"
-        )

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 from hilsim.analyzer.importers.gpgpusim_log import bundle_from_gpgpusim_log
 from hilsim.analyzer.validate.page import decomposition_html
-from hilsim.simmodel.simlog import parse_simlog, read_simlog, read_simlogs, slim_log
+from hilsim.simmodel.gpgpusim.simlog import parse_simlog, read_simlog, read_simlogs, slim_log
 
 from hilsim.cli.main import cli, main
 from hilsim.core.plan import load_plan

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hilsim.simmodel.gpgpusim.calibration import (
+from hilsim.simmodel.tuner.calibration import (
     LATENCY_OPTIONS,
     fit,
     load_calibrations,
@@ -48,7 +48,7 @@ def test_shipped_map_inverts_its_own_points() -> None:
     cals = load_calibrations()
     assert {"7.0", "7.5", "8.6"} <= set(cals)
     doc = json.loads(
-        resources.files("hilsim.simmodel.gpgpusim").joinpath("latency_calibration.json").read_text()
+        resources.files("hilsim.simmodel.tuner").joinpath("latency_calibration.json").read_text()
     )
     for cc, entry in doc["calibrations"].items():
         for point in entry["points"]:
@@ -67,14 +67,14 @@ def test_unit_map_inverts_its_own_points_and_refuses_a_degenerate_pair(tmp_path)
     import json
     from importlib import resources
 
-    from hilsim.simmodel.gpgpusim.calibration import (
+    from hilsim.simmodel.tuner.calibration import (
         UNIT_FILE,
         load_unit_calibrations,
         unit_fit,
         unit_latency_option,
     )
 
-    doc = json.loads(resources.files("hilsim.simmodel.gpgpusim").joinpath(UNIT_FILE).read_text())
+    doc = json.loads(resources.files("hilsim.simmodel.tuner").joinpath(UNIT_FILE).read_text())
     assert {"7.0", "7.5", "8.6"} <= set(doc["calibrations"])
     for cc, entry in doc["calibrations"].items():
         assert set(entry["units"]) == {"fp32", "fp64", "int32"}

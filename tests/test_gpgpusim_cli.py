@@ -79,13 +79,13 @@ class _Card:
 
 
 def test_calibrate_merges_by_compute_capability(tmp_path: Path, capsys, monkeypatch) -> None:
-    from hilsim.simmodel.gpgpusim import calibration, simcalibrate
+    from hilsim.simmodel.tuner import calibrate, calibration
 
     cards = {"A": _Card("8"), "B": _Card("7")}
-    monkeypatch.setattr(simcalibrate, "find_build", lambda: None)
-    monkeypatch.setattr(simcalibrate, "card_config", lambda name, build: cards[name])
-    monkeypatch.setattr(simcalibrate, "calibrate", lambda name: {"card": name})
-    monkeypatch.setattr(simcalibrate, "calibrate_units", lambda name: {"units": name})
+    monkeypatch.setattr(calibrate, "find_build", lambda: None)
+    monkeypatch.setattr(calibrate, "card_config", lambda name, build: cards[name])
+    monkeypatch.setattr(calibrate, "calibrate", lambda name: {"card": name})
+    monkeypatch.setattr(calibrate, "calibrate_units", lambda name: {"units": name})
     target = tmp_path / "cal.json"
     for card in ("A", "B"):
         code, out, _ = run(capsys, "gpgpusim", "calibrate", card, "-o", str(target))
@@ -96,9 +96,9 @@ def test_calibrate_merges_by_compute_capability(tmp_path: Path, capsys, monkeypa
     assert data["calibrations"]["8.0"] == {"card": "A"}
 
     written: list[Path] = []
-    monkeypatch.setattr(simcalibrate, "write_text_atomic",
+    monkeypatch.setattr(calibrate, "write_text_atomic",
                         lambda path, text: written.append(Path(path)) or Path(path))
     for units, name in ((False, calibration.FILE), (True, calibration.UNIT_FILE)):
-        assert simcalibrate.write_calibration("A", units=units)[0] == "8.0"
+        assert calibrate.write_calibration("A", units=units)[0] == "8.0"
         shipped = Path(calibration.__file__).with_name(name)
         assert written[-1] == shipped and shipped.is_file()

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hilsim.simmodel.gpgpusim.cards import card_config
-from hilsim.simmodel.gpgpusim.closedloop import (
+from hilsim.simmodel.tuner.closedloop import (
     TOLERANCE,
     compare,
     dram_peak_gbs,
@@ -104,7 +104,7 @@ def test_dram_peak_of_a_config_is_the_device_facts_peak(card: str) -> None:
 def test_measured_rates_lie_below_the_configured_peaks(card: str) -> None:
     """No simulated rate exceeds what the config allows; none is below 3/4 of it (a slice
     that lost an SM or a channel would read half)."""
-    from hilsim.simmodel.gpgpusim.closedloop import RATES, configured_rates
+    from hilsim.simmodel.tuner.closedloop import RATES, configured_rates
 
     config = card_config(DATA / "accelsim" / f"{card}.gpgpusim.config")
     want = configured_rates(config.options())
@@ -115,7 +115,7 @@ def test_measured_rates_lie_below_the_configured_peaks(card: str) -> None:
 
 
 def test_a_relative_row_fails_outside_its_fraction() -> None:
-    from hilsim.simmodel.gpgpusim.closedloop import Row
+    from hilsim.simmodel.tuner.closedloop import Row
 
     assert Row("x", 100.0, 96.0, 0.05, "", relative=True).ok
     assert not Row("x", 100.0, 94.0, 0.05, "", relative=True).ok
@@ -128,7 +128,7 @@ def test_tolerances_are_stated_for_every_latency() -> None:
 
 
 def test_gpgpusim_convention_without_calibration_is_one_line() -> None:
-    from hilsim.simmodel.gpgpusim.calibration import tuned_options
+    from hilsim.simmodel.tuner.calibration import tuned_options
 
     with pytest.raises(HilsimError, match="no GPGPU-Sim calibration for compute capability 9.0"):
         tuned_options([], None, "9.0")
@@ -227,7 +227,7 @@ def test_rows_read_from_the_device_are_shown_not_counted() -> None:
     """Ten rows are the card's config read back through the device facts: a wrong one
     does not count as a recovery failure (nor a right one as a success); a measured row
     does."""
-    from hilsim.simmodel.gpgpusim.closedloop import READ_FROM_DEVICE, CardCheck, markdown_table
+    from hilsim.simmodel.tuner.closedloop import READ_FROM_DEVICE, CardCheck, markdown_table
 
     card = card_config(DATA / "accelsim" / "SM7_QV100.gpgpusim.config").options()
     bench = DATA / "microbench" / "gpgpusim" / "SM7_QV100.microbench.json"

@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 from hilsim.analyzer.importers.detect import sniff_format
 from hilsim.analyzer.importers.gpgpusim_log import bundle_from_gpgpusim_log
-from hilsim.analyzer.simulate import launch_list_argv
 from hilsim.simmodel.export import match_sim_results
+from hilsim.simmodel.gpgpusim.listrun import launch_list_argv
 from hilsim.simmodel.gpgpusim.logprofile import parse_gpgpusim_log
-from hilsim.simmodel.simlog import parse_simlog, read_simlogs
+from hilsim.simmodel.gpgpusim.simlog import parse_simlog, read_simlogs
 
 from hilsim.cli.main import cli
 from hilsim.core.bundle import read_bundle

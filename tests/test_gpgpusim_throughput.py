@@ -9,7 +9,7 @@ device's 2-SM slice give back what the card's config says.
   so the rate is at most 1 per clock (L2 clock = core clock on the QV100) and, with 4096
   threads queueing, above 0.8;
 * the tuned unit latencies (``gpgpusim`` convention, the unit map of
-  ``simmodel/gpgpusim/calibration.py``) re-simulated give the committed QV100 file's
+  ``simmodel/tuner/calibration.py``) re-simulated give the committed QV100 file's
   ``lat_*`` cycles back.
 
 Each runs one to three short simulations (~15 s of wall time in all when the programs
@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hilsim.microbench import atomics, compute
-from hilsim.simmodel.gpgpusim.calibration import UNIT_OPTIONS
 from hilsim.simmodel.gpgpusim.cards import card_config
-from hilsim.simmodel.gpgpusim.closedloop import tune_simulated
 from hilsim.simmodel.gpgpusim.simdevice import GpgpusimDevice
+from hilsim.simmodel.tuner.calibration import UNIT_OPTIONS
+from hilsim.simmodel.tuner.closedloop import tune_simulated
 from hilsim.simmodel.tuner.geometry import round_up_pow2
 
 from tests.simbuild import require_sim_build

@@ -64,8 +64,8 @@ def test_launch_list_runs_only_those_launches_with_their_ids(program: Path,
                                                        "-gpgpu_perf_sim_memcpy": "0",
                                                        "-gpgpu_kernel_launch_latency": "0"},
                             timeout_s=600, warmup="none", progress=False)
-    assert summary["launches_simulated"] == 3
-    from hilsim.simmodel.simlog import read_simlogs
+    assert summary.launches_simulated == 3
+    from hilsim.simmodel.gpgpusim.simlog import read_simlogs
 
     log = read_simlogs([tmp_path / "out"])
     assert log["launch_id"].tolist() == [3, 7, 28]
@@ -105,7 +105,7 @@ def test_warmed_samples_are_placed_between_warm_and_cold_runs(program: Path,
     s = simulate_plan(plan_path, [str(program), "--steps", "1"], "SM7_QV100", out,
                       options={"-gpgpu_n_clusters": "4", "-gpgpu_kernel_launch_latency": "0"},
                       timeout_s=900, warmup="auto", profile=profile, progress=False)
-    assert s["warmup"]["l2_fill"] and s["warmup"]["cold_bound"]
+    assert s.warmup["l2_fill"] and s.warmup["cold_bound"]
     table = pd.read_csv(out / "samples.csv")
     warm, cold = table["cycles_warm"].to_numpy(), table["cycles_cold"].to_numpy()
     ran_cold = ~pd.isna(cold)
@@ -113,8 +113,8 @@ def test_warmed_samples_are_placed_between_warm_and_cold_runs(program: Path,
     lo = warm[ran_cold].clip(max=cold[ran_cold])
     hi = warm[ran_cold].clip(min=cold[ran_cold])
     assert (lo <= table["cycles"][ran_cold]).all() and (table["cycles"][ran_cold] <= hi).all()
-    assert s["estimate_cycles"] == (table["weight"] * table["cycles"]).sum()
+    assert s.estimate_cycles == (table["weight"] * table["cycles"]).sum()
     # every simulated cycle counted: the cold run's too
-    assert s["simulated_cycles"] == sum(r["cycles"] for r in s["runs"]) > s["sampled_cycles"]
+    assert s.simulated_cycles == sum(r["cycles"] for r in s.runs) > s.sampled_cycles
     assert (out / "cold.log").exists() and load_plan(out / "plan.warmup.json").warmup is not None
-    assert s["state"]["state_sd_cycles"] > 0 and s["interval_cycles"] is not None
+    assert s.state["state_sd_cycles"] > 0 and s.interval_cycles is not None

@@ -2,12 +2,16 @@
 
 core <- microbench <- simmodel <- analyzer <- agent <- cli: a module imports only from its
 own package or one below it (module-level and in-function imports alike), imports no other
-module's private name, and no two modules import each other in a cycle.
+module's private name, and no two modules import each other in a cycle. One level down:
+the simulator (``simmodel.gpgpusim``) never imports the tuner (``simmodel.tuner``), and
+the contracts (``hilsim.core``) hold no simulator option: the simulator turns a contract
+into its own options.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -63,6 +67,35 @@ def _imports(module: str, path: Path) -> list[tuple[str, str | None, int]]:
 
 EDGES = {m: _imports(m, p) for m, p in MODULES.items()}
 
+#: (sub-package, sub-package it never imports)
+NEVER = (("hilsim.simmodel.gpgpusim", "hilsim.simmodel.tuner"),)
+#: a string that is a GPGPU-Sim / Accel-Sim option (or starts with one: ``"-opt value"``)
+SIM_OPTION = re.compile(r"^\s*-(gpgpu|dram|ptx|trace)_\w")
+
+
+def _inside(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def _never_crossed(module: str, target: str) -> bool:
+    """Whether ``module`` importing ``target`` breaks a :data:`NEVER` rule."""
+    return any(_inside(module, a) and _inside(target, b) for a, b in NEVER)
+
+
+def _option_strings(path: Path) -> list[tuple[int, str]]:
+    """(line, text) of every string constant outside docstrings that is a simulator option."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    docstrings = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) \
+                and body and isinstance(body[0], ast.Expr) \
+                and isinstance(body[0].value, ast.Constant):
+            docstrings.add(id(body[0].value))
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and id(node) not in docstrings and SIM_OPTION.match(node.value)]
+
 
 def test_every_import_goes_down_the_layers() -> None:
     bad = []
@@ -114,16 +147,49 @@ def test_no_module_cycle() -> None:
     assert real == []
 
 
-@pytest.mark.parametrize("mutant", ["up", "private"])
+def test_the_simulator_never_imports_the_tuner() -> None:
+    bad = [
+        f"{MODULES[module].relative_to(ROOT)}:{line} imports {target}"
+        for module, imports in EDGES.items()
+        for target, _name, line in imports
+        if _never_crossed(module, target)
+    ]
+    assert bad == []
+
+
+def test_the_contracts_name_no_simulator_option() -> None:
+    """``hilsim/core`` holds no GPGPU-Sim option as a value (docstrings may name one)."""
+    bad = [
+        f"{path.relative_to(ROOT)}:{line} {text!r}"
+        for module, path in MODULES.items() if _layer(module) == "core"
+        for line, text in _option_strings(path)
+    ]
+    assert bad == []
+
+
+@pytest.mark.parametrize("mutant", ["up", "private", "tuner", "option"])
 def test_the_checks_catch_a_broken_module(tmp_path: Path, mutant: str) -> None:
-    """A core module importing the analyzer, or a private name of another module, is
-    reported (the checks above read the same way)."""
+    """A core module importing the analyzer, or a private name of another module, a
+    simulator module importing the tuner, and a core module holding a simulator option
+    are reported (the checks above read the same way); an option named in a docstring
+    is not."""
     source = {"up": "from hilsim.analyzer.evaluate import evaluate_plan\n",
-              "private": "from hilsim.core.plan import _secret\n"}[mutant]
+              "private": "from hilsim.core.plan import _secret\n",
+              "tuner": "from hilsim.simmodel.tuner.search import tune_on_simulator\n",
+              "option": '"""Warm-up: ``-gpgpu_perf_sim_memcpy 1`` fills the L2."""\n\n'
+                        'def fill():\n    """-gpgpu_perf_sim_memcpy, said."""\n'
+                        '    return {"-gpgpu_perf_sim_memcpy": "1"}\n'}[mutant]
     path = tmp_path / "bad.py"
     path.write_text(source)
-    (target, name, _line), = _imports("hilsim.core.bad", path)
+    if mutant == "option":
+        assert _option_strings(path) == [(5, "-gpgpu_perf_sim_memcpy")]
+        return
+    module = "hilsim.simmodel.gpgpusim.bad" if mutant == "tuner" else "hilsim.core.bad"
+    (target, name, _line), = _imports(module, path)
     if mutant == "up":
         assert LAYERS.index(_layer(target)) > LAYERS.index("core")
+    elif mutant == "tuner":
+        assert _never_crossed(module, target) and not _never_crossed("hilsim.simmodel.tuner.x",
+                                                                       "hilsim.simmodel.gpgpusim")
     else:
         assert name == "_secret" and target == "hilsim.core.plan"

@@ -1,11 +1,12 @@
-"""hilsim.simmodel.simlog on real Accel-Sim output excerpts (tests/data/simlogs/README.md)."""
+"""hilsim.simmodel.gpgpusim.simlog on real Accel-Sim output excerpts
+(tests/data/simlogs/README.md)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from hilsim.simmodel.simlog import parse_simlog, read_simlog, read_simlogs
+from hilsim.simmodel.gpgpusim.simlog import parse_simlog, read_simlog, read_simlogs
 
 from hilsim.core.errors import HilsimError
 

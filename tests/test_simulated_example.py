@@ -130,7 +130,7 @@ def test_decomposition_of_the_shipped_runs_without_plots() -> None:
     from hilsim.analyzer import validate as v
     from hilsim.analyzer.decompose import decompose
     from hilsim.analyzer.importers.profile import load_profile
-    from hilsim.simmodel.simlog import read_simlogs
+    from hilsim.simmodel.gpgpusim.simlog import read_simlogs
 
     from hilsim.core.plan import load_plan
 
@@ -157,8 +157,8 @@ def test_decomposition_of_the_shipped_runs_without_plots() -> None:
 
 
 def test_visualizer_timelines_cover_each_launch_exactly() -> None:
+    from hilsim.simmodel.gpgpusim.simlog import read_simlog
     from hilsim.simmodel.gpgpusim.visualizer import read_timelines
-    from hilsim.simmodel.simlog import read_simlog
 
     timelines = read_timelines(EX.pkp_run)
     stats = read_simlog(EX.pkp_run / "sim.log.gz").set_index("launch_id")

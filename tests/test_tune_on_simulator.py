@@ -1,7 +1,7 @@
 """`hilsim tune --on-simulator` on cards no calibration used (tier `gpgpusim`).
 
 Targets: the suite's own output on GPGPU-Sim's held-out cards (SM7_GV100, SM7_TITANV,
-SM75_RTX2060_S: tests/data/microbench/gpgpusim/heldout/, provenance in its README) and
+SM75_RTX2060_S: tests/data/microbench/tuner/heldout/, provenance in its README) and
 a card drawn from a seed (other latencies, core and DRAM clocks, SM count, initiation
 intervals 3 and 6) measured here. The tuner reads only the measurements: the card's
 config is unreadable while it runs (its folder removed; a build card refused by the
@@ -18,9 +18,11 @@ from pathlib import Path
 import pytest
 from hilsim.microbench import unit_ops
 from hilsim.simmodel.gpgpusim import cards as cards_module
-from hilsim.simmodel.gpgpusim import tunereport
 from hilsim.simmodel.gpgpusim.cards import card_config
-from hilsim.simmodel.gpgpusim.heldout import (
+from hilsim.simmodel.gpgpusim.simdevice import GpgpusimDevice
+from hilsim.simmodel.tuner import report as tunereport
+from hilsim.simmodel.tuner.evaluators import EVALUATORS, ONE_CHANNEL, ONE_CHANNEL_EVALUATORS
+from hilsim.simmodel.tuner.heldout import (
     HELD_OUT,
     INITIATIONS,
     LATENCIES,
@@ -30,14 +32,9 @@ from hilsim.simmodel.gpgpusim.heldout import (
     recovery,
     within,
 )
-from hilsim.simmodel.gpgpusim.simdevice import GpgpusimDevice
-from hilsim.simmodel.gpgpusim.tuneknobs import (
-    EVALUATORS,
-    KNOBS,
-    ONE_CHANNEL_EVALUATORS,
-    PROBE_KNOBS,
-)
-from hilsim.simmodel.gpgpusim.tuneloop import ONE_CHANNEL, tune_on_simulator
+from hilsim.simmodel.tuner.knobs import KNOBS
+from hilsim.simmodel.tuner.rules import UNIT_PROBES
+from hilsim.simmodel.tuner.search import tune_on_simulator
 
 from hilsim.core.measurement import read_microbench_json
 from tests.simbuild import require_sim_build
@@ -49,7 +46,7 @@ DATA = Path(__file__).parent / "data" / "microbench" / "gpgpusim" / "heldout"
 BOUNDED = ("l1_latency", "l2_rop_latency", "dram_latency", "smem_latency", "launch_latency",
            "fp_mad_latency", "dp_mad_latency", "int_mad_latency", "fp_mad_initiation",
            "dp_mad_initiation", "int_mad_initiation",
-           *(k for k in PROBE_KNOBS if k.startswith("dp_")))
+           *(k for k in UNIT_PROBES if k.startswith("dp_")))
 
 
 def _refuse(monkeypatch: pytest.MonkeyPatch, forbidden: str) -> None:
@@ -136,7 +133,7 @@ def test_max_div_shfl_sfu_dp_entries_follow_their_probes(tmp_path: Path) -> None
     build = require_sim_build()
     true = card_config("SM75_RTX2060_S", build)
     result = tune_on_simulator(DATA / "SM75_RTX2060_S.microbench.json", build=build, workers=2,
-                               only=(*PROBE_KNOBS, "fp_mad_latency", "int_mad_latency",
+                               only=(*UNIT_PROBES, "fp_mad_latency", "int_mad_latency",
                                      "dp_mad_latency"))
     tuned = _tuned(result, tmp_path)
     rows = probe_check(true, tuned, build, keys=("int.max", "int.div", "int.shfl", "fp.max",

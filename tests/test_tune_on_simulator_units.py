@@ -15,11 +15,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from hilsim.simmodel.accelsim import read_options
-from hilsim.simmodel.gpgpusim.basecard import Profile, choose
 from hilsim.simmodel.gpgpusim.cards import card_config
-from hilsim.simmodel.gpgpusim.intsolve import IntSearch
 from hilsim.simmodel.gpgpusim.simdevice import card_device_facts
-from hilsim.simmodel.gpgpusim.tunedcard import (
+from hilsim.simmodel.tuner.basecard import CardKey, choose
+from hilsim.simmodel.tuner.card import (
     Setting,
     config_text,
     dl2_value,
@@ -31,6 +30,7 @@ from hilsim.simmodel.gpgpusim.tunedcard import (
     pipeline_depths,
     valid_channel_counts,
 )
+from hilsim.simmodel.tuner.intsolve import IntSearch
 
 from hilsim.cli.main import cli, main
 from hilsim.core.errors import HilsimError
@@ -109,11 +109,11 @@ def test_an_exact_initiation_interval_any_integer() -> None:
 BASES = ("SM7_QV100", "SM75_RTX2060", "SM86_RTX3070", "SM90_H100")
 
 
-def _profiles() -> list[Profile]:
+def _keys() -> list[CardKey]:
     out = []
     for name in BASES:
         f = card_device_facts(card(name))
-        out.append(Profile(name, f["compute_capability"], f["memory_type"], f["sm_count"]))
+        out.append(CardKey(name, f["compute_capability"], f["memory_type"], f["sm_count"]))
     return out
 
 
@@ -128,20 +128,20 @@ def _profiles() -> list[Profile]:
     ("9.0", None, 114, "SM90_H100"),
 ])
 def test_base_follows_compute_capability_then_memory_then_sms(cc, mem, sms, want) -> None:  # noqa: ANN001
-    choice = choose(Profile("device", cc, mem, sms), _profiles())
+    choice = choose(CardKey("device", cc, mem, sms), _keys())
     assert choice.name == want
     assert choice.mismatches == ([] if cc in ("7.0", "7.5", "8.6", "9.0") else choice.mismatches)
 
 
 def test_a_name_never_chooses_the_base() -> None:
     """A cc-7.0 card whose folder is named h100x gets the Volta base, as it does renamed."""
-    a = choose(Profile("h100x", "7.0", "HBM", 80), _profiles())
-    b = choose(Profile("cardA", "7.0", "HBM", 80), _profiles())
+    a = choose(CardKey("h100x", "7.0", "HBM", 80), _keys())
+    b = choose(CardKey("cardA", "7.0", "HBM", 80), _keys())
     assert a.name == b.name == "SM7_QV100" and a.reason == b.reason
 
 
 def test_a_generation_mismatch_is_stated() -> None:
-    choice = choose(Profile("device", "6.1", "GDDR5X", 28), _profiles())
+    choice = choose(CardKey("device", "6.1", "GDDR5X", 28), _keys())
     assert choice.name == "SM7_QV100"
     assert any("compute capability 7.0" in m for m in choice.mismatches)
     assert any("memory" in m for m in choice.mismatches)
@@ -283,9 +283,9 @@ def test_on_simulator_errors_are_one_line(
     assert code == 2 and "needs MICROBENCH.json" in out
     code, out = run(mb, "--on-simulator", "--preset", "QV100", "-o", str(tmp_path / "c"))
     assert code == 2 and "do not apply" in out
-    from hilsim.simmodel.gpgpusim import tuneloop  # noqa: PLC0415 (the module under test)
+    from hilsim.simmodel.tuner import search  # noqa: PLC0415 (the module under test)
 
-    monkeypatch.setattr(tuneloop, "find_build", lambda: None)
+    monkeypatch.setattr(search, "find_build", lambda: None)
     code, out = run(mb, "--on-simulator", "-o", str(tmp_path / "d"))
     assert code == 2 and "no GPGPU-Sim build found" in out
     assert len(out.strip().splitlines()) == 1 and not (tmp_path / "d").exists()
@@ -337,7 +337,7 @@ def _tune_mad_stand_in(  # noqa: PLR0913 - the stand-in's whole description
     the cycles per instruction per unit at full occupancy; ``measured`` is the same pair as
     the suite measured it. Every candidate must keep its interval at or below its latency
     (GPGPU-Sim crashes otherwise)."""
-    from hilsim.simmodel.gpgpusim import tuneloop  # noqa: PLC0415 (the module under test)
+    from hilsim.simmodel.tuner import evaluators, search  # noqa: PLC0415 (the module under test)
 
     lists, count_option, prefix = _MAD_UNITS[unit]
     units = int(card(base).option(count_option))
@@ -354,7 +354,7 @@ def _tune_mad_stand_in(  # noqa: PLR0913 - the stand-in's whole description
             out[f"{unit}_throughput"] = units * 64 / cpi
         return out
 
-    monkeypatch.setattr(tuneloop._Runner, "evaluate", evaluate)
+    monkeypatch.setattr(evaluators.CandidateRunner, "evaluate", evaluate)
     src = json.loads((DATA / "microbench" / "gpgpusim" / f"{base}.microbench.json").read_text())
     for m in src["measurements"]:
         if m["name"] == f"{unit}_latency":
@@ -363,7 +363,7 @@ def _tune_mad_stand_in(  # noqa: PLR0913 - the stand-in's whole description
             m["value"] = units * 64 / measured[1]
     path = tmp_path / "microbench.json"
     path.write_text(json.dumps(src))
-    return tuneloop.tune_on_simulator(
+    return search.tune_on_simulator(
         path, base=ACCEL / f"{base}.gpgpusim.config", build=object(), workers=workers,
         say=say, only=(f"{prefix}_mad_latency", f"{prefix}_mad_initiation"))
 
@@ -445,7 +445,7 @@ def test_a_trial_interval_below_the_best_does_not_pull_the_latency_down(
 
 #: GPGPU-Sim 667834c on the drawn QV100-structure card of seed 2 (heldout.draw_card):
 #: (DP MAD latency, interval) -> (dependent DFMA chain, cycles per DFMA per DP unit at full
-#: occupancy), simulated with tuneknobs' lat.fp64 / tput.fp64 evaluators. The card's own
+#: occupancy), simulated with the search's lat.fp64 / tput.fp64 evaluators. The card's own
 #: pair is (6, 6); the rate is not monotone next to the latency (6/5 -> 5.218, 6/6 ->
 #: 7.855, 7/7 -> 7.418).
 QV100_SEED2_DP = {

@@ -27,6 +27,7 @@ from hilsim.analyzer.warmstate import (
     profiled_misses,
     warmer_than_profile,
 )
+from hilsim.simmodel.gpgpusim.warmup import cold_options, warm_options
 
 from hilsim.core.bundle import Bundle, default_manifest
 from hilsim.core.errors import HilsimError
@@ -46,9 +47,10 @@ def test_warmup_text_round_trips_and_refuses_nonsense() -> None:
     assert parse_warmup("bracket") == Warmup(l2_fill=True, cold_bound=True)
     assert parse_warmup("auto").auto and parse_warmup("auto").cold_bound
     assert parse_warmup("L2-Fill + preceding:4") == Warmup(preceding=4, l2_fill=True)
-    assert parse_warmup("l2-fill").sim_options() == {"-gpgpu_perf_sim_memcpy": "1"}
+    assert warm_options(parse_warmup("l2-fill")) == {"-gpgpu_perf_sim_memcpy": "1"}
     # the warm run of no fill states the option explicitly (a card may default to 1)
-    assert parse_warmup("preceding:1").sim_options() == {"-gpgpu_perf_sim_memcpy": "0"}
+    assert warm_options(parse_warmup("preceding:1")) == {"-gpgpu_perf_sim_memcpy": "0"}
+    assert cold_options() == {"-gpgpu_perf_sim_memcpy": "0"}
     for bad in ("warm", "preceding:x", "preceding:-1", "l2-fill+hot"):
         with pytest.raises(HilsimError, match="warm-up"):
             parse_warmup(bad)
@@ -309,7 +311,7 @@ def test_placement_of_the_shipped_warm_and_cold_runs() -> None:
     alone (no warm-up) were 8% off in the same example."""
     from hilsim.analyzer.importers.profile import load_profile
     from hilsim.analyzer.simexample import shipped_example
-    from hilsim.simmodel.simlog import read_simlog
+    from hilsim.simmodel.gpgpusim.simlog import read_simlog
 
     ex = shipped_example()
     folder = ex.sim_folder("stem", "reference")
@@ -345,7 +347,7 @@ class _StandInRunner:
         self.lists: list[list[int]] = []
 
     def run(self, name, launch_ids, is_sample, warmup, extra, preceding=0):
-        from hilsim.analyzer.simulate import ListRun
+        from hilsim.simmodel.gpgpusim.listrun import ListRun
 
         self.lists.append([int(i) for i in launch_ids[is_sample]])
         rows = []

@@ -1,8 +1,9 @@
 """The ``gpgpusim`` backend: the workload runs whole on a simulated card (GPGPU-Sim).
 
 The simulator's log holds every launch and every counter, so the card is both the light
-and the detailed level: :func:`hilsim.analyzer.simulate.profile_on_card` runs the
-program on ``--card`` (with ``-O -OPT=VALUE`` overrides) and writes the bundle itself;
+and the detailed level: :func:`hilsim.simmodel.gpgpusim.listrun.profile_on_card` runs
+the program on ``--card`` (with ``-O -OPT=VALUE`` overrides) and writes the bundle from
+its log (the ``gpgpusim-log`` reader);
 no device probe, no Nsight Compute pass. Chosen only by name (``--backend gpgpusim``);
 ``--card`` or ``-O`` without it is an error.
 """
@@ -13,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from hilsim.agent.backends.base import Backend, ProfileOptions
-from hilsim.analyzer.simulate import profile_on_card
+from hilsim.analyzer.importers.gpgpusim_log import bundle_from_gpgpusim_log
 from hilsim.simmodel.gpgpusim.cards import parse_override
+from hilsim.simmodel.gpgpusim.listrun import profile_on_card
 
 from hilsim.core.errors import HilsimError
 
@@ -38,7 +40,8 @@ def profile_on_simulated_card(opts: ProfileOptions) -> tuple[Path, dict[str, Any
                           "drop the --detailed-* options")
     overrides = dict(parse_override(o) for o in opts.sim_options)
     return profile_on_card(
-        list(opts.command), opts.card, opts.out, options=overrides,
+        list(opts.command), opts.card, opts.out, read_log=bundle_from_gpgpusim_log,
+        options=overrides,
         timeout_s=opts.timeout_s if opts.timeout_s else DEFAULT_TIMEOUT_S,
         keep_raw=opts.keep_raw, force=opts.force,
     )

@@ -125,13 +125,13 @@ def _simulate(task: Task, plan: Any, row: dict[str, Any]) -> None:
     except (HilsimError, OSError) as exc:
         raise HilsimError(f"simulate on {task.card}: {one_line(exc)}") from exc
     row.update(
-        sim_launches=int(s["launches_simulated"]),
-        sim_cycles=float(s["sampled_cycles"]),
-        sim_estimate_cycles=float(s["estimate_cycles"]),
-        sim_full_cycles=s["full_cycles"],
-        sim_error=s["estimate_error"],
-        sim_speedup=s["simulated_time_speedup"],
-        sim_cpu_seconds=float(s["sim_cpu_s"]),
+        sim_launches=int(s.launches_simulated),
+        sim_cycles=float(s.sampled_cycles),
+        sim_estimate_cycles=float(s.estimate_cycles),
+        sim_full_cycles=s.full_cycles,
+        sim_error=s.estimate_error,
+        sim_speedup=s.simulated_time_speedup,
+        sim_cpu_seconds=float(s.sim_cpu_s),
     )
 
 

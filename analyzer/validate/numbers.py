@@ -3,7 +3,7 @@
 Inputs: a silicon bundle, one or more plans made on it, and simulated cycles per
 launch from either simulator logs (GPGPU-Sim runs of ``hilsim simulate``, with the warm-up
 placement it wrote, or Accel-Sim logs of the plan's exported ``kernelslist.g``:
-:mod:`hilsim.simmodel.simlog`, :mod:`hilsim.simmodel.export`) or the analytical model
+:mod:`hilsim.simmodel.gpgpusim.simlog`, :mod:`hilsim.simmodel.export`) or the analytical model
 (``hilsim.simmodel.model.predict``) run on every launch.
 
 **Silicon cycles.** ``gpu__cycles_elapsed.max`` from ``metrics.parquet`` where it is
@@ -66,7 +66,8 @@ from hilsim.analyzer.evaluate import (
 from hilsim.analyzer.membership import cluster_members
 from hilsim.simmodel import model as analytical_model
 from hilsim.simmodel.correlation import correlation
-from hilsim.simmodel.export import check_simulated_names, match_sim_results
+from hilsim.simmodel.export import match_sim_results
+from hilsim.simmodel.gpgpusim.listrun import check_simulated_names
 
 from hilsim.core.bundle import Bundle
 from hilsim.core.errors import HilsimError
@@ -103,7 +104,7 @@ class SimResults:
     Attributes:
         cycles: float array of length ``n_launches``.
         counters: other simulated counters per launch (columns as in
-            :mod:`hilsim.simmodel.simlog`), same length; may be empty.
+            :mod:`hilsim.simmodel.gpgpusim.simlog`), same length; may be empty.
         source: ``"GPGPU-Sim logs"``, ``"Accel-Sim logs"``, ``"hilsim simulate (...)"``
             or ``"analytical model"`` (shown in the report).
         detail: free text (files, config name).

@@ -6,14 +6,13 @@ checks made against a traces folder.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import click
 
 from hilsim.core.errors import HilsimError
-from hilsim.core.plan import load_plan, parse_warmup
-from hilsim.simmodel.export import warmup_note, weights_path, write_kernelslist
+from hilsim.core.plan import load_plan
+from hilsim.simmodel.export import export_warmup, warmup_note, weights_path, write_kernelslist
 
 
 @click.command("export")
@@ -51,15 +50,7 @@ def export_cmd(plan_path: Path, traces: Path | None, full_list: Path | None,
         output = traces / f"kernelslist.{plan_path.stem}.g"
     if output.exists() and not force:
         raise HilsimError(f"{output}: already exists (use --force to replace)")
-    plan = load_plan(plan_path)
-    if warmup is not None:
-        plan = replace(plan, warmup=parse_warmup(warmup))
-    if plan.warmup is not None and (plan.warmup.cold_bound or plan.warmup.auto):
-        raise HilsimError(
-            f"export: warm-up {plan.warmup.label}: the cold bound is chosen from a first "
-            "run's misses, which `hilsim simulate` does on GPGPU-Sim; export "
-            "l2-fill+preceding:K for Accel-Sim"
-        )
+    plan = export_warmup(load_plan(plan_path), warmup)
     list_path, weights = write_kernelslist(plan, output, first_trace_id, traces, full_list)
     plan_out = weights_path(list_path).with_name(
         weights_path(list_path).name.replace(".weights.csv", ".plan.json"))

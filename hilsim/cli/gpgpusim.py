@@ -15,12 +15,12 @@ import click
 
 from hilsim.core.errors import HilsimError
 from hilsim.simmodel.gpgpusim.build import build_info, ensure_build, find_build
-from hilsim.simmodel.gpgpusim.calibration import FILE, UNIT_FILE
 from hilsim.simmodel.gpgpusim.cards import card_config, parse_override, shipped_cards
-from hilsim.simmodel.gpgpusim.closedloop import check_card, markdown_table
 from hilsim.simmodel.gpgpusim.run import run_program
-from hilsim.simmodel.gpgpusim.simcalibrate import write_calibration
 from hilsim.simmodel.gpgpusim.toolchain import SCRIPT, find_toolchain
+from hilsim.simmodel.tuner.calibrate import write_calibration
+from hilsim.simmodel.tuner.calibration import FILE, UNIT_FILE
+from hilsim.simmodel.tuner.closedloop import check_card, markdown_table
 
 
 @click.group("gpgpusim")

@@ -15,47 +15,6 @@ from hilsim.core.errors import HilsimError
 from hilsim.simmodel.gpgpusim.cards import parse_override
 
 
-def summary_lines(s: dict) -> list[str]:
-    """What ``hilsim simulate`` prints: the estimate, the simulated time (every run's
-    cycles, warm-up included) and the simulator's CPU time, each speedup named."""
-    w = s["warmup"]
-    state = s["state"]
-    lines = [f"warm-up {w['label']}"
-             + (f" (chosen by auto from {w['requested']})" if w["requested"] != w["label"]
-                else "")
-             + f"; {state['bracketed']} of {state['samples']} samples also run cold"
-             + (f", placed by the profile's {state['profile_metric']}"
-                if state["placement"] == "profile" else "")
-             + (", placed at the midpoint by a pilot's cold/warm ratios"
-                if state["placement"] == "pilot" else "")]
-    est = (f"estimate {s['estimate_cycles']:,.0f} cycles (state correction "
-           f"{100 * (state['state_correction'] or 0.0):+.2f}%")
-    if s["interval_cycles"]:
-        lo, hi = s["interval_cycles"]
-        est += f"; 95% interval [{lo:,.0f}, {hi:,.0f}], selection and state"
-    est += ")"
-    if s["full_cycles"]:
-        whose = ("the profile's total at this card's clock"
-                 if s.get("full_cycles_from") == "profile" else "the full run")
-        est += (f" vs {s['full_cycles']:,.0f}, {whose} "
-                f"({100 * s['estimate_error_signed']:+.2f}%)")
-    lines.append(est)
-    line = (f"simulated {s['launches_simulated']:,} launches in {len(s['runs'])} run(s) for "
-            f"{s['samples']:,} samples: {s['simulated_cycles']:,.0f} simulated cycles, "
-            f"warm-up and cold runs included")
-    if s["full_cycles"]:
-        line += (f" ({100 * s['cycle_fraction']:.2f}% of {s['full_cycles']:,.0f}: "
-                 f"simulated-time speedup {s['simulated_time_speedup']:.1f}x)")
-    lines.append(line)
-    cpu = f"simulator: {s['sim_cpu_s']:.1f} CPU s, {s['sim_wall_s']:.1f} s wall"
-    if s.get("cpu_time_speedup"):
-        cpu += (f" (the full run took {s['full_run_cpu_s']:.1f} CPU s: CPU-time speedup "
-                f"{s['cpu_time_speedup']:.1f}x)")
-    lines.append(cpu + f"; log {s['log']}")
-    lines += [f"note: {note}" for note in state.get("notes") or []]
-    return lines
-
-
 @click.command("simulate", context_settings={"ignore_unknown_options": True})
 @click.argument("plan", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--card", required=True,
@@ -95,7 +54,8 @@ def simulate_cmd(plan: Path, card: str, overrides: tuple[str, ...], out_dir: Pat
     if not (math.isfinite(timeout_s) and timeout_s > 0):
         raise HilsimError(f"simulate: --timeout {timeout_s}: must be a number of seconds > 0")
     opts = dict(parse_override(o) for o in overrides)
-    s = simulate_plan(plan, list(program), card, out_dir, options=opts, timeout_s=timeout_s,
-                      full_cycles=full_cycles, warmup=warmup, profile=profile, force=force)
-    for line in summary_lines(s):
+    result = simulate_plan(plan, list(program), card, out_dir, options=opts,
+                           timeout_s=timeout_s, full_cycles=full_cycles, warmup=warmup,
+                           profile=profile, force=force)
+    for line in result.lines():
         click.echo(line)

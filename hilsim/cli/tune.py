@@ -4,7 +4,7 @@ Accel-Sim paper, Section II-C (tuner and targeted microbenchmarks). Writes
 ``timing.json`` (``hilsim.timing/1``), ``gpgpusim.config``, ``trace.config`` and
 ``tune-report.json`` into the output folder, atomically. With ``--on-simulator`` the
 options are set by simulating candidates on GPGPU-Sim until the same microbenchmarks
-meet the measured values (:mod:`hilsim.simmodel.gpgpusim.tuneloop`); the folder is then
+meet the measured values (:mod:`hilsim.simmodel.tuner.search`); the folder is then
 a runnable card (``gpgpusim.config``, the files it names, ``tune-report.json``).
 """
 
@@ -81,13 +81,13 @@ def _on_simulator(microbench: Path | None, accelsim_output: Path | None,
         )
     # intra-project, kept lazy: the microbenchmark families and the simulator driver load
     # only when --on-simulator runs
-    from hilsim.simmodel.gpgpusim import tuneloop, tunereport  # noqa: PLC0415
+    from hilsim.simmodel.tuner import report, search  # noqa: PLC0415
 
     facts = read_device_facts(device_facts) if device_facts is not None else None
-    result = tuneloop.tune_on_simulator(
+    result = search.tune_on_simulator(
         microbench, base=base_card, workers=workers, say=click.echo, device_facts=facts
     )
-    tunereport.write(result, output, overwrite=force)
-    for line in tunereport.summary(result):
+    report.write(result, output, overwrite=force)
+    for line in report.summary(result):
         click.echo(line)
     click.echo(f"wrote {output}")

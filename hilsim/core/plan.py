@@ -24,10 +24,6 @@ from hilsim.core.files import write_text_atomic
 from hilsim.core.jsonfile import json_safe, read_json
 
 PLAN_SCHEMA = "hilsim.plan/1"
-#: GPGPU-Sim option that makes host-to-device copies fill the L2 (``gpu-sim.cc``:
-#: "Fill the L2 cache on memcpy"; Accel-Sim's trace front end replays ``MemcpyHtoD`` lines
-#: through the same function)
-L2_FILL_OPTION = "-gpgpu_perf_sim_memcpy"
 
 
 @dataclass(frozen=True)
@@ -44,10 +40,11 @@ class Warmup:
       cycles discarded; the windows of neighbouring samples are merged, so a launch is
       simulated once and a sample inside another's window warms it too (contiguous windows);
     * ``l2-fill``: the program's host-to-device copies fill the L2 before its first kernel
-      (:data:`L2_FILL_OPTION` 1), a functional warm-up that costs no simulated cycle;
+      (the simulator's options for it: :mod:`hilsim.simmodel.gpgpusim.warmup`), a
+      functional warm-up that costs no simulated cycle;
     * ``cold-bound``: the samples whose profiled DRAM reads exceed their warm run's are also
-      run without any warm-up (``-gpgpu_perf_sim_memcpy 0``), and each is placed between its
-      warm and cold cycles by its profiled misses (``hilsim simulate``, the state term);
+      run without any warm-up (no L2 fill either), and each is placed between its warm and
+      cold cycles by its profiled misses (``hilsim simulate``, the state term);
     * ``auto``: ``l2-fill+cold-bound`` with ``K`` raised (0, 1, 2, 4, ...) while the warm
       run stays colder than the profile (more misses) for a share of the samples, within a
       cost budget.
@@ -77,10 +74,6 @@ class Warmup:
         if self.preceding:
             parts.append(f"preceding:{self.preceding}")
         return "+".join(parts) or "none"
-
-    def sim_options(self) -> dict[str, str]:
-        """Simulator options of the warm run (the L2 fill on or off, explicitly)."""
-        return {L2_FILL_OPTION: "1" if self.l2_fill else "0"}
 
     def to_dict(self) -> dict[str, Any]:
         return {"label": self.label, "preceding": self.preceding, "l2_fill": self.l2_fill,
@@ -430,3 +423,14 @@ def load_plan(path: str | Path) -> Plan:
         diagnostics=dict(data.get("diagnostics", {})),
         warmup=warmup_from_dict(data["warmup"], str(source)) if "warmup" in data else None,
     )
+
+
+def warmup_for(plan: Plan, given: Warmup | str | None) -> Warmup | None:
+    """The warm-up to run ``plan`` with: ``given`` (a :class:`Warmup` or its text, read by
+    :func:`parse_warmup`), else the plan's own (None when it records none). ``hilsim
+    simulate`` and ``hilsim export`` both read ``--warmup`` here."""
+    if isinstance(given, Warmup):
+        return given
+    if given is not None:
+        return parse_warmup(given)
+    return plan.warmup

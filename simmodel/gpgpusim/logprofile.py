@@ -8,7 +8,7 @@ kernel, the lines this module reads (see ``tests/data/gpgpusim/`` for real excer
 * ``GPGPU-Sim PTX: pushing kernel 'NAME' to stream S, gridDim= (x,y,z) blockDim = (x,y,z)``
   -> the launch geometry and stream;
 * the statistics block after the kernel (``kernel_name = ...``, ``gpu_sim_cycle``, ...), read
-  by :func:`hilsim.simmodel.simlog.parse_simlog`, which turns GPGPU-Sim's running totals
+  by :func:`hilsim.simmodel.gpgpusim.simlog.parse_simlog`, which turns GPGPU-Sim's running totals
   (cache, DRAM and shader counters) into per-kernel differences;
 * ``-gpgpu_clock_domains CORE:ICNT:L2:DRAM`` from the option dump at the top: the core clock
   that turns cycles into nanoseconds.
@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from hilsim.simmodel.simlog import parse_simlog
+from hilsim.simmodel.gpgpusim.simlog import parse_simlog
 
 from hilsim.core.demangle import demangle
 from hilsim.core.errors import HilsimError
@@ -117,7 +117,8 @@ class SimLogProfile:
     metrics: pd.DataFrame
     regions: pd.DataFrame | None
     facts: dict[str, Any]
-    #: the per-kernel statistics they were made from (:func:`~hilsim.simmodel.simlog.parse_simlog`)
+    #: the per-kernel statistics they were made from
+    #: (:func:`~hilsim.simmodel.gpgpusim.simlog.parse_simlog`)
     stats: pd.DataFrame | None = None
 
 
@@ -207,7 +208,7 @@ def parse_gpgpusim_log(
     """Parse a whole GPGPU-Sim log into a bundle's tables (see the module docstring).
 
     Raises :class:`HilsimError` naming ``where`` for a log with no kernel, a truncated last
-    kernel (from :func:`~hilsim.simmodel.simlog.parse_simlog`), or kernels whose launch
+    kernel (from :func:`~hilsim.simmodel.gpgpusim.simlog.parse_simlog`), or kernels whose launch
     lines and statistics blocks disagree (concurrent kernels: not supported).
     """
     stats = parse_simlog(text, where, "cumulative")

@@ -29,7 +29,7 @@ from typing import Any
 
 from hilsim.simmodel.gpgpusim.build import SimBuild, find_build
 from hilsim.simmodel.gpgpusim.cards import CardConfig, card_config
-from hilsim.simmodel.simlog import parse_simlog
+from hilsim.simmodel.gpgpusim.simlog import parse_simlog
 
 from hilsim.core.errors import HilsimError
 
@@ -56,7 +56,8 @@ class SimRun:
         return kernel_cycles(self.stdout)
 
     def kernel_stats(self, counters: str = "cumulative") -> Any:
-        """Per-kernel statistics of the log (:func:`hilsim.simmodel.simlog.parse_simlog`)."""
+        """Per-kernel statistics of the log
+        (:func:`hilsim.simmodel.gpgpusim.simlog.parse_simlog`)."""
         return parse_simlog(self.stdout, str(self.log_path), counters)
 
 

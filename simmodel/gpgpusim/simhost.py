@@ -71,7 +71,7 @@ from hilsim.microbench.sources import all_sources, kernel_names
 from hilsim.simmodel.gpgpusim import unitprobe
 from hilsim.simmodel.gpgpusim.compile import compile_cuda
 from hilsim.simmodel.gpgpusim.run import run_program
-from hilsim.simmodel.simlog import parse_simlog
+from hilsim.simmodel.gpgpusim.simlog import parse_simlog
 
 from hilsim.core.errors import HilsimError
 

@@ -73,7 +73,7 @@ def read_samples(path: Path) -> dict[str, np.ndarray]:
     """
     # lazy: the simulator-log reader loads only when a log is read (`hilsim plan` imports
     # this module through the library facade and reads none)
-    from hilsim.simmodel.simlog import read_log_text
+    from hilsim.simmodel.gpgpusim.simlog import read_log_text
 
     text = read_log_text(path)  # plain or gzip; one-line errors naming the file
     rows: list[tuple[int, int, int, int, int]] = []
@@ -110,7 +110,7 @@ def read_timelines(run: str | os.PathLike[str]) -> dict[int, IpcTimeline]:
     ``run``: a folder holding ``sim.log`` (or ``sampled.log``) and the visualizer log (a
     ``hilsim simulate`` output folder works: its ``run/`` is searched), or the log itself.
     """
-    from hilsim.simmodel.simlog import read_simlog  # lazy: see read_samples
+    from hilsim.simmodel.gpgpusim.simlog import read_simlog  # lazy: see read_samples
 
     path = Path(run)
     if path.is_dir():

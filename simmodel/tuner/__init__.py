@@ -19,7 +19,19 @@ Modules, in the order the tuner uses them:
 * :mod:`~hilsim.simmodel.tuner.emission`: printed > derived > preset, per option;
 * :mod:`~hilsim.simmodel.tuner.result`: the emitted files and ``tune-report.json``;
 * :mod:`~hilsim.simmodel.tuner.flow`: :func:`tune` / :func:`tune_files`, the whole job;
-* :mod:`~hilsim.simmodel.tuner.docs`: ``docs/tuner.md``'s option table from the rules.
+* :mod:`~hilsim.simmodel.tuner.docs`: ``docs/tuner.md``'s option table from the rules;
+* :mod:`~hilsim.simmodel.tuner.basecard`: the preset (or base card) closest to the device.
+
+The on-simulator tuner (``hilsim tune --on-simulator``, GPGPU-Sim in the loop) reads the
+same rules: :mod:`~hilsim.simmodel.tuner.knobs` (each rule's knobs, in search order),
+:mod:`~hilsim.simmodel.tuner.evaluators` (the suite's kernels on a candidate),
+:mod:`~hilsim.simmodel.tuner.candidate`, :mod:`~hilsim.simmodel.tuner.intsolve`,
+:mod:`~hilsim.simmodel.tuner.pairs`, :mod:`~hilsim.simmodel.tuner.search` (prepare / one
+round / finish), :mod:`~hilsim.simmodel.tuner.card` and
+:mod:`~hilsim.simmodel.tuner.report` (the tuned card folder), and
+:mod:`~hilsim.simmodel.tuner.heldout` (evidence on cards no calibration used). The
+``gpgpusim`` convention's measured maps: :mod:`~hilsim.simmodel.tuner.calibration`,
+:mod:`~hilsim.simmodel.tuner.calibrate`, :mod:`~hilsim.simmodel.tuner.closedloop`.
 """
 
 from hilsim.simmodel.tuner.conventions import CONVENTIONS

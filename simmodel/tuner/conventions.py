@@ -9,7 +9,7 @@ Two conventions for the four fixed latencies (the shipped configs are hand-corre
 
 and a third, ``gpgpusim``: the values that make GPGPU-Sim reproduce the measured
 latencies, from the map measured on the simulator
-(:mod:`hilsim.simmodel.gpgpusim.calibration`). Every other option follows the
+(:mod:`hilsim.simmodel.tuner.calibration`). Every other option follows the
 ``accelsim-tuner`` convention, or is the preset's.
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from hilsim.simmodel.gpgpusim.calibration import tuned_options, unit_latency_option
+from hilsim.simmodel.tuner.calibration import tuned_options, unit_latency_option
 from hilsim.simmodel.tuner.rule import OptionValue, RuleInputs
 
 CONVENTIONS = ("accelsim-tuner", "simulator-corrected", "gpgpusim")
@@ -121,7 +121,7 @@ def unit_latency(t: RuleInputs, unit: str) -> UnitLatency:
     """The multiply-add latency of ``unit``: floor(measured), or the simulator's unit map.
 
     In the ``gpgpusim`` convention the map measured on the simulator
-    (:func:`~hilsim.simmodel.gpgpusim.calibration.unit_latency_option`) gives the value
+    (:func:`~hilsim.simmodel.tuner.calibration.unit_latency_option`) gives the value
     where one exists for the compute capability; elsewhere the tuner value stays.
     """
     measured = t.float_of(f"units.{unit}.latency_cycles")

@@ -1,10 +1,12 @@
 """``docs/tuner.md``'s option table, generated from the rule table.
 
-One row per rule (consecutive rules with the same formula, inputs and Accel-Sim function
-share a row), in emission order: the option, its formula, the timing fields it reads
-with the measurement or device query that sets each, and the Accel-Sim function it
-follows (Accel-Sim paper, Section II-C). ``benchmarks/tuner_docs.py`` writes it;
-``tests/test_tune_docs.py`` fails when the file is out of date.
+One row per rule (consecutive rules with the same formula, inputs, Accel-Sim function
+and search share a row), in emission order: the option, its formula, the timing fields
+it reads with the measurement or device query that sets each, the Accel-Sim function it
+follows (Accel-Sim paper, Section II-C), and what the on-simulator search sets of it
+(each :class:`~hilsim.simmodel.tuner.rule.Knob`: its key, list entry and microbenchmark).
+``benchmarks/tuner_docs.py`` writes it; ``tests/test_tune_rules.py`` fails when the file
+is out of date.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hilsim.simmodel.tuner.overlay import MEASURED_FIELDS
-from hilsim.simmodel.tuner.rule import LatencyKind, OptionRule
+from hilsim.simmodel.tuner.rule import LatencyKind, OptionRule, Slot
 from hilsim.simmodel.tuner.rules import OPTION_RULES
 
 from hilsim.core import measurement_names as mn
@@ -51,22 +53,38 @@ def _inputs(rule: OptionRule) -> str:
     return "; ".join(f"`{f}` ({field_origin(f)})" for f in fields)
 
 
+#: list entry names (GPGPU-Sim's ``-ptx_opcode_*`` order)
+ENTRIES = ("ADD", "MAX", "MUL", "MAD", "DIV", "SHFL")
+
+
+def _search(rule: OptionRule) -> str:
+    parts = []
+    for k in rule.search:
+        entry = (f" {ENTRIES[k.entry]}" if k.slot is Slot.LIST_ENTRY and k.entry is not None
+                 else f" ({k.slot.value})" if k.slot is not Slot.VALUE else "")
+        own = "" if k.quantity is not None else "; quantity: the rule's value"
+        parts.append(f"`{k.key}`{entry}: {k.what}{own}")
+    return "; ".join(parts) or "-"
+
+
 def option_table(rules: Sequence[OptionRule] = OPTION_RULES) -> str:
     """The markdown table of ``rules`` (without the markers)."""
-    rows: list[tuple[list[str], str, str, str]] = []
+    rows: list[tuple[list[str], str, str, str, str]] = []
     for rule in rules:
-        cells = (_formula(rule), _inputs(rule), f"`{rule.accelsim}`")
+        cells = (_formula(rule), _inputs(rule), f"`{rule.accelsim}`", _search(rule))
         if rows and rows[-1][1:] == cells:
             rows[-1][0].append(rule.option)
         else:
             rows.append(([rule.option], *cells))
     lines = [
-        "| option | formula | from (timing field: measurement or device query) | Accel-Sim |",
-        "|---|---|---|---|",
+        "| option | formula | from (timing field: measurement or device query) | Accel-Sim "
+        "| on-simulator search (knob, entry: microbenchmark) |",
+        "|---|---|---|---|---|",
     ]
-    for options, formula, inputs, accelsim in rows:
+    for options, formula, inputs, accelsim, search in rows:
         names = ", ".join(f"`{o}`" for o in options)
-        lines.append(f"| {names} | {formula.replace('|', '/')} | {inputs} | {accelsim} |")
+        lines.append(f"| {names} | {formula.replace('|', '/')} | {inputs} | {accelsim} "
+                     f"| {search.replace('|', '/')} |")
     return "\n".join(lines) + "\n"
 
 

@@ -16,19 +16,18 @@ from typing import Any
 
 from hilsim.simmodel.accelsim import UbenchOutput, read_ubench_output
 from hilsim.simmodel.config import TimingConfig
-from hilsim.simmodel.gpgpusim.basecard import Profile, choose
 from hilsim.simmodel.presets import Preset, all_presets, load_preset
+from hilsim.simmodel.tuner.basecard import CardKey, choose
 from hilsim.simmodel.tuner.checks import capacity_checks, launch_latency_note
 from hilsim.simmodel.tuner.conventions import CONVENTIONS
 from hilsim.simmodel.tuner.dram import DRAM_MODELS, dram_model
 from hilsim.simmodel.tuner.emission import OptionChooser, option_file
 from hilsim.simmodel.tuner.engine import derive_options
-from hilsim.simmodel.tuner.inputs import read_device_facts, read_microbench
+from hilsim.simmodel.tuner.inputs import compute_capability, read_device_facts, read_microbench
 from hilsim.simmodel.tuner.overlay import (
     apply_device_facts,
     apply_measurements,
     apply_ubench_output,
-    facts_compute_capability,
     put,
 )
 from hilsim.simmodel.tuner.result import TuneResult
@@ -161,17 +160,16 @@ def _preset_for(
 ) -> tuple[Preset, str, Any, Any, list[str]]:
     """(preset, why, device name, compute capability, mismatches): ``--preset``, else the
     closest by compute capability, memory type and SM count
-    (:func:`hilsim.simmodel.gpgpusim.basecard.choose`); the device's name is never used
+    (:func:`hilsim.simmodel.tuner.basecard.choose`); the device's name is never used
     to choose (it only names the output)."""
     name = facts.get("name") or (ubench.device_name if ubench else None)
     if isinstance(name, bytes):
         name = name.decode("utf-8", "replace")
-    cc = facts_compute_capability(facts)
-    if cc is None and ubench is not None:
-        major = ubench.options.get("-gpgpu_compute_capability_major")
-        minor = ubench.options.get("-gpgpu_compute_capability_minor")
-        if major and minor:
-            cc = f"{major.value}.{minor.value}"
+    cc = compute_capability(facts)
+    if cc is None and ubench is not None:  # the capability Accel-Sim's tuner printed
+        printed = {part: ubench.options.get(f"-gpgpu_compute_capability_{part}")
+                   for part in ("major", "minor")}
+        cc = compute_capability({k: o.value for k, o in printed.items() if o})
     if preset_name:
         return load_preset(preset_name), "chosen with --preset", name, cc, []
     if cc is None:
@@ -179,11 +177,11 @@ def _preset_for(
                           "pass --preset or --device-facts")
     mem = facts.get("memory_type") or facts.get("memoryType")
     sms = facts.get("sm_count") or facts.get("multiProcessorCount")
-    device = Profile("device", str(cc), str(mem) if mem else None, int(sms) if sms else None)
+    device = CardKey("device", str(cc), str(mem) if mem else None, int(sms) if sms else None)
     presets = all_presets()
-    profiles = [Profile(p.name, p.compute_capability, _timing(p, "dram.type"),
-                        _timing(p, "core.sm_count")) for p in presets]
-    choice = choose(device, profiles)
+    keys = [CardKey(p.name, p.compute_capability, _timing(p, "dram.type"),
+                    _timing(p, "core.sm_count")) for p in presets]
+    choice = choose(device, keys)
     mismatches = [m.replace("base ", "preset ", 1) for m in choice.mismatches]
     preset = next(p for p in presets if p.name == choice.name)
     return preset, choice.reason, name, cc, mismatches

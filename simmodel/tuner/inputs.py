@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +63,21 @@ def describe_measurement(m: Measurement, where: str = "") -> str:
     if math.isfinite(m.spread):
         text += f", spread {m.spread:g}"
     return text
+
+
+def compute_capability(facts: Mapping[str, Any]) -> str | None:
+    """The compute capability in device facts as ``MAJOR.MINOR`` text: ``compute_capability``
+    (text, or a ``[major, minor]`` list), else a major and minor pair (``cc_major`` /
+    ``cc_minor``, or cudaDeviceProp's ``major`` / ``minor``); None when neither is there."""
+    cc = facts.get("compute_capability")
+    if cc is None:
+        major = facts.get("cc_major", facts.get("major"))
+        minor = facts.get("cc_minor", facts.get("minor"))
+        if major is not None and minor is not None:
+            cc = f"{major}.{minor}"
+    if isinstance(cc, list | tuple):
+        cc = ".".join(str(x) for x in cc)
+    return None if cc is None else str(cc)
 
 
 def read_device_facts(path: str | os.PathLike[str]) -> dict[str, Any]:

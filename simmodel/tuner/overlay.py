@@ -15,7 +15,7 @@ from hilsim.simmodel.accelsim import UbenchOutput
 from hilsim.simmodel.cache_option import cache_geometry
 from hilsim.simmodel.config import Source, Sourced, TimingConfig, unit_for, vtype_for
 from hilsim.simmodel.tuner.checks import launch_latency_plausible
-from hilsim.simmodel.tuner.inputs import describe_measurement
+from hilsim.simmodel.tuner.inputs import compute_capability, describe_measurement
 
 from hilsim.core import measurement_names as mn
 from hilsim.core.errors import HilsimError
@@ -87,14 +87,6 @@ def put(
     return cfg.set(dotted, Sourced(_coerce(dotted, value), u, Source(kind, detail)))
 
 
-def facts_compute_capability(facts: dict[str, Any]) -> Any:
-    """The compute capability in device facts (``compute_capability`` or major/minor)."""
-    cc = facts.get("compute_capability")
-    if cc is None and "major" in facts and "minor" in facts:
-        cc = f"{facts['major']}.{facts['minor']}"
-    return cc
-
-
 def apply_device_facts(cfg: TimingConfig, facts: dict[str, Any], where: str) -> TimingConfig:
     """Overlay device-query facts (cudaDeviceProp or hilsim names)."""
     for fact in mn.DEVICE_FACTS:
@@ -108,13 +100,9 @@ def apply_device_facts(cfg: TimingConfig, facts: dict[str, Any], where: str) -> 
                     raise HilsimError(f"{where}: {key}: {raw!r} is not a number") from None
                 cfg = put(cfg, dotted, value, None, "device-query", f"{where} {key}")
                 break
-    cc = facts_compute_capability(facts)
+    cc = compute_capability(facts)
     if cc is not None:
-        if isinstance(cc, list | tuple):
-            cc = ".".join(str(x) for x in cc)
-        cfg = put(
-            cfg, "compute_capability", str(cc), "", "device-query", f"{where} compute capability"
-        )
+        cfg = put(cfg, "compute_capability", cc, "", "device-query", f"{where} compute capability")
     return cfg
 
 

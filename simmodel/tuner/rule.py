@@ -6,6 +6,11 @@ option, the timing fields it reads, the value, the formula text every emitted op
 carries in its ``# source:`` line, and the Accel-Sim function it follows.
 :mod:`hilsim.simmodel.tuner.rules` holds the table; :mod:`hilsim.simmodel.tuner.engine`
 evaluates it.
+
+A rule may also carry how the on-simulator tuner sets the option (``hilsim tune
+--on-simulator``, :mod:`hilsim.simmodel.tuner.search`): one :class:`Knob` per option
+entry the search moves, the microbenchmark that measures it and the quantity compared.
+The analytic tuner reads the formula; the search reads the knobs; both read one row.
 """
 
 from __future__ import annotations
@@ -64,7 +69,9 @@ class RuleInputs:
     """
 
     timing: TimingConfig
-    preset: Preset
+    #: the preset the timing started from (None: values read from measurements alone, as
+    #: the on-simulator search evaluates a rule; no rule that reads the preset is searched)
+    preset: Preset | None
     convention: str = "accelsim-tuner"
     #: ``l1_for_l2`` / ``l2_for_dram``: the L1 (L2) latency measured in the same run as
     #: the L2 (DRAM) latency, which Accel-Sim's l2_lat (mem_lat) subtracts
@@ -168,6 +175,114 @@ class RuleInputs:
 ValueFn = Callable[[RuleInputs], Any]
 
 
+class Slot(StrEnum):
+    """Where the on-simulator search writes a knob's value into the candidate card."""
+
+    #: the option's value
+    VALUE = "value"
+    #: one entry of a ``-ptx_opcode_*`` list (the other entries the base card's)
+    LIST_ENTRY = "list entry"
+    #: ``-gpgpu_n_mem``: only counts whose L2 banks hold the device's L2 (the domain);
+    #: first guess the device's bus width over the base card's channel width; the L2
+    #: sets and the partition indexing follow
+    CHANNELS = "channels"
+    #: the L2 clock of ``-gpgpu_clock_domains`` (the interconnect's at the base card's
+    #: ratio to it): searched over ratios to the core clock, first guess the base card's
+    L2_CLOCK = "L2 clock"
+
+
+@dataclass(frozen=True)
+class SearchContext:
+    """The candidate's structure a knob's quantity needs (from the base card and facts)."""
+
+    core_mhz: float
+    #: execution units per SM by unit list (``sp``, ``dp``, ``int``, ``sfu``)
+    units: Mapping[str, int]
+
+
+#: a knob's quantity: measurement values (by name) -> the number the search compares
+Quantity = Callable[[Mapping[str, float], SearchContext], float]
+
+
+@dataclass(frozen=True)
+class Knob:
+    """How the on-simulator search sets one option (or one entry of a list option).
+
+    Accel-Sim (Khairy et al., ISCA 2020), Section II-C: each tuned option follows from one
+    targeted microbenchmark. The search runs the same microbenchmark (``evaluator``, a
+    name of :data:`hilsim.simmodel.tuner.evaluators.EVALUATORS`) on the simulated
+    candidate and moves the value until the simulated ``quantity`` meets the measured
+    one: a function increasing in the value, of the measurements ``inputs``.
+
+    Left empty, ``inputs`` and ``quantity`` are the rule's own: its timing fields as
+    measurement names and its value over them (the first guess is then the rule's value,
+    floored, as the analytic tuner's ``accelsim-tuner`` convention floors it). A knob that
+    gives its own says why at its definition. ``option`` is the rule's (filled when the
+    table is read, :mod:`hilsim.simmodel.tuner.knobs`).
+
+    The fields after ``slot`` are the search's rules for this knob: the values the
+    simulator accepts (``lo``, ``hi``, ``domain``), how the search steps
+    (``slope_prior``, ``proportional``: the quantity is proportional to the value, one
+    point gives the slope; ``slope_from_first_point``: the first simulated point's
+    quantity / value replaces the prior), when it is settled (``tolerance_rel``), its
+    order (``depends_on``: knobs whose change makes its earlier points stale;
+    ``waits_for``: knobs settled before it moves from its first guess; ``interval_of``:
+    the latency knob of the same list entry, which bounds this initiation interval since
+    an interval above its latency crashes GPGPU-Sim), and what the report says when the
+    base card's value is kept (``target_range`` with ``out_of_range``, ``missing_note``,
+    ``simulated_slice_note``, ``insensitive_note``: templates filled by the search).
+    """
+
+    key: str
+    evaluator: str
+    what: str
+    inputs: tuple[str, ...] = ()
+    quantity: Quantity | None = None
+    #: the list entry (``-ptx_opcode_*``: ADD, MAX, MUL, MAD, DIV, SHFL), None: the value
+    entry: int | None = None
+    slot: Slot = Slot.VALUE
+    option: str = ""
+    lo: int = 1
+    hi: int = 1 << 20
+    domain: tuple[int, ...] | None = None
+    slope_prior: float = 1.0
+    proportional: bool = False
+    slope_from_first_point: bool = False
+    #: a simulated quantity within this fraction of the target settles the search
+    #: (0: only an exact match or a bracket of adjacent values)
+    tolerance_rel: float = 0.0
+    depends_on: tuple[str, ...] = ()
+    waits_for: tuple[str, ...] = ()
+    interval_of: str | None = None
+    #: a target outside this range keeps the base card's value (``out_of_range``, filled
+    #: with ``target`` and ``range``, says why)
+    target_range: tuple[float, float] | None = None
+    out_of_range: str = ""
+    #: the report's note for a measurement the file lacks (empty: none)
+    missing_note: str = ""
+    #: the base card's value kept when the input was measured on a simulated slice
+    #: (filled with ``sms``, the slice's SMs)
+    simulated_slice_note: str = ""
+    #: two simulated values 10 % apart giving under 1 % difference keep the base card's
+    #: value (filled with ``lo``, ``lo_q``, ``hi``, ``hi_q``, ``target``); empty: no check
+    insensitive_note: str = ""
+
+    def target(self, measured: Mapping[str, float], ctx: SearchContext) -> float:
+        """The quantity of the measurements."""
+        if self.quantity is None:
+            raise HilsimError(f"knob {self.key}: its quantity is the rule's (read the table "
+                              "through hilsim.simmodel.tuner.knobs)")
+        return self.quantity(measured, ctx)
+
+    def first_guess(self, measured: Mapping[str, float], ctx: SearchContext) -> int:
+        """The value from the measurement alone (Accel-Sim's tuner's): the quantity,
+        floored (the nearest allowed value for a ``domain``)."""
+        q = self.target(measured, ctx)
+        if self.domain:
+            return min(self.domain, key=lambda v: (abs(v - q), v))
+        return max(self.lo, int(q))
+
+
 @dataclass(frozen=True)
 class OptionRule:
     """How one simulator option follows from timing values.
@@ -179,7 +294,8 @@ class OptionRule:
     the ``# source:`` line, or a function of the inputs giving it; ``doc`` is the
     formula as ``docs/tuner.md`` shows it (needed where ``formula`` is a function).
     ``accelsim`` names the Accel-Sim function (or hilsim) the rule follows; ``latency``
-    says what the latency conventions do to the value.
+    says what the latency conventions do to the value; ``search`` how the on-simulator
+    tuner sets it (:class:`Knob`).
     """
 
     option: str
@@ -191,6 +307,9 @@ class OptionRule:
     when: Callable[[RuleInputs], bool] | None = None
     latency: LatencyKind = LatencyKind.NONE
     doc: str = ""
+    #: how the on-simulator search sets the option (one knob per entry it moves; empty:
+    #: the search leaves the option to the device facts or the base card)
+    search: tuple[Knob, ...] = ()
 
     def formula_text(self, t: RuleInputs) -> str:
         """The formula text for these inputs."""

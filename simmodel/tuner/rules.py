@@ -11,19 +11,35 @@ formula, accelsim): the option, the timing fields it is computed from, its value
 function of :class:`RuleInputs` (``t[field]``, ``t.int_of(field)`` and the named terms
 such as ``t.schedulers`` or ``t.channels``), the formula text its ``# source:`` line
 carries, and the Accel-Sim function it follows. A rule whose inputs are not all set
-gives no value, and the preset's stays. Then run ``python benchmarks/tuner_docs.py``.
+gives no value, and the preset's stays. For the on-simulator tuner to set it too, give
+the rule ``search=(Knob(key, evaluator, what, ...),)``: the microbenchmark that measures
+it (:data:`hilsim.simmodel.tuner.evaluators.EVALUATORS`) and, unless the rule's own
+value over the measurements is the quantity to match, the measurements and quantity
+(:class:`~hilsim.simmodel.tuner.rule.Knob` lists the search's other fields). Then run
+``python benchmarks/tuner_docs.py``.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from hilsim.simmodel.tuner.conventions import unit_latency
 from hilsim.simmodel.tuner.dram import dram_timing
 from hilsim.simmodel.tuner.geometry import is_pow2, round_up_pow2
-from hilsim.simmodel.tuner.rule import LatencyKind, OptionRule, OptionValue, RuleInputs
+from hilsim.simmodel.tuner.rule import (
+    Knob,
+    LatencyKind,
+    OptionRule,
+    OptionValue,
+    Quantity,
+    RuleInputs,
+    SearchContext,
+    Slot,
+)
 
+from hilsim.core import measurement_names as mn
 from hilsim.core.errors import HilsimError
 
 CC = "compute_capability"
@@ -85,7 +101,7 @@ def _dl1(t: RuleInputs) -> OptionValue:
     assoc = min_l1 // line // sets
     warps = t.warps_per_sm
     mshr = warps * (line // t.int_of(L1_SECTOR)) * 2
-    pre = t.preset.option("-gpgpu_cache:dl1")
+    pre = t.preset.option("-gpgpu_cache:dl1") if t.preset is not None else None
     policy = pre.value.split(",")[1] if pre else "L:T:m:L:L"
     tail = ",".join(pre.value.split(",")[3:]) if pre else "16:0,32"
     return OptionValue(
@@ -103,6 +119,100 @@ def _dl2(t: RuleInputs) -> OptionValue:
 def _measured_shared_bandwidth(t: RuleInputs) -> bool:
     """Only a measured shared bandwidth sets the banks: a preset's value stays."""
     return t.source_kind(SHARED_BW) == "measured" and t.float_of(SHARED_BW) > 0
+
+
+# --- the on-simulator search's knobs (Knob: hilsim tune --on-simulator) ----------------
+
+#: plausible launch latency in cycles: above it the measurement is a host round trip;
+#: below GPGPU-Sim's floor (latency 0: ~274 cycles on SM7_TITANV, whose config leaves the
+#: option at its default 0) the search reports the target unreachable
+LAUNCH_CYCLES_RANGE = (0.0, 20000.0)
+#: the shared-memory bank counts GPGPU-Sim is given
+POW2 = tuple(1 << i for i in range(9))
+
+
+def _value(name: str) -> Quantity:
+    return lambda m, _ctx: float(m[name])
+
+
+def _per_unit_cycles(name: str, unit: str) -> Quantity:
+    """Cycles per instruction of one unit: units x 32 lanes x 2 flops / (flop/clk/SM)."""
+    return lambda m, ctx: ctx.units[unit] * 32 * 2 / float(m[name])
+
+
+def _launch_cycles(m: Mapping[str, float], ctx: SearchContext) -> float:
+    return float(m[mn.LAUNCH_LATENCY_US]) * ctx.core_mhz
+
+
+#: the multiply-add kernels of each unit: (the PTX their chains time,
+#: :data:`hilsim.microbench.compute.TYPES`; the latency and the throughput measured)
+MAD_KERNELS: dict[str, tuple[str, str, str]] = {
+    "fp32": ("fma.rn.f32", mn.FP32_LATENCY, mn.FP32_THROUGHPUT),
+    "fp64": ("fma.rn.f64", mn.FP64_LATENCY, mn.FP64_THROUGHPUT),
+    "int32": ("mad.lo.s32", mn.INT32_LATENCY, mn.INT32_THROUGHPUT),
+}
+#: the suite's unit probes (:mod:`hilsim.microbench.unit_ops`, one warp, cycles), in the
+#: order the search lists them: measurement name -> (PTX unit list, entry, the PTX the
+#: probe times, :data:`hilsim.microbench.unit_ops.OPS`' ``ptx``)
+UNIT_PROBES: dict[str, tuple[str, int | None, str]] = {
+    mn.INT_MAX_LATENCY: ("int", 1, "max.s32 + min.s32"),
+    mn.FP_MAX_LATENCY: ("fp", 1, "max.f32 + min.f32"),
+    mn.INT_DIV_LATENCY: ("int", 4, "div.u32 (x = c / x)"),
+    mn.INT_DIV_INITIATION: ("int", 4, "div.u32 (x = c / x)"),
+    mn.FP_DIV_LATENCY: ("fp", 4, "div.rn.f32 (x = c / x)"),
+    mn.SHFL_LATENCY: ("int", 5, "shfl.sync.bfly.b32 (d form)"),
+    mn.SHFL_INITIATION: ("int", 5, "shfl.sync.bfly.b32 (d form)"),
+    mn.SFU_LATENCY: ("sfu", None, "ex2.approx.ftz.f32"),
+    mn.SFU_INITIATION: ("sfu", None, "ex2.approx.ftz.f32"),
+    mn.DP_ADD_LATENCY: ("dp", 0, "add.f64"),
+    mn.DP_ADD_INITIATION: ("dp", 0, "add.f64"),
+    mn.DP_MAX_LATENCY: ("dp", 1, "max.f64 + min.f64"),
+    mn.DP_MAX_INITIATION: ("dp", 1, "max.f64 + min.f64"),
+    mn.DP_MUL_LATENCY: ("dp", 2, "mul.rn.f64"),
+    mn.DP_MUL_INITIATION: ("dp", 2, "mul.rn.f64"),
+}
+
+
+def _interval(latency_key: str) -> dict[str, Any]:
+    """An initiation interval's order: it moves once its entry's latency is settled
+    (a full-occupancy rate is latency-bound near the interval, so points simulated at
+    another latency are stale), and never above that latency (measured: SIGSEGV, int MAD
+    latency 5 with interval 6)."""
+    return {"depends_on": (latency_key,), "waits_for": (latency_key,),
+            "interval_of": latency_key}
+
+
+def _unit_knobs(unit: str, ptx: str, kind: str) -> tuple[Knob, ...]:
+    """The knobs of one unit's ``-ptx_opcode_{kind}_{ptx}`` list: the multiply-add entry
+    from the suite's chain and rate kernels, the other entries from its unit probes.
+
+    Their own quantities: the rule's value is the whole list in a convention (every entry
+    of ADD..MAD the MAD latency; the interval ``floor(32 / (round_up_pow2(flops/2) /
+    schedulers))``), while the search sets one entry from its own measurement (the MAD
+    interval as units x 64 / rate, the probes' cycles as measured)."""
+    out: list[Knob] = []
+    if unit in MAD_KERNELS:
+        mad_ptx, lat, tput = MAD_KERNELS[unit]
+        if kind == "latency":
+            out.append(Knob(f"{ptx}_mad_latency", f"lat.{unit}",
+                            f"dependent {mad_ptx} chain, one warp (lat_{unit})",
+                            (lat,), _value(lat), 3, Slot.LIST_ENTRY))
+        else:
+            units = {"fp": "sp", "dp": "dp", "int": "int"}[ptx]
+            out.append(Knob(f"{ptx}_mad_initiation", f"tput.{unit}",
+                            f"{mad_ptx} throughput, full occupancy: units x 64 / flop/clk/SM",
+                            (tput,), _per_unit_cycles(tput, units), 3, Slot.LIST_ENTRY,
+                            **_interval(f"{ptx}_mad_latency")))
+    for name, (lst, entry, probe_ptx) in UNIT_PROBES.items():
+        if lst != ptx or not name.endswith(f"_{kind}"):
+            continue
+        chain = "chain" if kind == "latency" else "independent chains"
+        latency_key = name.removesuffix("_initiation") + "_latency"
+        out.append(Knob(name, "units", f"one-warp {probe_ptx} {chain} (the suite's unit probe)",
+                        (name,), _value(name), entry, Slot.LIST_ENTRY,
+                        missing_note="not in the measurements: the base card's entry kept",
+                        **(_interval(latency_key) if kind == "initiation" else {})))
+    return tuple(out)
 
 
 def _unit_rules(
@@ -162,6 +272,7 @@ def _unit_rules(
             accelsim,
             doc="lat = floor(latency) (`gpgpusim` convention: the simulator's unit map, "
             f"where measured){div_text}",
+            search=_unit_knobs(unit, ptx, "latency"),
         ),
         OptionRule(
             f"-ptx_opcode_initiation_{ptx}",
@@ -170,6 +281,7 @@ def _unit_rules(
             formula,
             accelsim,
             doc=init_text + (f"; DIV entry {div_init_text}" if div_initiation else ""),
+            search=_unit_knobs(unit, ptx, "initiation"),
         ),
         OptionRule(
             f"-trace_opcode_latency_initiation_{trace}",
@@ -192,6 +304,28 @@ def _rules(*rules: OptionRule | tuple[OptionRule, ...]) -> tuple[OptionRule, ...
 def _const(value: Any) -> Any:
     return lambda _t: value
 
+
+#: the L2 clock (the search's; the analytic rule sets L2 = core clock): matched on the L2
+#: bandwidth, first guess the base card's L2:core ratio
+L2_CLOCK_KNOB = Knob(
+    "l2_clock", "l2_bw",
+    "L2 read bandwidth (L2 and interconnect clocks, at the base card's ratio to each other)",
+    (mn.L2_BANDWIDTH,), _value(mn.L2_BANDWIDTH), 2, Slot.L2_CLOCK,
+    # bandwidth grows with the clock, at most proportionally
+    slope_from_first_point=True,
+    tolerance_rel=0.03,
+    # the slice's L2 bandwidth is bound by its requests in flight (Little's law): it moves
+    # once the L1, L2 and DRAM latencies and the channels are settled
+    depends_on=("mem_channels",),
+    waits_for=("mem_channels", "l1_latency", "l2_rop_latency", "dram_latency"),
+    simulated_slice_note="measured on a simulated {sms}-SM slice of one channel, where the "
+    "SMs' requests in flight bound it (not the L2 clock: on SM90_H100's slice it is the "
+    "same at L2 = 1x and 2x the core clock): the base card's L2 and interconnect clocks (as "
+    "ratios to the core clock) kept",
+    insensitive_note="the simulated L2 bandwidth does not move with the L2 clock on this "
+    "slice ({lo_q:.4g} at {lo} MHz, {hi_q:.4g} at {hi} MHz; target {target:.4g}): the base "
+    "card's ratio to the core clock kept",
+)
 
 #: every option the tuner derives, in emission order
 OPTION_RULES: tuple[OptionRule, ...] = _rules(
@@ -219,7 +353,8 @@ OPTION_RULES: tuple[OptionRule, ...] = _rules(
                "system_config",
                doc="C:C:C:(memory clock x 2 / command ratio); C = the core clock: Accel-Sim's "
                "hw_def base clock, hilsim's measured `sm_clock_mhz` (else the queried max "
-               "clock)"),
+               "clock)",
+               search=(L2_CLOCK_KNOB,)),
     # --- device query (core_config / shd_config) ------------------------------------------
     *(
         OptionRule(opt, (dotted,), lambda t, d=dotted: t[d],
@@ -299,12 +434,24 @@ OPTION_RULES: tuple[OptionRule, ...] = _rules(
                "round_up_pow2(shared B/clk/SM / 4 B per bank)", "hilsim",
                when=_measured_shared_bandwidth,
                doc="round_up_pow2(shared B/clk/SM / 4 B per bank); only from a measurement "
-               "(107 B/clk/SM -> 32)"),
+               "(107 B/clk/SM -> 32)",
+               # the search's first guess is the nearest power of two, not the next one up
+               search=(Knob("shmem_banks", "shared_bw",
+                            "shared-memory bandwidth / 4 B per bank (powers of two)",
+                            (mn.SHARED_BANDWIDTH,),
+                            lambda m, _c: float(m[mn.SHARED_BANDWIDTH]) / 4, domain=POW2),)),
     # --- memory (mem_config) ---------------------------------------------------------------
     OptionRule("-gpgpu_n_mem", (BUS, DRAM_TYPE), lambda t: t.channels,
                lambda t: f"bus width / {t.dram.channel_bits}-bit {t.dram_model} channel "
                "(mem_config)", "mem_config",
-               doc="bus width / channel width (HBM 128, GDDR5/5X 32, GDDR6 16 bit)"),
+               doc="bus width / channel width (HBM 128, GDDR5/5X 32, GDDR6 16 bit)",
+               # the search keeps the base card's channel width (Slot.CHANNELS) and
+               # matches the bandwidth, which grows with the channels
+               search=(Knob("mem_channels", "dram_bw",
+                            "DRAM read bandwidth: one channel x channels (bandwidth vs "
+                            "channels)", (mn.DRAM_READ_BANDWIDTH,),
+                            _value(mn.DRAM_READ_BANDWIDTH), slot=Slot.CHANNELS,
+                            proportional=True),)),
     OptionRule("-gpgpu_n_mem_per_ctrlr", (BUS, DRAM_TYPE), _const(1), "1 (mem_config)",
                "mem_config"),
     OptionRule("-gpgpu_dram_buswidth", (BUS, DRAM_TYPE), lambda t: t.dram.channel_bits // 8,
@@ -338,24 +485,42 @@ OPTION_RULES: tuple[OptionRule, ...] = _rules(
                "<= 64; neither: the largest assoc <= 32 with power-of-two sets (hilsim)"),
     # --- the fixed latencies and the launch latency (conventions) --------------------------
     OptionRule("-gpgpu_l1_latency", (L1_HIT,), lambda t: t.float_of(L1_HIT),
-               "floor(L1 hit) (l1_lat)", "l1_lat", latency=LatencyKind.FIXED),
+               "floor(L1 hit) (l1_lat)", "l1_lat", latency=LatencyKind.FIXED,
+               search=(Knob("l1_latency", "chase", "L1 hit, .ca pointer chase (l1_lat)"),)),
     OptionRule("-gpgpu_l2_rop_latency", (L2_HIT, L1_HIT),
                lambda t: t.float_of(L2_HIT) - t.pairs.get("l1_for_l2", t.float_of(L1_HIT)),
                "floor(L2 hit - L1 hit) (l2_lat)", "l2_lat", latency=LatencyKind.FIXED,
-               doc="floor(L2 hit - L1 hit), L1 from the same run"),
+               doc="floor(L2 hit - L1 hit), L1 from the same run",
+               # the search matches the simulated L2 hit itself (its first guess the
+               # L2 hit, not L2 - L1): on the simulator the option is most of the hit
+               search=(Knob("l2_rop_latency", "chase", "L2 hit, .cg pointer chase (l2_lat)",
+                            (mn.L2_HIT_LATENCY,), _value(mn.L2_HIT_LATENCY),
+                            depends_on=("l2_clock",)),)),
     OptionRule("-dram_latency", (DRAM_LAT, L2_HIT),
                lambda t: t.float_of(DRAM_LAT) - t.pairs.get("l2_for_dram", t.float_of(L2_HIT)),
                "floor(DRAM - L2 hit) (mem_lat)", "mem_lat", latency=LatencyKind.FIXED,
-               doc="floor(DRAM - L2 hit), L2 from the same run"),
+               doc="floor(DRAM - L2 hit), L2 from the same run",
+               search=(Knob("dram_latency", "chase", "DRAM - L2 hit, cold .cg chase (mem_lat)",
+                            depends_on=("l2_clock",)),)),
     OptionRule("-gpgpu_smem_latency", (SHARED_LAT,), lambda t: t.float_of(SHARED_LAT),
-               "floor(shared) (shared_lat)", "shared_lat", latency=LatencyKind.FIXED),
+               "floor(shared) (shared_lat)", "shared_lat", latency=LatencyKind.FIXED,
+               search=(Knob("smem_latency", "shared", "shared-memory chase (shared_lat)"),)),
     OptionRule("-gpgpu_kernel_launch_latency", (LAUNCH,), lambda t: t.float_of(LAUNCH),
                "floor(launch latency cycles) (kernel_lat)", "kernel_lat",
                latency=LatencyKind.LAUNCH,
                doc="floor(launch latency cycles); Accel-Sim: event time x base clock / 3; "
                "hilsim: GPU-side start-to-start us of back-to-back empty kernels "
                "(`%globaltimer`) x core MHz, kept from the preset outside 500-20,000 cycles "
-               "(a host round trip)"),
+               "(a host round trip)",
+               # the search reads the launch measurement at the candidate's core clock
+               # (the rule a timing field derived from it) and keeps the base card's
+               # value outside 0-20,000 cycles (the rule the preset's outside 500-20,000)
+               search=(Knob("launch_latency", "launch",
+                            "launch latency x core clock (kernel_lat)",
+                            (mn.LAUNCH_LATENCY_US,), _launch_cycles, lo=0,
+                            target_range=LAUNCH_CYCLES_RANGE,
+                            out_of_range="{target:.0f} cycles is outside {range} (a host "
+                            "round trip?): the base card's value kept"),)),
     # --- execution units (config_fpu / config_dpu / config_int / config_sfu) -------------
     _unit_rules("fp32", "config_fpu", "fp", "sp", "39", "2x", fma=True),
     _unit_rules("fp64", "config_dpu", "dp", "dp", "330", "130", fma=True),

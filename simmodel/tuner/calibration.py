@@ -4,7 +4,7 @@ The tuner's latency quantities (Accel-Sim paper, Section II-C: ``l1_lat``, ``l2_
 L2 hit - L1 hit, ``mem_lat`` = DRAM - L2 hit, ``shd_lat``; ``kernel_lat``) are not the
 config options themselves: GPGPU-Sim adds its pipeline (issue, operand collection, the
 interconnect, L2 and DRAM clock domains) and the chase kernel its own instructions. The
-map is measured on the simulator (:mod:`hilsim.simmodel.gpgpusim.simcalibrate`): the latency
+map is measured on the simulator (:mod:`hilsim.simmodel.tuner.calibrate`): the latency
 suite runs at a calibration point and once more per option with that option raised;
 the finite differences give a matrix ``A`` and an offset ``c`` with
 
@@ -145,7 +145,7 @@ def _read_map_file(
 ) -> tuple[dict[str, Any], str]:
     """A measured map's JSON (the packaged file unless ``path``) and the name errors use."""
     if path is None:
-        text = resources.files("hilsim.simmodel.gpgpusim").joinpath(packaged).read_text()
+        text = resources.files("hilsim.simmodel.tuner").joinpath(packaged).read_text()
         where = packaged
     else:
         where = str(path)

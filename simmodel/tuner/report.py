@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from hilsim.simmodel.accelsim import OptionLine
-from hilsim.simmodel.gpgpusim.tunedcard import config_text, icnt_for, write_card
-from hilsim.simmodel.gpgpusim.tuneloop import LoopResult
+from hilsim.simmodel.tuner.card import config_text, icnt_for, write_card
+from hilsim.simmodel.tuner.search import LoopResult
 
 from hilsim.core.files import atomic_directory
 

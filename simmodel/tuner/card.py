@@ -5,7 +5,7 @@ Accel-Sim (Khairy et al., ISCA 2020), Section II-C: the tuner writes a configura
 from the device query and the microbenchmarks. Each option of a tuned card is one of
 
 * ``measured``: set in the loop until the simulated microbenchmark meets the measured one
-  (:mod:`hilsim.simmodel.gpgpusim.tuneloop`);
+  (:mod:`hilsim.simmodel.tuner.search`);
 * ``device``: a fact the device reports about itself (SM count, clocks, cache and shared
   memory sizes, registers): read, not recovered;
 * ``derived``: follows from the two above and the base card's structure (the L2 sets
@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from hilsim.simmodel.accelsim import OptionLine, format_value
-from hilsim.simmodel.gpgpusim.basecard import device_compute_capability
 from hilsim.simmodel.gpgpusim.cards import INT_LIST_DEFAULTS, CardConfig
 from hilsim.simmodel.gpgpusim.unitprobe import ENTRY_NAMES
+from hilsim.simmodel.tuner.inputs import compute_capability
 
 from hilsim.core import measurement_names as mn
 from hilsim.core.errors import HilsimError
@@ -88,7 +88,7 @@ def canonical_facts(facts: Mapping[str, Any]) -> dict[str, Any]:
             if value not in (None, ""):
                 out[key] = value if fact.field == "dram.type" else float(value) * fact.scale
                 break
-    cc = device_compute_capability(dict(facts))
+    cc = compute_capability(facts)
     if cc is not None:
         out["compute_capability"] = cc
     return out

@@ -1,6 +1,6 @@
 """One integer option against one measured quantity: a monotone secant search.
 
-The simulator-in-the-loop tuner (:mod:`hilsim.simmodel.gpgpusim.onsim`) sets every option
+The simulator-in-the-loop tuner (:mod:`hilsim.simmodel.tuner.search`) sets every option
 it measures by simulating candidates: the simulated quantity ``m(x)`` of an option value
 ``x`` is monotone increasing in ``x`` (a latency option and the load-to-use cycles the
 chase sees; an initiation interval and the cycles per instruction a throughput kernel

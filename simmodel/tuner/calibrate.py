@@ -1,5 +1,5 @@
 """Measure GPGPU-Sim's option -> latency map on a card (see
-:mod:`hilsim.simmodel.gpgpusim.calibration` for the model and the file).
+:mod:`hilsim.simmodel.tuner.calibration` for the model and the file).
 
 ``hilsim gpgpusim calibrate SM7_QV100 [-o FILE]`` (:func:`write_calibration`) runs the
 latency chases and the shared chase at a calibration point (the card's values raised by
@@ -24,7 +24,9 @@ from typing import Any
 
 from hilsim.microbench import compute, latency, launch
 from hilsim.simmodel.gpgpusim.build import find_build
-from hilsim.simmodel.gpgpusim.calibration import (
+from hilsim.simmodel.gpgpusim.cards import card_config
+from hilsim.simmodel.gpgpusim.simdevice import GpgpusimDevice
+from hilsim.simmodel.tuner.calibration import (
     FILE,
     LATENCY_OPTIONS,
     LAUNCH_OPTION,
@@ -34,8 +36,6 @@ from hilsim.simmodel.gpgpusim.calibration import (
     UNIT_SCHEMA,
     quantities,
 )
-from hilsim.simmodel.gpgpusim.cards import card_config
-from hilsim.simmodel.gpgpusim.simdevice import GpgpusimDevice
 
 from hilsim.core.files import write_text_atomic
 
@@ -144,7 +144,7 @@ def write_calibration(
 ) -> tuple[str, Path]:
     """Calibrate ``card_name`` (:func:`calibrate`, or :func:`calibrate_units` with
     ``units``) and merge its entry, under the card's compute capability, into ``output``
-    (default: the shipped file beside :mod:`~hilsim.simmodel.gpgpusim.calibration`).
+    (default: the shipped file beside :mod:`~hilsim.simmodel.tuner.calibration`).
 
     Returns the compute capability and the file written.
     """
@@ -166,5 +166,5 @@ def write_calibration(
 
 if __name__ == "__main__":
     raise SystemExit(
-        "simcalibrate: run `hilsim gpgpusim calibrate CARD [-o FILE] [--units]`"
+        "calibrate: run `hilsim gpgpusim calibrate CARD [-o FILE] [--units]`"
     )

@@ -8,10 +8,10 @@ recovered option beside the configured one with the tolerance :data:`TOLERANCE` 
 
 Convention of the latency options (``gpgpusim``): the option values that make GPGPU-Sim
 reproduce the measured load-to-use latencies, through the map measured on the simulator
-(:mod:`hilsim.simmodel.gpgpusim.calibration`), rounded to an integer.
+(:mod:`hilsim.simmodel.tuner.calibration`), rounded to an integer.
 
 Unit latencies (``gpgpusim`` convention, the unit map of
-:mod:`hilsim.simmodel.gpgpusim.calibration`): the multiply-add entry (4th) of
+:mod:`hilsim.simmodel.tuner.calibration`): the multiply-add entry (4th) of
 ``-ptx_opcode_latency_{fp,dp,int}``.
 
 Throughput-derived options (measured on a 2-SM slice of the GPGPU-Sim device,

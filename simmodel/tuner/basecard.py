@@ -17,9 +17,11 @@ The candidates are :data:`BASE_CARDS`, one per generation the project calibrated
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from hilsim.simmodel.tuner.inputs import compute_capability
 
 from hilsim.core.errors import HilsimError
 
@@ -50,22 +52,9 @@ def memory_family(memory_type: str | None) -> str | None:
     return None
 
 
-def device_compute_capability(facts: dict[str, Any]) -> str | None:
-    """The compute capability of device facts (``compute_capability`` or major/minor)."""
-    cc = facts.get("compute_capability")
-    if cc is None:
-        major = facts.get("cc_major", facts.get("major"))
-        minor = facts.get("cc_minor", facts.get("minor"))
-        if major is not None and minor is not None:
-            cc = f"{major}.{minor}"
-    if isinstance(cc, list | tuple):
-        cc = ".".join(str(x) for x in cc)
-    return None if cc is None else str(cc)
-
-
 @dataclass(frozen=True)
-class Profile:
-    """What a candidate (a card or a preset) is compared by."""
+class CardKey:
+    """What a candidate (a card or a preset) and the device are compared by."""
 
     name: str
     compute_capability: str
@@ -82,7 +71,7 @@ class Choice:
     mismatches: list[str] = field(default_factory=list)
 
 
-def closeness(device: Profile, candidate: Profile) -> tuple[float, ...]:
+def closeness(device: CardKey, candidate: CardKey) -> tuple[float, ...]:
     """Sort key: same major, nearest compute capability (older on ties), same memory
     family, nearest SM count (log ratio)."""
     d, c = cc_number(device.compute_capability), cc_number(candidate.compute_capability)
@@ -101,7 +90,7 @@ def closeness(device: Profile, candidate: Profile) -> tuple[float, ...]:
     )
 
 
-def choose(device: Profile, candidates: Sequence[Profile]) -> Choice:
+def choose(device: CardKey, candidates: Sequence[CardKey]) -> Choice:
     """The closest candidate (:func:`closeness`) and the differences worth printing."""
     if not candidates:
         raise HilsimError("no base card to choose from")
@@ -133,14 +122,14 @@ def choose(device: Profile, candidates: Sequence[Profile]) -> Choice:
     return Choice(best.name, reason, mismatches)
 
 
-def device_profile(facts: dict[str, Any]) -> Profile:
-    """The device's profile from its facts (a one-line error without a compute
+def device_key(facts: Mapping[str, Any]) -> CardKey:
+    """The device's key from its facts (a one-line error without a compute
     capability)."""
-    cc = device_compute_capability(facts)
+    cc = compute_capability(facts)
     if cc is None:
         raise HilsimError(
             "device facts give no compute capability: cannot choose a base card (give --base)"
         )
     sms = facts.get("sm_count", facts.get("multiProcessorCount"))
     mem = facts.get("memory_type", facts.get("memoryType"))
-    return Profile("device", cc, str(mem) if mem else None, int(sms) if sms else None)
+    return CardKey("device", cc, str(mem) if mem else None, int(sms) if sms else None)

@@ -30,14 +30,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from hilsim.microbench import unit_ops
 from hilsim.simmodel.gpgpusim.cards import CONFIG_NAME, CardConfig
 from hilsim.simmodel.gpgpusim.simdevice import GpgpusimDevice, card_device_facts
-from hilsim.simmodel.gpgpusim.tunedcard import list_entries
-from hilsim.simmodel.gpgpusim.tuneknobs import EVALUATORS
 from hilsim.simmodel.gpgpusim.unitprobe import ENTRY_NAMES, PROBES, probe_measurements
+from hilsim.simmodel.tuner.card import list_entries
+from hilsim.simmodel.tuner.evaluators import EVALUATORS
 
-from hilsim.core.measurement import read_microbench_json, write_microbench_json
+from hilsim.core.measurement import write_microbench_json
 
 #: GPGPU-Sim's cards no calibration or base used
 HELD_OUT: tuple[str, ...] = ("SM7_GV100", "SM7_TITANV", "SM75_RTX2060_S")
@@ -119,26 +118,6 @@ def measure(
     facts = card_device_facts(card)
     facts["simulation"] = {"runs": device.runs}
     return write_microbench_json(out, results, facts)
-
-
-def with_unit_probes(
-    card: CardConfig, build: Any, microbench: str | os.PathLike[str],
-    out: str | os.PathLike[str],
-) -> Path:
-    """``microbench`` plus the suite's unit probes (:func:`hilsim.microbench.unit_ops.
-    simulated`: MAX, DIV, SHFL, SFU latency and initiation) run on ``card``, as
-    ``hilsim agent microbench --backend gpgpusim`` writes them (for files measured
-    before the suite had them)."""
-    rows, facts = read_microbench_json(microbench)
-    have = {m.name for m in rows}
-    device = GpgpusimDevice(card, build=build)
-    probed = unit_ops.simulated(device)
-    added = [m for m in probed if m.name not in have]
-    rows.extend(added)
-    if added:  # the probe program's run joins the file's record of simulator runs
-        sim = facts.setdefault("simulation", {})
-        sim.setdefault("runs", []).extend(device.runs)
-    return write_microbench_json(out, rows, facts)
 
 
 @dataclass(frozen=True)
