@@ -47,22 +47,6 @@ if TYPE_CHECKING:
 PathLike = str | os.PathLike[str]
 Progress = Callable[..., None]
 
-#: the columns of :meth:`Comparison.table` (and of ``compare.csv``)
-COMPARISON_COLUMNS: tuple[str, ...] = (
-    "method",
-    "runs",
-    "hmean_speedup",
-    "mean_error",
-    "max_error",
-    "mean_samples",
-    "mean_plan_seconds",
-    "profiling",
-    "no_reduction",
-    "pareto",
-    "warnings",
-)
-
-
 @dataclass
 class Evaluation:
     """A plan scored on a profile, or a method evaluated over seeds.
@@ -126,6 +110,8 @@ class Comparison:
 
     def table(self) -> pd.DataFrame:
         """The comparison table (the columns of ``compare.csv``; warnings as a list)."""
+        from hilsim.analyzer.report import COMPARISON_COLUMNS  # lazy: see the imports
+
         return pd.DataFrame(
             [{c: row.get(c) for c in COMPARISON_COLUMNS} for row in self.methods],
             columns=list(COMPARISON_COLUMNS),

@@ -117,6 +117,9 @@ def test_compare_returns_the_document_the_command_writes(
     assert comparison.title.endswith(": 1,106 launches")
     folder = comparison.write(tmp_path / "py")
     assert {p.name for p in folder.iterdir()} == {"compare.json", "compare.csv", "pareto.png"}
+    # the table and compare.csv have the same columns (one constant, in report.py)
+    header = (folder / "compare.csv").read_text().splitlines()[0]
+    assert list(table.columns) == header.split(",")
 
     assert main(["compare", str(nerf_bundle), "--methods", "stem,random,first-n", "--seeds",
                  "2", "--workers", "1", "-o", str(tmp_path / "cli")]) == 0
