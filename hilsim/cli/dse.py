@@ -14,6 +14,7 @@ import click
 from rich.table import Table
 
 from hilsim.analyzer.evaluate import check_compatible
+from hilsim.cli.options import output_option
 from hilsim.core.bundle import read_bundle
 from hilsim.core.console import out
 from hilsim.core.files import check_output
@@ -32,8 +33,7 @@ from hilsim.simmodel.presets import load_timing_config
               "RTX3070, H100-SXM).")
 @click.option("--vary", "variations", multiple=True,
               help="NAME=xFACTOR or NAME=VALUE (repeatable), e.g. l2_size=x2, sm_count=x0.5.")
-@click.option("-o", "--output", type=click.Path(path_type=Path),
-              help="Write the result as JSON (hilsim.dse/1).")
+@output_option("Write the result as JSON (hilsim.dse/1).")
 def dse_cmd(bundle_path: Path, plan_path: Path, config_spec: str,
             variations: tuple[str, ...], output: Path | None) -> None:
     """Speedup of each hardware variation: full (all launches) vs sampled (the plan)."""

@@ -11,6 +11,7 @@ import click
 from rich.table import Table
 
 from hilsim.agent.probe import clocks_under_load, locked_clocks
+from hilsim.cli.options import output_option
 from hilsim.core.console import out
 from hilsim.core.errors import HilsimError
 from hilsim.core.measurement import write_microbench_json
@@ -29,14 +30,8 @@ from hilsim.simmodel.gpgpusim.simsuite import run_sim_suite
 
 
 @click.command("microbench")
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=Path("microbench.json"),
-    show_default=True,
-    help="Where to write the hilsim.microbench/1 JSON (written atomically).",
-)
+@output_option("Where to write the hilsim.microbench/1 JSON (written atomically).",
+               file_only=True, default=Path("microbench.json"))
 @click.option(
     "--only",
     "only",

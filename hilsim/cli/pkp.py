@@ -17,6 +17,7 @@ from rich.table import Table
 
 from hilsim.analyzer.facade import Profile
 from hilsim.analyzer.report import write_result
+from hilsim.cli.options import output_option
 from hilsim.core.console import out, status
 from hilsim.core.errors import HilsimError
 from hilsim.core.files import check_output
@@ -73,7 +74,7 @@ from hilsim.core.plan import load_plan
     show_default=True,
     help="Std-dev threshold of the windowed IPC (PKA: 0.25).",
 )
-@click.option("-o", "--output", type=click.Path(path_type=Path), help="Result JSON to write.")
+@output_option("Result JSON to write.")
 def pkp_cmd(
     profile: Path,
     plan_path: Path,

@@ -14,6 +14,7 @@ import click
 from hilsim.analyzer.importers.profile import load_profile
 from hilsim.analyzer.portability import evaluate_portability
 from hilsim.analyzer.report import write_result
+from hilsim.cli.options import output_option
 from hilsim.core.files import check_output
 from hilsim.core.plan import load_plan
 
@@ -25,8 +26,7 @@ from hilsim.core.plan import load_plan
               help="Bundle A, the plan's source (needed to align launch sequences).")
 @click.option("--bundle", "target_path", required=True, type=click.Path(path_type=Path),
               help="Bundle B: the same workload on another GPU.")
-@click.option("-o", "--output", required=True, type=click.Path(path_type=Path),
-              help="JSON result to write (atomically).")
+@output_option("JSON result to write (atomically).", required=True)
 def portability_cmd(plan_path: Path, source_path: Path, target_path: Path, output: Path) -> None:
     """Error, per-kernel-class changes and predicted speedup of an A-plan on B."""
     check_output(output)  # refused before the work, not after it

@@ -37,6 +37,7 @@ from hilsim.analyzer.sweep import (
     sim_summary,
     summarize,
 )
+from hilsim.cli.options import output_option
 from hilsim.core.console import err, out
 from hilsim.core.errors import HilsimError
 from hilsim.core.files import folder_lock, write_text_atomic
@@ -45,13 +46,10 @@ from hilsim.core.formatting import percent
 
 @click.command("sweep")
 @click.argument("spec_path", metavar="SPEC", type=click.Path(path_type=Path))
-@click.option(
-    "-o",
-    "--output",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Folder for results.parquet, summary.csv and one compare folder per workload; "
+@output_option(
+    "Folder for results.parquet, summary.csv and one compare folder per workload; "
     "a rerun into the same folder skips the tasks already there.",
+    required=True,
 )
 @click.option(
     "--scheduler",
