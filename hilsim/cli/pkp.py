@@ -13,7 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.table import Table
 
 from hilsim.analyzer.facade import Profile
 from hilsim.analyzer.report import write_result
@@ -108,24 +107,6 @@ def pkp_cmd(
         s=s,
         relative=relative,
     )
-    source = result["timelines"]
-    table = Table(title=f"PKP on {plan.method} plan ({source})")
-    columns = ["projected total cycles", "simulated fraction", "sampled launches",
-               "projected launches"]
-    if result["full_total_cycles"]:
-        columns += ["full total cycles", "projection error"]
-    for column in columns:
-        table.add_column(column, justify="right")
-    cells = [
-        f"{result['projected_total_cycles']:,.0f}",
-        f"{100 * result['simulated_fraction']:.1f}%",
-        f"{plan.n_samples:,}",
-        f"{result['n_projected']:,}",
-    ]
-    if result["full_total_cycles"]:
-        cells += [f"{result['full_total_cycles']:,.0f}",
-                  f"{100 * result['projection_error']:.2f}%"]
-    table.add_row(*cells)
-    out.print(table)
+    out.print(result.table())
     if output:
-        write_result(output, result)
+        write_result(output, result.to_dict())
