@@ -60,7 +60,8 @@ def compare_profile(
     budget_of: str | None = "stem",
     budget: str = "time",
 ) -> dict[str, Any]:
-    """The ``hilsim.compare/1`` document of :func:`compare_methods` on ``bundle`` (read from
+    """The ``hilsim.compare/1`` document of
+    :func:`~hilsim.analyzer.compare.run.compare_methods` on ``bundle`` (read from
     ``path``; scored on ``holdout``, read from ``holdout_path``, when given).
 
     Besides the table it holds what identifies the inputs (:func:`input_identity` of the

@@ -60,13 +60,15 @@ def compare_methods(
     number of simulated launches (``budget="launches"``). ``budget_of=None`` runs them
     at their own defaults.
 
-    Rows that do not reduce the simulation (:func:`reduction_flag`) are marked
-    ``no_reduction`` and left off the Pareto front; every plan note is carried as a
-    row's ``warnings``; a method that ran without its inputs is labelled with what it
-    had (:func:`method_label`).
+    Rows that do not reduce the simulation
+    (:func:`~hilsim.analyzer.compare.scoring.reduction_flag`) are marked ``no_reduction``
+    and left off the Pareto front; every plan note is carried as a row's ``warnings``; a
+    method that ran without its inputs is labelled with what it had
+    (:func:`~hilsim.analyzer.compare.scoring.method_label`).
 
     ``workers`` (default: one per CPU, at most one per run) is lowered to what the
-    available memory holds (:func:`memory_capped_workers`).
+    available memory holds
+    (:func:`~hilsim.analyzer.compare.memory.memory_capped_workers`).
 
     Returns ``{"methods": [summary...], "skipped": {name: reason}, "holdout": bool,
     "seeds": [int], "budget": {...} | None, "thresholds": {...}, "workers": int,
