@@ -32,6 +32,7 @@ from hilsim.analyzer import methods
 from hilsim.analyzer.importers.profile import import_profile, load_profile
 from hilsim.analyzer.methods.base import Method
 from hilsim.analyzer.tracecheck import bundle_warnings, method_warnings
+from rich.table import Table
 
 from hilsim.core.bundle import Bundle, write_bundle
 from hilsim.core.errors import HilsimError
@@ -46,22 +47,6 @@ if TYPE_CHECKING:
 
 PathLike = str | os.PathLike[str]
 Progress = Callable[..., None]
-
-#: the columns of :meth:`Comparison.table` (and of ``compare.csv``)
-COMPARISON_COLUMNS: tuple[str, ...] = (
-    "method",
-    "runs",
-    "hmean_speedup",
-    "mean_error",
-    "max_error",
-    "mean_samples",
-    "mean_plan_seconds",
-    "profiling",
-    "no_reduction",
-    "pareto",
-    "warnings",
-)
-
 
 @dataclass
 class Evaluation:
@@ -126,6 +111,8 @@ class Comparison:
 
     def table(self) -> pd.DataFrame:
         """The comparison table (the columns of ``compare.csv``; warnings as a list)."""
+        from hilsim.analyzer.report import COMPARISON_COLUMNS  # lazy: see the imports
+
         return pd.DataFrame(
             [{c: row.get(c) for c in COMPARISON_COLUMNS} for row in self.methods],
             columns=list(COMPARISON_COLUMNS),
@@ -143,6 +130,43 @@ class Comparison:
         if self.methods:
             pareto_plot(self.methods, target / "pareto.png", self.title)
         return target
+
+
+@dataclass
+class Projection:
+    """Principal Kernel Projection of a plan's sampled launches (PKA section 3.2): the
+    document :func:`hilsim.simmodel.pkp.project_plan` returns plus ``timelines`` (where
+    the IPC timelines came from), and the plan projected."""
+
+    document: dict[str, Any]
+    plan: Plan
+
+    def table(self) -> Table:
+        """The projected total, the simulated fraction and, with the full simulation's
+        cycles, the projection error (what ``hilsim pkp`` prints)."""
+        result = self.document
+        table = Table(title=f"PKP on {self.plan.method} plan ({result['timelines']})")
+        columns = ["projected total cycles", "simulated fraction", "sampled launches",
+                   "projected launches"]
+        if result["full_total_cycles"]:
+            columns += ["full total cycles", "projection error"]
+        for column in columns:
+            table.add_column(column, justify="right")
+        cells = [
+            f"{result['projected_total_cycles']:,.0f}",
+            f"{100 * result['simulated_fraction']:.1f}%",
+            f"{self.plan.n_samples:,}",
+            f"{result['n_projected']:,}",
+        ]
+        if result["full_total_cycles"]:
+            cells += [f"{result['full_total_cycles']:,.0f}",
+                      f"{100 * result['projection_error']:.2f}%"]
+        table.add_row(*cells)
+        return table
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document ``hilsim pkp -o`` writes."""
+        return self.document
 
 
 @dataclass
@@ -360,14 +384,15 @@ class Profile:
         window_cycles: float = 3000.0,
         s: float = 0.25,
         relative: bool = False,
-    ) -> dict[str, Any]:
+    ) -> Projection:
         """Principal Kernel Projection of ``plan``'s sampled launches (PKA section 3.2):
         each is simulated until its windowed IPC is stable, the rest projected.
 
         IPC timelines from exactly one of: the analytical timing ``model`` (a timing.json
         or preset name; needs counters), a per-CTA ``cta_trace`` CSV, or a GPGPU-Sim run
-        folder with visualizer samples (``gpgpusim_log``). Returns
-        :func:`hilsim.simmodel.pkp.project_plan`'s dict plus ``timelines`` (the source).
+        folder with visualizer samples (``gpgpusim_log``). Returns the
+        :class:`Projection`: :func:`hilsim.simmodel.pkp.project_plan`'s document plus
+        ``timelines`` (the source).
         """
         # lazy: see the imports
         from hilsim.analyzer.evaluate import check_compatible
@@ -397,7 +422,7 @@ class Profile:
         result = project_plan(chosen, timelines, window_cycles=window_cycles, s=s,
                               relative=relative)
         result["timelines"] = source
-        return result
+        return Projection(result, chosen)
 
 
 __all__ = [
@@ -405,5 +430,6 @@ __all__ = [
     "Evaluation",
     "ImportResult",
     "Profile",
+    "Projection",
     "import_bundle",
 ]

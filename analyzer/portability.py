@@ -34,15 +34,19 @@ A (``--source``) is evaluated on bundle B of the same workload:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from hilsim.analyzer.evaluate import check_compatible
+from hilsim.analyzer.importers.profile import load_profile
 
 from hilsim.core.bundle import Bundle
 from hilsim.core.errors import HilsimError
-from hilsim.core.plan import Plan
+from hilsim.core.files import check_output
+from hilsim.core.jsonfile import write_json
+from hilsim.core.plan import Plan, load_plan
 
 MAX_LISTED = 50
 #: matching launches that must follow an edit before the alignment of a window is kept
@@ -410,3 +414,38 @@ def evaluate_portability(plan: Plan, source: Bundle, target: Bundle) -> dict[str
         "classes": rows,
         "moved_most": moved,
     }
+
+
+@dataclass
+class PortabilityRun:
+    """A plan chosen on GPU A scored on GPU B (:func:`evaluate_portability`'s document),
+    written to ``output``."""
+
+    document: dict[str, Any]
+    output: Path
+
+    def lines(self) -> list[str]:
+        """The error on B (and on A), what did not align, the predicted vs true speedup,
+        and the file written."""
+        al = self.document["alignment"]
+        sp = self.document["speedup_b_over_a"]
+        return [
+            f"error on B {100 * self.document['error']:.2f}% "
+            f"(on A {100 * self.document['error_on_a']:.2f}%); "
+            f"unaligned: {al['unaligned_a']} A launches "
+            f"({100 * (al['unaligned_a_time_fraction'] or 0):.2f}% of A's time), "
+            f"{al['unaligned_b']} B launches "
+            f"({100 * (al['unaligned_b_time_fraction'] or 0):.2f}% of B's time); "
+            f"speedup B/A predicted {sp['predicted']:.3f} vs true {sp['true']:.3f}",
+            f"wrote {self.output}",
+        ]
+
+
+def portability_run(plan: Path, source: Path, target: Path, output: Path) -> PortabilityRun:
+    """``hilsim portability``: the plan file ``plan`` (made on the profile ``source``)
+    evaluated on ``target`` and written as JSON to ``output`` (refused before the work
+    when it exists)."""
+    check_output(output)
+    document = evaluate_portability(load_plan(plan), load_profile(source), load_profile(target))
+    write_json(output, document)
+    return PortabilityRun(document, output)

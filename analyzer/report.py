@@ -16,6 +16,21 @@ from hilsim.core.files import write_text_atomic
 from hilsim.core.formatting import percent
 from hilsim.core.jsonfile import write_json
 
+#: the columns of ``compare.csv`` (and of :meth:`hilsim.analyzer.facade.Comparison.table`)
+COMPARISON_COLUMNS: tuple[str, ...] = (
+    "method",
+    "runs",
+    "hmean_speedup",
+    "mean_error",
+    "max_error",
+    "mean_samples",
+    "mean_plan_seconds",
+    "profiling",
+    "no_reduction",
+    "pareto",
+    "warnings",
+)
+
 
 def summary_table(
     rows: list[tuple[str, PlanScore, MethodSummary | None]], title: str | None = None
@@ -154,20 +169,7 @@ def write_comparison(folder: str | Path, result: dict[str, Any]) -> Path:
     target = Path(folder)
     write_result(target / "compare.json", result)
     buffer = io.StringIO()
-    columns = [
-        "method",
-        "runs",
-        "hmean_speedup",
-        "mean_error",
-        "max_error",
-        "mean_samples",
-        "mean_plan_seconds",
-        "profiling",
-        "no_reduction",
-        "pareto",
-        "warnings",
-    ]
-    writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore")
+    writer = csv.DictWriter(buffer, fieldnames=list(COMPARISON_COLUMNS), extrasaction="ignore")
     writer.writeheader()
     writer.writerows(
         {**row, "warnings": " | ".join(row.get("warnings", []))} for row in result["methods"]

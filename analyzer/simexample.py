@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from hilsim.analyzer import validate as v
-from hilsim.analyzer.decompose import attach_decomposition, decompose
 from hilsim.analyzer.evaluate import score_plan
 from hilsim.analyzer.importers.profile import load_profile
 from hilsim.analyzer.portability import evaluate_portability
 from hilsim.analyzer.report import write_result
 from hilsim.analyzer.simulate import SUMMARY_JSON, read_placement
+from hilsim.analyzer.validate.decompose import attach_decomposition, decompose
 from hilsim.analyzer.validate.text import decomposition_markdown
 from hilsim.simmodel.dse import counters_from_bundle, dse
 from hilsim.simmodel.gpgpusim.simlog import read_simlogs

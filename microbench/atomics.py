@@ -28,6 +28,7 @@ import numpy as np
 from hilsim.microbench.device import Benchmark, Device, Setup
 from hilsim.microbench.program import Program
 
+from hilsim.core import measurement_names as mn
 from hilsim.core.measurement import Measurement, measurement_from_stability
 
 SOURCE = r"""
@@ -82,7 +83,7 @@ def atomic_latency(device: Device, n: int | None = None) -> Measurement:
 
     stab = device.sample(once, 8, 0.03, 3)
     return measurement_from_stability(
-        "atomic_latency",
+        mn.ATOMIC_LATENCY,
         stab,
         "cycles",
         {"instruction": "atom.global.add.u32", "chain_length": n, **device.kernel_clock_params},
@@ -102,7 +103,7 @@ def atomic_throughput(device: Device, same: bool) -> Measurement:
     program = Program("atomics.atomic").buf("data", 4 * (1 if same else threads))
     args = [("buf", "data"), ("i32", n), ("i32", int(same))]
     program.launch("atomic_tput", grid, block, args, timing="batch", reset=["data"])
-    name = "atomic_throughput_same" if same else "atomic_throughput_distinct"
+    name = mn.ATOMIC_THROUGHPUT_SAME if same else mn.ATOMIC_THROUGHPUT_DISTINCT
     address = "one word for all threads" if same else "one word per thread"
     expected = threads * n if same else n  # per launch
     instruction = device.executed_as("red.global.add.u32")

@@ -39,6 +39,7 @@ from hilsim.microbench.device import Benchmark, Device, Setup
 from hilsim.microbench.program import Program
 from hilsim.microbench.rates import per_sm_rate
 
+from hilsim.core import measurement_names as mn
 from hilsim.core.measurement import Measurement, measurement_from_stability
 
 _COMMON = r"""
@@ -226,7 +227,7 @@ def onchip(device: Device, which: str) -> Measurement:
     program.read("out").read("rec")
     bytes_per_block = reps * vecs * 16
     bench = f"bandwidth.{which}"
-    name = "l1_bandwidth" if which == "l1" else "shared_bandwidth"
+    name = mn.L1_BANDWIDTH if which == "l1" else mn.SHARED_BANDWIDTH
     access = "ld.global.ca.v4.u32" if which == "l1" else "ld.shared.v4.u32"
     failures: list[str] = []
     gbs: list[float] = []
@@ -368,14 +369,14 @@ def _slice_dram(
     params.update(
         slice_bytes_per_clk=per_clk,
         slice_gbs=slice_gbs,
-        scaling=f"x {chans} memory channels (-gpgpu_n_mem): channels are independent",
+        scaling=f"x {chans} {device.memory_scale_note}: channels are independent",
         sm_clock_mhz=mhz,
         clock_source=source,
         bytes_per_clk=per_clk * chans,
         bytes_per_clk_per_sm=per_clk * chans / float(device.sm_count),
         peak_gbs=peak,
         achieved_fraction=value / peak if peak else None,
-        cold="-gpgpu_perf_sim_memcpy 0 (L2 cold after the copies)",
+        cold=f"{device.cold_l2_note} (L2 cold after the copies)",
     )
     return Measurement(name, value, "GB/s", params, [value], 0.0, ok, "" if ok else note)
 
@@ -398,13 +399,13 @@ def dram(device: Device) -> list[Measurement]:
     if device.simulated:
         return [dram_read_slice(device), *dram_write_copy_slice(device)]
     n_bytes = _dram_bytes(device)
-    out = [_peak(device, _grid_read(device, "dram_read_bandwidth", "ca", n_bytes, 1))]
+    out = [_peak(device, _grid_read(device, mn.DRAM_READ_BANDWIDTH, "ca", n_bytes, 1))]
     grid, block = _grid_dims(device)
     n_vec = max(grid * block, n_bytes // 2 // 16)
     value = 0x5A5A5A5A
     # (measurement, kernel, bytes moved per byte of the destination)
-    for name, kernel, factor in (("dram_write_bandwidth", "grid_write", 1),
-                                 ("dram_copy_bandwidth", "grid_copy", 2)):
+    for name, kernel, factor in ((mn.DRAM_WRITE_BANDWIDTH, "grid_write", 1),
+                                 (mn.DRAM_COPY_BANDWIDTH, "grid_copy", 2)):
         failures: list[str] = []
         program = Program("bandwidth.grid").buf("dst", 16 * n_vec)
         writes = kernel == "grid_write"
@@ -455,7 +456,7 @@ def dram_read_slice(device: Device, n_bytes: int = 2 << 20) -> Measurement:
     """``dram_read_bandwidth`` (GB/s) on a simulated slice: one cold read pass on one
     channel, x channels."""
     per_clk, ok, params = _slice_read(device, "bandwidth.dram", "ca", n_bytes, 1, warm=False)
-    return _slice_dram(device, "dram_read_bandwidth", per_clk, ok, "checksum mismatch", params)
+    return _slice_dram(device, mn.DRAM_READ_BANDWIDTH, per_clk, ok, "checksum mismatch", params)
 
 
 def dram_write_copy_slice(device: Device, n_bytes: int = 512 << 10) -> list[Measurement]:
@@ -486,8 +487,8 @@ def dram_write_copy_slice(device: Device, n_bytes: int = 512 << 10) -> list[Meas
     src = res.buffer("src_c", np.uint32)
     out = []
     for name, idx, ok, factor in (
-        ("dram_write_bandwidth", w, bool(np.all(res.array("dst_w", np.uint32) == value)), 1),
-        ("dram_copy_bandwidth", c, bool(np.array_equal(res.array("dst_c", np.uint32), src)), 2),
+        (mn.DRAM_WRITE_BANDWIDTH, w, bool(np.all(res.array("dst_w", np.uint32) == value)), 1),
+        (mn.DRAM_COPY_BANDWIDTH, c, bool(np.array_equal(res.array("dst_c", np.uint32), src)), 2),
     ):
         cycles = res.kernel_cycles[idx]
         params = {
@@ -520,7 +521,7 @@ def l2(device: Device) -> list[Measurement]:
     if device.simulated:
         return [_l2_slice(device, l2_bytes)]
     reps = max(4, int(math.ceil((2 << 30) / (l2_bytes // 4))))
-    m = _grid_read(device, "l2_bandwidth", "cg", l2_bytes // 4, reps)
+    m = _grid_read(device, mn.L2_BANDWIDTH, "cg", l2_bytes // 4, reps)
     mhz = m.params.get("sm_clock_mhz")
     m.params["gbs"] = m.value
     scale = 1e9 / (mhz * 1e6) if mhz else None
@@ -545,7 +546,7 @@ def _l2_slice(device: Device, l2_bytes: int, reps: int = 8) -> Measurement:
         slice_l2_bytes=slice_l2,
     )
     return Measurement(
-        "l2_bandwidth", value, "bytes/clk", params, [value], 0.0, ok,
+        mn.L2_BANDWIDTH, value, "bytes/clk", params, [value], 0.0, ok,
         "" if ok else "checksum mismatch",
     )
 
@@ -555,6 +556,6 @@ def benchmarks(device: Device) -> list[Benchmark]:
     return [
         ("bandwidth.l1_read", lambda d: [onchip(d, "l1")]),
         ("bandwidth.shared_read", lambda d: [onchip(d, "shared")]),
-        ("l2_bandwidth", l2),
+        (mn.L2_BANDWIDTH, l2),
         ("bandwidth.dram", dram),
     ]

@@ -26,6 +26,7 @@ from hilsim.microbench.device import GLOBALTIMER, Benchmark, Device, Setup, skip
 from hilsim.microbench.gpu import nvml_clocks_mhz
 from hilsim.microbench.program import Program
 
+from hilsim.core import measurement_names as mn
 from hilsim.core.measurement import Measurement, measurement_from_stability
 
 SOURCE = r"""
@@ -76,7 +77,7 @@ def clock_mhz_from_records(records: np.ndarray) -> float:
 
 def sm_clock(device: Device, target_ms: float = 20.0) -> list[Measurement]:
     """The SM clock under an FMA load (MHz); the device converts with it from then on."""
-    skip = skip_unless(device, GLOBALTIMER, [("sm_clock_mhz", "MHz")])
+    skip = skip_unless(device, GLOBALTIMER, [(mn.SM_CLOCK_MHZ, "MHz")])
     if skip is not None:
         return skip
     block = 256
@@ -102,11 +103,11 @@ def sm_clock(device: Device, target_ms: float = 20.0) -> list[Measurement]:
             prog.host(sample_nvml)
         return prog.sync().read("rec")
 
-    ms = device.run("sm_clock_mhz", program(64, "event", False), Setup.SM_SLICE).ms[0]
+    ms = device.run(mn.SM_CLOCK_MHZ, program(64, "event", False), Setup.SM_SLICE).ms[0]
     timed = program(int(max(64, min(1 << 24, 64 * target_ms / max(ms, 1e-3)))), None, True)
 
     def once() -> float:
-        rec = device.run("sm_clock_mhz", timed, Setup.SM_SLICE).array("rec", np.uint64)
+        rec = device.run(mn.SM_CLOCK_MHZ, timed, Setup.SM_SLICE).array("rec", np.uint64)
         mhz = clock_mhz_from_records(rec)
         if not 100.0 <= mhz <= 5000.0:
             failures.append(f"implausible clock {mhz:.0f} MHz")
@@ -114,7 +115,7 @@ def sm_clock(device: Device, target_ms: float = 20.0) -> list[Measurement]:
 
     stab = device.sample(once, 8, 0.02, 3)
     m = measurement_from_stability(
-        "sm_clock_mhz",
+        mn.SM_CLOCK_MHZ,
         stab,
         "MHz",
         {
@@ -154,4 +155,4 @@ def one_warp_clock_mhz(device: Device, target_ms: float = 20.0) -> float | None:
 
 def benchmarks(device: Device) -> list[Benchmark]:
     """The clock family's benchmarks."""
-    return [("sm_clock_mhz", sm_clock)]
+    return [(mn.SM_CLOCK_MHZ, sm_clock)]

@@ -39,6 +39,7 @@ from hilsim.microbench.device import MMA, Benchmark, Device, Setup, skip_unless
 from hilsim.microbench.program import Program, scalar_arg
 from hilsim.microbench.rates import per_sm_rate, per_sm_spans
 
+from hilsim.core import measurement_names as mn
 from hilsim.core.measurement import Measurement, measurement_from_stability
 
 # (kernel suffix, C type, asm constraint, PTX instruction, ops per instruction)
@@ -216,9 +217,13 @@ extern "C" __global__ void mma_lat(unsigned int av, int n, float magic,
 SOURCES: dict[str, str] = {"arith": _arith_source(), "mma": MMA_SOURCE, "ops": unit_ops.SOURCE}
 
 
-def measurement_prefix(key: str) -> str:
-    """Measurement-name prefix of a type (``hilsim.core.measurement_names``): fp16x2 -> fp16."""
-    return "fp16" if key == "fp16x2" else key
+#: the (throughput, latency) measurements of each type (fp16x2 measures fp16)
+MEASURED: dict[str, tuple[str, str]] = {
+    "fp32": (mn.FP32_THROUGHPUT, mn.FP32_LATENCY),
+    "fp64": (mn.FP64_THROUGHPUT, mn.FP64_LATENCY),
+    "fp16x2": (mn.FP16_THROUGHPUT, mn.FP16_LATENCY),
+    "int32": (mn.INT32_THROUGHPUT, mn.INT32_LATENCY),
+}
 
 
 def operands(key: str) -> tuple[Any, Any, Any]:
@@ -282,7 +287,7 @@ def throughput(device: Device, key: str, target: float | None = None) -> Measure
         "iterations": n,
     }
     return measurement_from_stability(
-        f"{measurement_prefix(key)}_throughput", stab, "flop/clk/SM", params
+        MEASURED[key][0], stab, "flop/clk/SM", params
     )
 
 
@@ -318,7 +323,7 @@ def _simulated_throughput(
         "scaling": "none (per-SM rate)",
     }
     return Measurement(
-        f"{measurement_prefix(key)}_throughput",
+        MEASURED[key][0],
         value if ok else None,
         "flop/clk/SM",
         params,
@@ -347,18 +352,18 @@ def latency(device: Device, key: str, n: int | None = None) -> Measurement:
     params = {"instruction": TYPES[key][2], "chain_length": 64 * n, **device.kernel_clock_params}
     if not device.simulated:
         return measurement_from_stability(
-            f"{measurement_prefix(key)}_latency", stab, "cycles", params
+            MEASURED[key][1], stab, "cycles", params
         )
     ok = stab.value > 0
     return measurement_from_stability(
-        f"{measurement_prefix(key)}_latency", stab, "cycles", params, ok,
+        MEASURED[key][1], stab, "cycles", params, ok,
         "" if ok else "non-positive latency",
     )
 
 
 def tensor(device: Device) -> list[Measurement]:
     """Tensor-core ``mma.sync`` throughput (FMA/clk/SM) and latency (cycles per mma)."""
-    units = [("tensor_throughput", "FMA/clk/SM"), ("tensor_latency", "cycles")]
+    units = [(mn.TENSOR_THROUGHPUT, "FMA/clk/SM"), (mn.TENSOR_LATENCY, "cycles")]
     skip = skip_unless(device, MMA, units)
     if skip is not None:
         return skip
@@ -411,7 +416,7 @@ def tensor(device: Device) -> list[Measurement]:
     }
     valid = flops_per_mma > 0
     tput = measurement_from_stability(
-        "tensor_throughput",
+        mn.TENSOR_THROUGHPUT,
         stab,
         "FMA/clk/SM",
         params,
@@ -432,7 +437,7 @@ def tensor(device: Device) -> list[Measurement]:
 
     stab_lat = device.sample(once_lat, 8, 0.03, 3)
     lat = measurement_from_stability(
-        "tensor_latency",
+        mn.TENSOR_LATENCY,
         stab_lat,
         "cycles",
         {"shape": shape, "chain_length": 16 * iters},

@@ -77,6 +77,12 @@ class Device(Protocol):
     backend_params: dict[str, Any]
     #: params every kernel-timed measurement of this device ends with
     kernel_clock_params: dict[str, Any]
+    #: what leaves L2 cold when a program starts on this device (the ``cold`` param of the
+    #: measurements that rely on it): the device's own setting, named as it names it
+    cold_l2_note: str
+    #: what :attr:`memory_scale` counts, as this device names it (the ``scaling`` param of
+    #: the DRAM bandwidths measured on a slice)
+    memory_scale_note: str
 
     @property
     def sm_count(self) -> int:

@@ -52,6 +52,7 @@ from hilsim.microbench.clock import one_warp_clock_mhz
 from hilsim.microbench.device import LONG_CHASES, TLB, Benchmark, Device, Setup, skip_unless
 from hilsim.microbench.program import Program
 
+from hilsim.core import measurement_names as mn
 from hilsim.core.measurement import Measurement, measurement_from_stability
 
 _CHASE_TEMPLATE = r"""
@@ -299,12 +300,12 @@ def chase_latencies(device: Device, steps: int = CHASE_STEPS) -> list[Measuremen
 
     warm = {"order": "random", "warm_lap": True}
     chases = [
-        (chase("l1_hit_latency", "ca", 8 << 10, 64, 1), "ca", warm),
-        (chase("l2_hit_latency", "cg", min(32 << 10, l2 // 4, steps * 128), 128, 2), "cg", warm),
+        (chase(mn.L1_HIT_LATENCY, "ca", 8 << 10, 64, 1), "ca", warm),
+        (chase(mn.L2_HIT_LATENCY, "cg", min(32 << 10, l2 // 4, steps * 128), 128, 2), "cg", warm),
         (
-            chase("dram_latency", "cg", steps * 4096, 4096, None),
+            chase(mn.DRAM_LATENCY, "cg", steps * 4096, 4096, None),
             "cg",
-            {"order": "sequential", "warm_lap": False, "cold": "-gpgpu_perf_sim_memcpy 0"},
+            {"order": "sequential", "warm_lap": False, "cold": device.cold_l2_note},
         ),
     ]
     result = device.run("latency.chase", program, Setup.ONE_SM)
@@ -345,7 +346,7 @@ def shared_latency(
     failures: list[str] = []
 
     def once() -> float:
-        out = device.run("shared_latency", program, Setup.ONE_SM).array("out", np.uint64)
+        out = device.run(mn.SHARED_LATENCY, program, Setup.ONE_SM).array("out", np.uint64)
         end, total, cycles, overhead, base = (int(v) for v in out[:5])
         if end != base + 4 * node or total != (n * base + 4 * lap_sum) & _MASK64:
             failures.append("shared " + (_LAP_NOTE if whole_laps else _PATH_NOTE))
@@ -360,7 +361,7 @@ def shared_latency(
         **device.kernel_clock_params,
     }
     return measurement_from_stability(
-        "shared_latency", stab, "cycles", params, not failures, "; ".join(sorted(set(failures)))
+        mn.SHARED_LATENCY, stab, "cycles", params, not failures, "; ".join(sorted(set(failures)))
     )
 
 
@@ -416,14 +417,14 @@ def footprint_sweep(
         nxt = single_cycle(n, device.rng(size))
         warm = n * stride <= 1.5 * l2
         laps = _laps_for(n, 8192) if warm else 1
-        if not warm and not _run_chase(device, "latency_footprint_sweep", "ca",
+        if not warm and not _run_chase(device, mn.LATENCY_FOOTPRINT_SWEEP, "ca",
                                        Chase("s", n, stride, nxt, n, 0))[1]:
             ok = False
         timed = Chase("s", n, stride, nxt, n if warm else 0, laps * n)
         flush = 0 if warm else flush_words
 
         def once(timed: Chase = timed, flush: int = flush) -> float:
-            value, good, _ = _run_chase(device, "latency_footprint_sweep", "ca", timed, flush)
+            value, good, _ = _run_chase(device, mn.LATENCY_FOOTPRINT_SWEEP, "ca", timed, flush)
             return value if good else math.nan
 
         stab = device.sample(once, 4, 0.05, 2)
@@ -433,7 +434,7 @@ def footprint_sweep(
     x = np.asarray([(s // stride) * stride for s in sizes], dtype=float)
     y = np.asarray(lat, dtype=float)
     curve = Measurement(
-        name="latency_footprint_sweep",
+        name=mn.LATENCY_FOOTPRINT_SWEEP,
         value=float(y[-1]),
         unit="cycles",
         params={
@@ -456,11 +457,12 @@ def footprint_sweep(
     except ValueError as exc:
         levels = None
         reason = str(exc)
-    for level, attr in (("l1", "l1_bytes"), ("l2", "l2_bytes")):
+    for level, attr, name in (("l1", "l1_bytes", mn.L1_CAPACITY_BYTES),
+                              ("l2", "l2_bytes", mn.L2_CAPACITY_BYTES)):
         value = getattr(levels, attr) if levels else None
         out.append(
             Measurement(
-                name=f"{level}_capacity_bytes",
+                name=name,
                 value=value,
                 unit="bytes",
                 params={
@@ -505,7 +507,7 @@ def reduced_sweep(
         nxt = single_cycle(n, device.rng(size))
         warm = n if size <= 1.25 * l1 else 0
         chases.append(add_chase(program, f"s{i}", "ca", nxt, 128, warm, min(steps, max(2, n))))
-    result = device.run("latency_footprint_sweep", program, Setup.ONE_SM_CACHED_UPLOADS)
+    result = device.run(mn.LATENCY_FOOTPRINT_SWEEP, program, Setup.ONE_SM_CACHED_UPLOADS)
     lat, ok = [], True
     for c in chases:
         value, good, _ = c.check(result.array(c.out, np.uint64), result.address(c.name))
@@ -514,7 +516,7 @@ def reduced_sweep(
     x = np.asarray([c.n * c.stride for c in chases], dtype=float)
     y = np.asarray(lat, dtype=float)
     curve = Measurement(
-        "latency_footprint_sweep",
+        mn.LATENCY_FOOTPRINT_SWEEP,
         float(y[-1]),
         "cycles",
         {
@@ -546,7 +548,7 @@ def reduced_sweep(
     out = [
         curve,
         Measurement(
-            "l1_capacity_bytes",
+            mn.L1_CAPACITY_BYTES,
             l1_found,
             "bytes",
             {
@@ -561,7 +563,7 @@ def reduced_sweep(
             "" if l1_found is not None else (reason or "no L1 step inside the reduced sweep"),
         ),
         Measurement(
-            "l2_capacity_bytes",
+            mn.L2_CAPACITY_BYTES,
             None,
             "bytes",
             {"plateaus": plateaus, "method": method},
@@ -586,7 +588,7 @@ def stride_sweep(
     the L1 fetch granularity (the 32 B sector on Volta and later). Returns the curve
     and ``l1_sector_bytes``; skipped on a device without :data:`LONG_CHASES`.
     """
-    skip = skip_unless(device, LONG_CHASES, [("latency_stride_sweep", "cycles")])
+    skip = skip_unless(device, LONG_CHASES, [(mn.LATENCY_STRIDE_SWEEP, "cycles")])
     if skip is not None:
         return skip
     footprint = min(footprint, _l2_bytes(device) // 2)
@@ -611,7 +613,7 @@ def stride_sweep(
     granularity = line_size_from_stride_sweep(list(strides), y) if np.all(np.isfinite(y)) else None
     return [
         Measurement(
-            name="latency_stride_sweep",
+            name=mn.LATENCY_STRIDE_SWEEP,
             value=float(y[-1]),
             unit="cycles",
             params={
@@ -626,7 +628,7 @@ def stride_sweep(
             note="value = latency at the largest stride",
         ),
         Measurement(
-            name="l1_sector_bytes",
+            name=mn.L1_SECTOR_BYTES,
             value=granularity,
             unit="bytes",
             params={"method": "stride sweep "
@@ -665,7 +667,7 @@ def dram_latencies(device: Device) -> list[Measurement]:
     out = [
         chase_latency(
             device,
-            "dram_latency",
+            mn.DRAM_LATENCY,
             "cg",
             footprint,
             4096,
@@ -687,7 +689,7 @@ def dram_latencies(device: Device) -> list[Measurement]:
 def page_stride_latency(device: Device) -> list[Measurement]:
     """``dram_latency_page_stride``: stride one 2 MiB page + 4 KiB, random order, cold;
     skipped on a device without :data:`TLB`."""
-    skip = skip_unless(device, TLB, [("dram_latency_page_stride", "cycles")])
+    skip = skip_unless(device, TLB, [(mn.DRAM_LATENCY_PAGE_STRIDE, "cycles")])
     if skip is not None:
         return skip
     stride = PAGE + 4096
@@ -695,7 +697,7 @@ def page_stride_latency(device: Device) -> list[Measurement]:
     return [
         chase_latency(
             device,
-            "dram_latency_page_stride",
+            mn.DRAM_LATENCY_PAGE_STRIDE,
             "cg",
             pages * stride,
             stride,
@@ -717,21 +719,21 @@ def benchmarks(device: Device) -> list[Benchmark]:
         chases: list[Benchmark] = [("latency.chase", chase_latencies)]
     else:
         chases = [
-            ("l1_hit_latency", lambda d: [chase_latency(d, "l1_hit_latency", "ca", 8 << 10, 64)]),
+            (mn.L1_HIT_LATENCY, lambda d: [chase_latency(d, mn.L1_HIT_LATENCY, "ca", 8 << 10, 64)]),
             (
-                "l2_hit_latency",
+                mn.L2_HIT_LATENCY,
                 lambda d: [
-                    chase_latency(d, "l2_hit_latency", "cg", min(1 << 20, _l2_bytes(d) // 4), 128)
+                    chase_latency(d, mn.L2_HIT_LATENCY, "cg", min(1 << 20, _l2_bytes(d) // 4), 128)
                 ],
             ),
-            ("dram_latency", dram_latencies),
+            (mn.DRAM_LATENCY, dram_latencies),
         ]
     out = [
         *chases,
-        ("shared_latency", lambda d: [shared_latency(d)]),
-        ("latency_footprint_sweep", lambda d: footprint_sweep(d)[0]),
+        (mn.SHARED_LATENCY, lambda d: [shared_latency(d)]),
+        (mn.LATENCY_FOOTPRINT_SWEEP, lambda d: footprint_sweep(d)[0]),
     ]
     if device.simulated:
-        out.append(("dram_latency_page_stride", page_stride_latency))
-    out.append(("latency_stride_sweep", stride_sweep))
+        out.append((mn.DRAM_LATENCY_PAGE_STRIDE, page_stride_latency))
+    out.append((mn.LATENCY_STRIDE_SWEEP, stride_sweep))
     return out

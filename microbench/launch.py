@@ -31,6 +31,7 @@ import numpy as np
 from hilsim.microbench.device import GLOBALTIMER, Benchmark, Device, Setup
 from hilsim.microbench.program import Program
 
+from hilsim.core import measurement_names as mn
 from hilsim.core.measurement import Measurement, measurement_from_stability
 
 SOURCE = r"""
@@ -134,7 +135,7 @@ def launch_latency(
         note = "; ".join(filter(None, [note, f"{bb.value:.2f} us outside [{lo}, {hi}] us"]))
     return [
         measurement_from_stability(
-            "launch_latency_us",
+            mn.LAUNCH_LATENCY_US,
             bb,
             "us",
             {
@@ -148,7 +149,7 @@ def launch_latency(
             note,
         ),
         measurement_from_stability(
-            "launch_roundtrip_us",
+            mn.LAUNCH_ROUNDTRIP_US,
             rt,
             "us",
             {"per_sample": batch // 4, "timer": "host perf_counter around launch + sync"},
@@ -184,7 +185,7 @@ def launch_cycles(device: Device, launches: int = 3) -> list[Measurement]:
         **device.backend_params,
     }
     note = "" if ok else "a launch did not run (no statistics block or no result)"
-    return [Measurement("launch_latency_us", us, "us", params, [us], 0.0, ok, note)]
+    return [Measurement(mn.LAUNCH_LATENCY_US, us, "us", params, [us], 0.0, ok, note)]
 
 
 def benchmarks(device: Device) -> list[Benchmark]:

@@ -20,6 +20,7 @@ from hilsim.microbench.device import Benchmark, Device
 from hilsim.microbench.gpu import device_facts, first_line, require_cupy
 from hilsim.microbench.sources import FAMILY_MODULES
 
+from hilsim.core import measurement_names as mn
 from hilsim.core.console import progress_bar
 from hilsim.core.errors import HilsimError
 from hilsim.core.measurement import Measurement
@@ -67,7 +68,7 @@ def family_benchmarks(device: Device, families: Sequence[str]) -> list[Benchmark
 #: what ``--quick`` skips: the footprint sweep (most of the suite's time on a simulated
 #: card: 4 x the unified L1 in dependent loads per point) and the stride sweep; the tuner
 #: takes the L1 size from the device facts, which it prefers to the sweep anyway
-QUICK_SKIP: tuple[str, ...] = ("latency_footprint_sweep", "latency_stride_sweep")
+QUICK_SKIP: tuple[str, ...] = (mn.LATENCY_FOOTPRINT_SWEEP, mn.LATENCY_STRIDE_SWEEP)
 
 
 def parse_skip(skip: str | Sequence[str] | None) -> list[str]:

@@ -25,33 +25,34 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from hilsim.core import measurement_names as mn
 from hilsim.core.measurement import Measurement
 
 # family -> measurement -> (low, high, source); cycles unless the name says otherwise
 LATENCY_RANGES: dict[str, dict[str, tuple[float, float, str]]] = {
     "volta": {
-        "l1_hit_latency": (22, 38, "AS Table IV 28; J18 28; GB 30"),
-        "shared_latency": (15, 30, "J18 19; Accel-Sim QV100 config 20"),
-        "l2_hit_latency": (160, 270, "J18 ~193; AS Table IV 212; GB 215"),
-        "dram_latency": (300, 650, "GB 428 (chase past L2)"),
+        mn.L1_HIT_LATENCY: (22, 38, "AS Table IV 28; J18 28; GB 30"),
+        mn.SHARED_LATENCY: (15, 30, "J18 19; Accel-Sim QV100 config 20"),
+        mn.L2_HIT_LATENCY: (160, 270, "J18 ~193; AS Table IV 212; GB 215"),
+        mn.DRAM_LATENCY: (300, 650, "GB 428 (chase past L2)"),
     },
     "turing": {
-        "l1_hit_latency": (22, 42, "AS Table IV 28; J19 32"),
-        "shared_latency": (15, 32, "J19 (shared ~ Volta)"),
-        "l2_hit_latency": (150, 290, "J19 ~188; AS Table IV 226"),
-        "dram_latency": (300, 800, "J19 (GDDR6)"),
+        mn.L1_HIT_LATENCY: (22, 42, "AS Table IV 28; J19 32"),
+        mn.SHARED_LATENCY: (15, 32, "J19 (shared ~ Volta)"),
+        mn.L2_HIT_LATENCY: (150, 290, "J19 ~188; AS Table IV 226"),
+        mn.DRAM_LATENCY: (300, 800, "J19 (GDDR6)"),
     },
     "ampere": {
-        "l1_hit_latency": (24, 44, "ABD22 (~33)"),
-        "shared_latency": (18, 36, "ABD22 (~23-29)"),
-        "l2_hit_latency": (170, 330, "ABD22 (~200-260)"),
-        "dram_latency": (300, 850, "ABD22"),
+        mn.L1_HIT_LATENCY: (24, 44, "ABD22 (~33)"),
+        mn.SHARED_LATENCY: (18, 36, "ABD22 (~23-29)"),
+        mn.L2_HIT_LATENCY: (170, 330, "ABD22 (~200-260)"),
+        mn.DRAM_LATENCY: (300, 850, "ABD22"),
     },
     "hopper": {
-        "l1_hit_latency": (26, 44, "GB 34 (H100 PCIe); LUO24 (~33)"),
-        "shared_latency": (20, 38, "LUO24 (~29)"),
-        "l2_hit_latency": (200, 340, "GB 266 (near partition); LUO24 (~260)"),
-        "dram_latency": (450, 900, "GB 650; LUO24"),
+        mn.L1_HIT_LATENCY: (26, 44, "GB 34 (H100 PCIe); LUO24 (~33)"),
+        mn.SHARED_LATENCY: (20, 38, "LUO24 (~29)"),
+        mn.L2_HIT_LATENCY: (200, 340, "GB 266 (near partition); LUO24 (~260)"),
+        mn.DRAM_LATENCY: (450, 900, "GB 650; LUO24"),
     },
 }
 
@@ -91,7 +92,7 @@ def sanity_warnings(results: Iterable[Measurement], facts: dict[str, Any]) -> li
         if m is not None and _outside(float(m.value), lo, hi):
             out.append(f"{name} = {m.value:.1f} cycles is outside [{lo}, {hi}] for {fam} ({src})")
     peak = facts.get("peak_dram_gbs")
-    for name in ("dram_read_bandwidth", "dram_write_bandwidth", "dram_copy_bandwidth"):
+    for name in (mn.DRAM_READ_BANDWIDTH, mn.DRAM_WRITE_BANDWIDTH, mn.DRAM_COPY_BANDWIDTH):
         m = by_name.get(name)
         if m is not None and peak:
             frac = float(m.value) / float(peak)
@@ -100,20 +101,21 @@ def sanity_warnings(results: Iterable[Measurement], facts: dict[str, Any]) -> li
                     f"{name} = {m.value:.0f} GB/s is {frac:.0%} of the {peak:.0f} GB/s peak "
                     f"(expected {DRAM_FRACTION[0]:.0%}-{DRAM_FRACTION[1]:.0%})"
                 )
-    m, l2 = by_name.get("l2_capacity_bytes"), facts.get("l2_cache_bytes")
+    m, l2 = by_name.get(mn.L2_CAPACITY_BYTES), facts.get("l2_cache_bytes")
     if m is not None and l2:
         frac = float(m.value) / float(l2)
         if _outside(frac, *L2_FRACTION):
             out.append(
-                f"l2_capacity_bytes = {m.value:.0f} B from the sweep vs {l2} B queried "
+                f"{mn.L2_CAPACITY_BYTES} = {m.value:.0f} B from the sweep vs {l2} B queried "
                 f"(expected {L2_FRACTION[0]:.2f}-{L2_FRACTION[1]:.2f} of it)"
             )
-    m, mx = by_name.get("sm_clock_mhz"), facts.get("max_sm_clock_mhz")
+    m, mx = by_name.get(mn.SM_CLOCK_MHZ), facts.get("max_sm_clock_mhz")
     if m is not None and mx:
         frac = float(m.value) / float(mx)
         if _outside(frac, *CLOCK_FRACTION):
-            out.append(f"sm_clock_mhz = {m.value:.0f} MHz is {frac:.0%} of the {mx} MHz max clock")
-    m = by_name.get("launch_latency_us")
+            out.append(f"{mn.SM_CLOCK_MHZ} = {m.value:.0f} MHz is {frac:.0%} of the {mx} MHz "
+                       "max clock")
+    m = by_name.get(mn.LAUNCH_LATENCY_US)
     if m is not None and _outside(float(m.value), *LAUNCH_US):
-        out.append(f"launch_latency_us = {m.value:.2f} us is outside {list(LAUNCH_US)} us")
+        out.append(f"{mn.LAUNCH_LATENCY_US} = {m.value:.2f} us is outside {list(LAUNCH_US)} us")
     return out

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 from hilsim.simmodel import model
 from hilsim.simmodel.config import Source, Sourced, TimingConfig, unit_for, vtype_for
+from rich.table import Table
 
 from hilsim.core.bundle import Bundle
 from hilsim.core.errors import HilsimError
@@ -192,6 +193,23 @@ class DseResult:
     n_launches: int
     n_samples: int
     rows: list[DseRow]
+
+    def table(self, method: str) -> Table:
+        """The rows as ``hilsim dse`` prints them (``method``: the plan's, in the title):
+        totals, errors, speedups and the bottleneck counts of each variation."""
+        table = Table(title=f"DSE on {self.config}: {self.n_launches} launches, "
+                      f"{self.n_samples} sampled ({method})")
+        for col in ("variation", "full cycles", "sampled cycles", "estimate error",
+                    "true speedup", "sampled speedup", "speedup error", "binding (launches)"):
+            table.add_column(col, justify="left" if col in ("variation", "binding (launches)")
+                             else "right")
+        for r in self.rows:
+            binding = ", ".join(f"{k} {v}" for k, v in sorted(r.binding.items(),
+                                                              key=lambda kv: -kv[1]))
+            table.add_row(r.variation, f"{r.full_cycles:,.0f}", f"{r.sampled_cycles:,.0f}",
+                          f"{100 * r.estimate_error:.2f}%", f"{r.true_speedup:.3f}",
+                          f"{r.sampled_speedup:.3f}", f"{100 * r.speedup_error:.2f}%", binding)
+        return table
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -101,42 +101,6 @@ def all_presets() -> list[Preset]:
     return [_load(n) for n in PRESET_NAMES]
 
 
-def nearest_preset(device_name: str | None, compute_capability: str | None) -> tuple[Preset, str]:
-    """The preset for a device: by name/alias, else same compute capability, else nearest.
-
-    Returns the preset and a one-line reason. Nearness between compute capabilities is
-    same major version first, then ``|major*10+minor - ...|``, ties to the older one.
-    """
-    presets = all_presets()
-    if device_name:
-        norm = _norm(device_name)
-        for p in presets:
-            for alias in (p.name, *p.aliases):
-                a = _norm(alias)
-                if a == norm or (len(a) >= 4 and a in norm):
-                    return p, f"device name {device_name!r} matches preset alias {alias!r}"
-    if compute_capability:
-        for p in presets:
-            if p.compute_capability == compute_capability:
-                return p, f"compute capability {compute_capability} equals preset's"
-        target = _cc_number(compute_capability)
-        best = min(presets, key=lambda p: (_cc_number(p.compute_capability) // 10 != target // 10,
-                                           abs(_cc_number(p.compute_capability) - target),
-                                           _cc_number(p.compute_capability)))
-        return best, (f"compute capability {compute_capability} is nearest to preset's "
-                      f"{best.compute_capability}")
-    raise HilsimError("cannot choose a preset: no device name or compute capability; "
-                      "pass --preset or --device-facts")
-
-
-def _cc_number(cc: str) -> int:
-    major, _, minor = cc.partition(".")
-    try:
-        return int(major) * 10 + int(minor or 0)
-    except ValueError:
-        raise HilsimError(f"compute capability {cc!r} is not MAJOR.MINOR") from None
-
-
 def _norm(text: str) -> str:
     return "".join(ch for ch in text.lower() if ch.isalnum())
 

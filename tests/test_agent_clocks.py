@@ -161,7 +161,7 @@ def gpu(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", cp)
     monkeypatch.setitem(sys.modules, "pynvml", nvml)
     monkeypatch.setattr(time, "sleep", lambda s: None)
-    monkeypatch.setattr("hilsim.cli.microbench.device_facts", lambda device: dict(FACTS))
+    monkeypatch.setattr("hilsim.agent.microbench.device_facts", lambda device: dict(FACTS))
     return clocks
 
 

@@ -4,14 +4,15 @@ import json
 
 import numpy as np
 import pytest
-from hilsim.analyzer import compare
 from hilsim.analyzer.compare import (
     WORKER_BUNDLE_FACTOR,
     available_bytes,
     bundle_bytes,
     compare_methods,
+    memory,
     memory_capped_workers,
     pareto_front,
+    pool,
 )
 
 from hilsim.cli.main import main
@@ -101,29 +102,29 @@ def test_compare_lowers_workers_to_what_memory_holds(monkeypatch) -> None:
     expected = compare_methods(bundle, ["stem", "random"], seeds=2, workers=1)
     assert expected["workers"] == 1 and expected["workers_note"] is None
     per_worker = WORKER_BUNDLE_FACTOR * bundle_bytes([bundle])
-    monkeypatch.setattr(compare, "available_bytes", lambda: int(1.5 * per_worker))
+    monkeypatch.setattr(memory, "available_bytes", lambda: int(1.5 * per_worker))
     result = compare_methods(bundle, ["stem", "random"], seeds=2, workers=2)
     assert result["workers"] == 1
     assert result["workers_note"].startswith("workers reduced from 2 to 1 (runs in this process)")
     for got, want in zip(result["methods"], expected["methods"], strict=True):
         for key in ("method", "runs", "mean_error", "max_error", "hmean_speedup"):
             assert got[key] == want[key]
-    assert compare._STATE == {}  # the in-process run keeps no reference to the bundle
+    assert pool._STATE == {}  # the in-process run keeps no reference to the bundle
 
 
 def test_a_worker_keeps_one_methods_shared_values_at_a_time() -> None:
     bundle = mixture_bundle([("k", 1000, 300, 3000)], seed=3)
-    compare._init_worker(bundle, bundle, {})
+    pool.init_worker(bundle, bundle, {})
     try:
-        compare._run("stem", 0)
-        cache = compare._STATE["cache"]
+        pool.plan_and_score("stem", 0)
+        cache = pool._STATE["cache"]
         assert len(cache) >= 2  # STEM's sort and the duration total
-        compare._run("stem", 1)
-        assert compare._STATE["cache"] is cache
-        compare._run("random", 0)
-        assert compare._STATE["cache"] is not cache
+        pool.plan_and_score("stem", 1)
+        assert pool._STATE["cache"] is cache
+        pool.plan_and_score("random", 0)
+        assert pool._STATE["cache"] is not cache
     finally:
-        compare._STATE.clear()
+        pool._STATE.clear()
 
 
 def test_speedup_keeps_two_to_three_significant_digits() -> None:

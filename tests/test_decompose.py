@@ -142,3 +142,29 @@ def test_slim_log_parses_like_the_whole_log() -> None:
     pd.testing.assert_frame_equal(a.launches, b.launches)
     pd.testing.assert_frame_equal(a.metrics, b.metrics)
     assert a.facts == b.facts
+
+
+def test_the_command_prints_what_validate_run_returns(tmp_path: Path, monkeypatch) -> None:
+    """``hilsim validate`` is one library call: the lines it prints are the run's
+    ``lines()``: the markdown written, each plan's headline then its decomposition, the
+    report written."""
+    from hilsim.analyzer.validate import validate_run
+
+    from hilsim.cli import validate as command
+
+    runs = []
+
+    def recorded(*args, **kwargs):
+        runs.append(validate_run(*args, **kwargs))
+        return runs[-1]
+
+    monkeypatch.setattr(command, "validate_run", recorded)
+    res, report = _validate(tmp_path, FULL)
+    assert res.exit_code == 0, res.output
+    lines = runs[0].lines()
+    assert res.output == "\n".join(lines) + "\n"
+    assert lines[0] == f"wrote {tmp_path / 'rep.md'}"
+    assert lines[1].startswith("transformer_step1.stem: total error ")
+    assert lines[2].startswith("transformer_step1.stem: configuration +0.00%, sampling ")
+    assert lines[3] == f"wrote {tmp_path / 'rep.html'} and {tmp_path / 'rep.json'}"
+    assert len(lines) == 4 and runs[0].report == report

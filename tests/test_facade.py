@@ -117,6 +117,9 @@ def test_compare_returns_the_document_the_command_writes(
     assert comparison.title.endswith(": 1,106 launches")
     folder = comparison.write(tmp_path / "py")
     assert {p.name for p in folder.iterdir()} == {"compare.json", "compare.csv", "pareto.png"}
+    # the table and compare.csv have the same columns (one constant, in report.py)
+    header = (folder / "compare.csv").read_text().splitlines()[0]
+    assert list(table.columns) == header.split(",")
 
     assert main(["compare", str(nerf_bundle), "--methods", "stem,random,first-n", "--seeds",
                  "2", "--workers", "1", "-o", str(tmp_path / "cli")]) == 0
@@ -157,14 +160,18 @@ def test_pkp_matches_the_command(tmp_path: Path, capsys) -> None:
     example = shipped_example()
     profile = Profile.load(example.reference)
     result = profile.pkp(example.plan("stem"), model=str(example.timing))
-    assert result["timelines"].startswith("analytical model")
+    assert result.document["timelines"].startswith("analytical model")
     assert main(["pkp", str(example.reference), "--plan", str(example.plan("stem")),
                  "--model", str(example.timing), "-o", str(tmp_path / "pkp.json")]) == 0
-    capsys.readouterr()
-    write_result(tmp_path / "py.json", result)
+    printed = capsys.readouterr().out
+    # the command prints the projection's own table
+    assert "PKP on stem plan (analytical model" in printed
+    assert f"{result.document['projected_total_cycles']:,.0f}" in printed
+    assert f"{100 * result.document['simulated_fraction']:.1f}%" in printed
+    write_result(tmp_path / "py.json", result.to_dict())
     assert (tmp_path / "pkp.json").read_bytes() == (tmp_path / "py.json").read_bytes()
     logged = profile.pkp(example.plan("stem"), gpgpusim_log=example.pkp_run, relative=True)
-    assert logged["timelines"] == f"GPGPU-Sim visualizer samples {example.pkp_run}"
+    assert logged.document["timelines"] == f"GPGPU-Sim visualizer samples {example.pkp_run}"
     with pytest.raises(HilsimError, match="exactly one of"):
         profile.pkp(example.plan("stem"))
 

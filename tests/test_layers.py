@@ -193,3 +193,49 @@ def test_the_checks_catch_a_broken_module(tmp_path: Path, mutant: str) -> None:
                                                                        "hilsim.simmodel.gpgpusim")
     else:
         assert name == "_secret" and target == "hilsim.core.plan"
+
+
+#: a GPGPU-Sim / Accel-Sim option as written on a command line or in a config
+SIMULATOR_OPTION = re.compile(r"-(gpgpu|dram|ptx)_\w")
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    return {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+
+
+def simulator_options(path: Path) -> list[str]:
+    """``file:line: text`` of every string in the file, docstrings aside, that names a
+    simulator option."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    docs = _docstrings(tree)
+    return [
+        f"{path.name}:{node.lineno}: {node.value.strip()[:60]}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        and id(node) not in docs and SIMULATOR_OPTION.search(node.value)
+    ]
+
+
+def test_the_microbenchmarks_name_no_simulator_option() -> None:
+    """The families run on any device: what a device needs of its simulator (the option
+    that leaves L2 cold, the one that counts its memory channels) is the device's to say
+    (``simmodel/gpgpusim/simdevice.py``), not written by a family into its params."""
+    bad = [hit for path in sorted(FOLDERS["microbench"].rglob("*.py"))
+           for hit in simulator_options(path)]
+    assert bad == []
+
+
+def test_the_option_check_catches_an_option_in_params(tmp_path: Path) -> None:
+    path = tmp_path / "family.py"
+    path.write_text('"""Docstrings may cite -gpgpu_perf_sim_memcpy."""\n\n'
+                    'def f(n):\n    """And -dram_latency here."""\n'
+                    '    return {"cold": "-gpgpu_perf_sim_memcpy 0",\n'
+                    '            "n": f"x {n} (-ptx_opcode)"}\n')
+    assert simulator_options(path) == [
+        "family.py:5: -gpgpu_perf_sim_memcpy 0", "family.py:6: (-ptx_opcode)"]

@@ -143,3 +143,68 @@ def test_the_tuner_works_on_what_a_quick_run_leaves(tmp_path) -> None:
     fast = (tmp_path / "quick" / "gpgpusim.config").read_text().splitlines()
     assert [line for line in full if line.startswith("-")] == [
         line for line in fast if line.startswith("-")]
+
+
+# --- the command: one call on the device the factory gives --------------------------------
+
+def test_the_command_runs_on_the_device_the_factory_gives(monkeypatch, tmp_path) -> None:
+    """``hilsim agent microbench`` asks :func:`~hilsim.agent.microbench.suite_device` for
+    its device, runs the suite there once, writes the file and prints the run's table,
+    the file written and its lines (the skipped benchmarks, the simulation's cost)."""
+    from hilsim.agent import microbench as suite
+
+    from hilsim.cli import microbench as command
+    from hilsim.core.measurement import Measurement, read_microbench_json
+
+    asked: list[tuple[str, dict]] = []
+
+    class Simulated:
+        def measure(self, families, skip, quick, output):
+            asked.append(("measure", {"families": families, "skip": skip, "quick": quick}))
+            rows = [Measurement("l1_hit_latency", 28.0, "cycles", valid=True),
+                    Measurement("latency_footprint_sweep", None, "", valid=False,
+                                note="skipped: not run (--quick)")]
+            sim = {"sim_cycles": 12345.0, "wall_s": 61.0, "runs": [{}, {}], "build": "k1",
+                   "families": {"latency": 60.4}, "families_cpu_s": {"latency": 58.6}}
+            return rows, {"name": "GPGPU-Sim SM7_QV100", "compute_capability": "7.0",
+                          "simulation": sim}
+
+    def factory(backend, **options):
+        asked.append((backend, options))
+        return Simulated()
+
+    monkeypatch.setattr(command, "suite_device", factory)
+    out = tmp_path / "mb.json"
+    res = CliRunner().invoke(microbench_cmd, ["--backend", "gpgpusim", "--card", "SM7_QV100",
+                                              "--only", "latency", "--quick", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert asked[0][0] == "gpgpusim" and asked[0][1]["card"] == "SM7_QV100"
+    assert asked[1] == ("measure", {"families": ["latency"], "skip": [], "quick": True})
+    measurements, facts = read_microbench_json(out)
+    assert [m.name for m in measurements] == ["l1_hit_latency", "latency_footprint_sweep"]
+    run = suite.MicrobenchRun(out, measurements, facts)
+    assert run.written() == f"wrote {out} (2 measurements, 1 invalid)"
+    assert run.lines() == [
+        "skipped latency_footprint_sweep: not run (--quick)",
+        "simulated 12,345 cycles in 61 s wall (2 simulator runs, build k1)",
+        "wall time per family: latency 60 s (59 s CPU)",
+    ]
+    printed = res.output.splitlines()
+    assert printed[-3:] == run.lines() and run.written() in printed
+    # a card names a simulated device: the GPU backend refuses it before running anything
+    bad = CliRunner().invoke(microbench_cmd, ["--card", "SM7_QV100", "-o", str(out)])
+    assert bad.exit_code == 2 and "--card needs --backend gpgpusim" in bad.output
+    assert len(asked) == 2
+
+
+def test_the_device_factory_names_each_backend() -> None:
+    from hilsim.agent.microbench import BACKENDS, GpuSuite, SimulatedSuite, suite_device
+
+    assert isinstance(suite_device("cupy", device=1), GpuSuite)
+    assert suite_device("cupy", device=1).device == 1
+    assert isinstance(suite_device("gpgpusim", card="SM7_QV100"), SimulatedSuite)
+    with pytest.raises(HilsimError, match="needs --card"):
+        suite_device("gpgpusim").measure(["latency"], [], False, Path("unused.json"))
+    with pytest.raises(HilsimError, match="choose from cupy, gpgpusim"):
+        suite_device("opencl")
+    assert BACKENDS == ("cupy", "gpgpusim")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
+from hilsim.agent import microbench as suite
 from hilsim.microbench.sanity import LATENCY_RANGES, family, sanity_warnings
 
 from hilsim.cli import microbench as mb_cli
@@ -55,8 +56,8 @@ def test_invalid_measurements_and_unknown_generations_are_skipped() -> None:
 
 
 def test_microbench_command_prints_the_warnings(monkeypatch, tmp_path) -> None:
-    monkeypatch.setattr(mb_cli, "device_facts", lambda device: dict(V100))
-    monkeypatch.setattr(mb_cli, "run_suite", lambda families, device, facts, on_measured,
+    monkeypatch.setattr(suite, "device_facts", lambda device: dict(V100))
+    monkeypatch.setattr(suite, "run_suite", lambda families, device, facts, on_measured,
                         **options: [_m("l1_hit_latency", 31.0), _m("l2_hit_latency", 900.0)])
     result = CliRunner().invoke(mb_cli.microbench_cmd,
                                 ["-o", str(tmp_path / "mb.json"), "--no-lock-clocks"])
@@ -76,8 +77,8 @@ def test_a_suite_stopped_midway_keeps_what_it_measured(monkeypatch, tmp_path) ->
         on_measured(done)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(mb_cli, "device_facts", lambda device: dict(V100))
-    monkeypatch.setattr(mb_cli, "run_suite", stopped)
+    monkeypatch.setattr(suite, "device_facts", lambda device: dict(V100))
+    monkeypatch.setattr(suite, "run_suite", stopped)
     out = tmp_path / "mb.json"
     result = CliRunner().invoke(mb_cli.microbench_cmd, ["-o", str(out), "--no-lock-clocks"])
     assert result.exit_code != 0

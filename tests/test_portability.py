@@ -158,6 +158,13 @@ def test_plan_from_real_a_on_derived_b(real_a, tmp_path):
                                                "--bundle", str(tmp_path / "b"), "-o", str(out)])
     assert run.exit_code == 0, run.output
     assert json.loads(out.read_text())["error"] == pytest.approx(result["error"])
+    # and prints the run's lines: the errors on B and A, then the file written
+    from hilsim.analyzer.portability import PortabilityRun
+
+    lines = PortabilityRun(json.loads(out.read_text()), out).lines()
+    assert run.output == "\n".join(lines) + "\n"
+    assert lines[0].startswith(f"error on B {100 * result['error']:.2f}% (on A ")
+    assert lines[1] == f"wrote {out}"
 
 
 def test_wrong_source_is_rejected(real_a):

@@ -6,7 +6,7 @@ import json
 
 import pytest
 from hilsim.simmodel.config import Source, Sourced, TimingConfig, read_timing
-from hilsim.simmodel.presets import PRESET_NAMES, all_presets, load_preset, nearest_preset
+from hilsim.simmodel.presets import PRESET_NAMES, all_presets, load_preset
 
 from hilsim.core.errors import HilsimError
 
@@ -36,11 +36,7 @@ def test_preset_values_match_shipped_configs() -> None:
     assert qv.timing.get("l1.hit_latency_cycles").value == 28.0  # paper Table IV
 
 
-def test_nearest_preset() -> None:
-    assert nearest_preset("Quadro GV100", None)[0].name == "QV100"
-    assert nearest_preset("TITAN V", "7.0")[0].name == "QV100"
-    assert nearest_preset("NVIDIA H100 80GB HBM3", "9.0")[0].name == "H100-SXM"
-    assert nearest_preset(None, "8.9")[0].name == "RTX3070"
+def test_an_unknown_preset_is_refused() -> None:
     with pytest.raises(HilsimError):
         load_preset("no-such-gpu")
 

@@ -266,3 +266,25 @@ def test_importing_the_sweep_leaves_dask_unloaded() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "LOADED []" in done.stdout
+
+
+def test_the_report_says_what_was_simulated_and_what_ran(tmp_path: Path) -> None:
+    """The lines ``hilsim sweep`` prints after the tables come from the report: one per
+    simulated (workload, card, grid point), then what the sweep ran and wrote."""
+    import pandas as pd
+    from hilsim.analyzer.sweep import SweepOutcome
+    from hilsim.analyzer.sweep.report import SweepReport
+
+    simulated = pd.DataFrame([{
+        "workload": "ts1", "card": "SM7_QV100", "label": "stem", "runs": 2, "failed": 1,
+        "first_failure": "boom", "sim_launches": 3.0, "sim_error": 0.0123,
+        "profile_error": float("nan"), "sim_wall_seconds": 12.34}])
+    outcome = SweepOutcome(pd.DataFrame(), ran=2, failed=1, skipped=3, workers=1,
+                           wall_seconds=5.0, where="here")
+    assert SweepReport(outcome, tmp_path, [], simulated).lines() == [
+        "simulated ts1 / SM7_QV100 / stem: 2 run(s), 1 failed (boom); 3.0 launches; "
+        "error 1.23% simulated vs - on the profile; simulator 12.3 s",
+        f"sweep: 2 task(s) run (1 failed), 3 already done, on here, in 5.0 s; "
+        f"wrote {tmp_path / RESULTS}",
+    ]
+    assert SweepReport(outcome, tmp_path, []).lines()[0].startswith("sweep: 2 task(s) run")

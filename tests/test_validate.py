@@ -248,7 +248,7 @@ def test_importing_the_report_leaves_matplotlib_unloaded():
     import subprocess
     import sys
 
-    code = ("import sys; import hilsim.analyzer.validate, hilsim.analyzer.decompose; "
+    code = ("import sys; import hilsim.analyzer.validate, hilsim.analyzer.validate.decompose; "
             "print('LOADED', [m for m in ('matplotlib',) if m in sys.modules])")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -294,3 +294,4 @@ def test_state_variance_widens_the_interval():
     half, whalf = (hi - lo) / 2, (whi - wlo) / 2
     assert whalf == pytest.approx(np.hypot(half, 1.959963984540054 * 400.0))
     assert widened["state_sd_cycles"] == pytest.approx(400.0)
+

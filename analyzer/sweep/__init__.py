@@ -35,10 +35,11 @@ One module per job: :mod:`~hilsim.analyzer.sweep.spec` (the TOML spec),
 :mod:`~hilsim.analyzer.sweep.tasks` (input digests, task keys, the task list),
 :mod:`~hilsim.analyzer.sweep.worker` (one task on a worker: plan, score, simulate),
 :mod:`~hilsim.analyzer.sweep.results` (the ``results.parquet`` table),
-:mod:`~hilsim.analyzer.sweep.summary` (per-workload and simulation summaries) and
+:mod:`~hilsim.analyzer.sweep.summary` (per-workload and simulation summaries),
 :mod:`~hilsim.analyzer.sweep.runner` (the run on Dask; ``dask`` is imported when a sweep
-runs). This
-package exports the names its callers use.
+runs) and :mod:`~hilsim.analyzer.sweep.report` (the files written from the results: the
+compare folders and summaries, and the lines that say what ran). This package exports the
+names its callers use.
 """
 
 from __future__ import annotations

@@ -7,11 +7,16 @@ One module per layer, each importing only those above it in this list:
   per-cluster table, as JSON-ready dicts; the definitions are in its docstring;
 * :mod:`~hilsim.analyzer.validate.text`: those numbers as text cells, and the
   configuration vs sampling error decomposition as rows and markdown;
+* :mod:`~hilsim.analyzer.validate.decompose`: the configuration vs sampling error
+  decomposition (PKA Table 4) of a sampled simulation against a full one;
 * :mod:`~hilsim.analyzer.validate.plots`: the figures (matplotlib, imported when drawn);
 * :mod:`~hilsim.analyzer.validate.page`: the self-contained HTML page (Jinja2 templates,
   every value escaped);
 * :mod:`~hilsim.analyzer.validate.report`: :func:`validate` (numbers and figures of every
-  plan) and :func:`write_report` (``OUT.html`` and ``OUT.json``).
+  plan) and :func:`write_report` (``OUT.html`` and ``OUT.json``);
+* :mod:`~hilsim.analyzer.validate.run`: :func:`validate_run`, what ``hilsim validate``
+  does (the inputs read, the simulated cycles chosen, the files written) as one
+  :class:`ValidationRun`.
 
 This package exports the names its callers use.
 """
@@ -56,6 +61,7 @@ from hilsim.analyzer.validate.plots import (
     scatter_png,
 )
 from hilsim.analyzer.validate.report import validate, write_report
+from hilsim.analyzer.validate.run import ValidationRun, validate_run
 
 __all__ = [
     "COUNTER_PAIRS",
@@ -71,6 +77,7 @@ __all__ = [
     "PlanValidation",
     "SimResults",
     "Validation",
+    "ValidationRun",
     "cluster_table",
     "decomposition_html",
     "histograms_png",
@@ -90,5 +97,6 @@ __all__ = [
     "validate",
     "validate_plan",
     "validate_plans",
+    "validate_run",
     "write_report",
 ]

@@ -17,7 +17,7 @@ simulator's error against silicon, "SimError", from the sampling errors "PKS"/"P
 With ``S`` = silicon total cycles, ``F`` = full-simulation total (every launch
 simulated: the model on all launches, or logs covering all launches) and ``P`` =
 sampled-simulation projection ``sum(weight * sim_cycles)`` over the plan's samples, all
-signed (the same names and signs as :mod:`hilsim.analyzer.decompose`):
+signed (the same names and signs as :mod:`hilsim.analyzer.validate.decompose`):
 
 * configuration error ``= (F - S) / S`` (the simulator's own error, PKA's SimError);
 * sampling error ``= (P - F) / F`` (what sampling adds inside the simulator);

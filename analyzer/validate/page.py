@@ -160,7 +160,7 @@ def render_html(report: dict[str, Any], images: dict[str, Any]) -> str:
 
 def decomposition_html(label: str, d: dict[str, Any]) -> str:
     """The configuration vs sampling error decomposition ``d`` of plan ``label``
-    (:func:`hilsim.analyzer.decompose.decompose`) as the page shows it: a heading, the
+    (:func:`hilsim.analyzer.validate.decompose.decompose`) as the page shows it: a heading, the
     totals, and the kernel and counter tables (every string escaped)."""
     kernels, counters = decomposition_rows(d)
     macros = _ENV.get_template("tables.html.j2").module

@@ -50,7 +50,7 @@ def count(value: float | None) -> str:
 def decomposition_rows(
     d: dict[str, Any], limit: int = DECOMPOSITION_KERNELS
 ) -> tuple[list[list[str]], list[list[str]]]:
-    """The decomposition ``d`` (:func:`hilsim.analyzer.decompose.decompose`) as two tables
+    """The decomposition ``d`` (:func:`hilsim.analyzer.validate.decompose.decompose`) as two tables
     of text rows, columns :data:`DECOMPOSITION_COLUMNS` after the row's name: the first
     ``limit`` kernels (with their launch and sample counts), then every counter (with the
     silicon metric it is compared with)."""

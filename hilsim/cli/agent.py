@@ -18,6 +18,7 @@ from hilsim.agent.backends import CHOICES
 from hilsim.agent.backends.base import ProfileOptions
 from hilsim.agent.probe import probe_device
 from hilsim.agent.profile import profile_workload
+from hilsim.cli.options import force_option, output_option
 from hilsim.core.console import out
 from hilsim.core.errors import HilsimError
 from hilsim.core.files import write_text_atomic
@@ -40,10 +41,8 @@ def agent() -> None:
 
 @agent.command("probe")
 @click.option("--device", "device_index", default=0, show_default=True, help="GPU index.")
-@click.option(
-    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-    default=Path("hilsim-probe.json"), show_default=True, help="Where to save the facts (JSON).",
-)
+@output_option("Where to save the facts (JSON).", file_only=True,
+               default=Path("hilsim-probe.json"))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def probe(device_index: int, output: Path, as_json: bool) -> None:
     """Print and save the device facts and which profilers are usable.
@@ -86,8 +85,7 @@ def probe(device_index: int, output: Path, as_json: bool) -> None:
 @agent.command(
     "profile", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False}
 )
-@click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
-              help="Bundle folder to write.")
+@output_option("Bundle folder to write.", required=True)
 @click.option("--backend", type=click.Choice(CHOICES),
               default="auto", show_default=True,
               help="Light profiler (every launch); gpgpusim: run on a simulated card (--card).")
@@ -115,7 +113,7 @@ def probe(device_index: int, output: Path, as_json: bool) -> None:
 @click.option("--no-probe", is_flag=True,
               help="Do not query NVML/CUDA for device facts (use the profiler's records).")
 @click.option("--device", "device_index", default=0, show_default=True, help="GPU to probe.")
-@click.option("--force", is_flag=True, help="Replace an existing bundle.")
+@force_option("Replace an existing bundle.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 def profile(
     output: Path,

@@ -12,7 +12,7 @@ import click
 from hilsim.analyzer.compare import launch_columns
 from hilsim.analyzer.facade import Profile
 from hilsim.analyzer.report import print_comparison
-from hilsim.cli.options import parse_method_params
+from hilsim.cli.options import output_option, param_option, parse_method_params
 from hilsim.core.console import progress_bar, status
 from hilsim.core.errors import HilsimError
 
@@ -32,14 +32,7 @@ from hilsim.core.errors import HilsimError
     type=click.Path(path_type=Path),
     help="Choose plans on PROFILE, score them on this other run of the workload.",
 )
-@click.option(
-    "-p",
-    "--param",
-    "params",
-    multiple=True,
-    metavar="METHOD.KEY=VALUE",
-    help="Method parameter, e.g. -p stem.epsilon=0.01.",
-)
+@param_option("Method parameter, e.g. -p stem.epsilon=0.01.", metavar="METHOD.KEY=VALUE")
 @click.option(
     "--budget-of",
     default="stem",
@@ -56,13 +49,7 @@ from hilsim.core.errors import HilsimError
     "simulated launches.",
 )
 @click.option("--workers", type=int, default=None, help="Worker processes (default: CPUs).")
-@click.option(
-    "-o",
-    "--output",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Folder for compare.json, compare.csv and pareto.png.",
-)
+@output_option("Folder for compare.json, compare.csv and pareto.png.", required=True)
 def compare_cmd(
     profile: Path,
     method_list: str,

@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.table import Table
 
 from hilsim.analyzer.evaluate import check_compatible
+from hilsim.cli.options import output_option
 from hilsim.core.bundle import read_bundle
 from hilsim.core.console import out
 from hilsim.core.files import check_output
@@ -32,8 +32,7 @@ from hilsim.simmodel.presets import load_timing_config
               "RTX3070, H100-SXM).")
 @click.option("--vary", "variations", multiple=True,
               help="NAME=xFACTOR or NAME=VALUE (repeatable), e.g. l2_size=x2, sm_count=x0.5.")
-@click.option("-o", "--output", type=click.Path(path_type=Path),
-              help="Write the result as JSON (hilsim.dse/1).")
+@output_option("Write the result as JSON (hilsim.dse/1).")
 def dse_cmd(bundle_path: Path, plan_path: Path, config_spec: str,
             variations: tuple[str, ...], output: Path | None) -> None:
     """Speedup of each hardware variation: full (all launches) vs sampled (the plan)."""
@@ -44,19 +43,7 @@ def dse_cmd(bundle_path: Path, plan_path: Path, config_spec: str,
     plan = load_plan(plan_path)
     check_compatible(plan, bundle)
     result = dse(config, counters_from_bundle(bundle), plan, list(variations))
-    table = Table(title=f"DSE on {config.name}: {result.n_launches} launches, "
-                  f"{result.n_samples} sampled ({plan.method})")
-    for col in ("variation", "full cycles", "sampled cycles", "estimate error",
-                "true speedup", "sampled speedup", "speedup error", "binding (launches)"):
-        table.add_column(col, justify="left" if col in ("variation", "binding (launches)")
-                         else "right")
-    for r in result.rows:
-        binding = ", ".join(f"{k} {v}" for k, v in sorted(r.binding.items(),
-                                                          key=lambda kv: -kv[1]))
-        table.add_row(r.variation, f"{r.full_cycles:,.0f}", f"{r.sampled_cycles:,.0f}",
-                      f"{100 * r.estimate_error:.2f}%", f"{r.true_speedup:.3f}",
-                      f"{r.sampled_speedup:.3f}", f"{100 * r.speedup_error:.2f}%", binding)
-    out.print(table)
+    out.print(result.table(plan.method))
     if output is not None:
         write_json(output, result.to_dict())
         out.print(f"wrote {output}")

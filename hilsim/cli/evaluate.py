@@ -12,7 +12,7 @@ import click
 from hilsim.analyzer import methods
 from hilsim.analyzer.facade import Profile
 from hilsim.analyzer.report import print_summary, write_result
-from hilsim.cli.options import parse_params
+from hilsim.cli.options import output_option, param_option, parse_params
 from hilsim.core import limits
 from hilsim.core.console import progress_bar, status
 from hilsim.core.errors import HilsimError
@@ -25,14 +25,7 @@ from hilsim.core.files import check_output
     "--plan", "plan_path", type=click.Path(path_type=Path), help="Evaluate this plan JSON."
 )
 @click.option("-m", "--method", "method_name", help="Or plan with this method over seeds.")
-@click.option(
-    "-p",
-    "--param",
-    "params",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Method parameter (with --method).",
-)
+@param_option("Method parameter (with --method).")
 @click.option(
     "--seeds",
     default=20,
@@ -45,7 +38,7 @@ from hilsim.core.files import check_output
     type=click.Path(path_type=Path),
     help="Score on another bundle of the same workload (another run or GPU).",
 )
-@click.option("-o", "--output", type=click.Path(path_type=Path), help="Result JSON to write.")
+@output_option("Result JSON to write.")
 def evaluate_cmd(
     profile: Path,
     plan_path: Path | None,

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from hilsim.cli.options import force_option, output_option
 from hilsim.core.errors import HilsimError
 from hilsim.core.plan import load_plan
 from hilsim.simmodel.export import export_warmup, warmup_note, weights_path, write_kernelslist
@@ -23,9 +24,8 @@ from hilsim.simmodel.export import export_warmup, warmup_note, weights_path, wri
                    "checked.")
 @click.option("--full-list", type=click.Path(path_type=Path),
               help="The tracer's full list, if not TRACES/kernelslist.g.")
-@click.option("-o", "--output", type=click.Path(path_type=Path),
-              help="List to write (default with --traces: TRACES/kernelslist.<plan>.g); the "
-                   "weights go beside it as <name>.weights.csv.")
+@output_option("List to write (default with --traces: TRACES/kernelslist.<plan>.g); the "
+               "weights go beside it as <name>.weights.csv.")
 @click.option("--first-trace-id", type=int, default=1, show_default=True,
               help="Trace id N of launch 0 (kernel-N.traceg); 1 when tracer and profile "
                    "started at the same launch.")
@@ -33,7 +33,7 @@ from hilsim.simmodel.export import export_warmup, warmup_note, weights_path, wri
               help="Warm-up: none, l2-fill, preceding:K or both joined by '+' [the plan's "
                    "recorded warm-up, else none]; the plan with it is written beside the "
                    "list as <name>.plan.json (validate with that plan).")
-@click.option("--force", is_flag=True, help="Replace an existing list.")
+@force_option("Replace an existing list.")
 def export_cmd(plan_path: Path, traces: Path | None, full_list: Path | None,
                output: Path | None, first_trace_id: int, warmup: str | None,
                force: bool) -> None:

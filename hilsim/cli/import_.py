@@ -11,18 +11,13 @@ import click
 
 from hilsim.analyzer.facade import import_bundle
 from hilsim.analyzer.importers import FORMATS
+from hilsim.cli.options import force_option, output_option
 from hilsim.core.console import out, status, warn
 
 
 @click.command("import")
 @click.argument("profile", type=click.Path(path_type=Path))
-@click.option(
-    "-o",
-    "--output",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Bundle folder to write (written atomically).",
-)
+@output_option("Bundle folder to write (written atomically).", required=True)
 @click.option(
     "--format",
     "fmt",
@@ -51,7 +46,7 @@ from hilsim.core.console import out, status, warn
     show_default=True,
     help="launch_id of the first ncu row (ncu --launch-skip).",
 )
-@click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
+@force_option("Replace OUTPUT if it exists.")
 def import_cmd(
     profile: Path,
     output: Path,

@@ -13,10 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.table import Table
 
 from hilsim.analyzer.facade import Profile
 from hilsim.analyzer.report import write_result
+from hilsim.cli.options import output_option
 from hilsim.core.console import out, status
 from hilsim.core.errors import HilsimError
 from hilsim.core.files import check_output
@@ -73,7 +73,7 @@ from hilsim.core.plan import load_plan
     show_default=True,
     help="Std-dev threshold of the windowed IPC (PKA: 0.25).",
 )
-@click.option("-o", "--output", type=click.Path(path_type=Path), help="Result JSON to write.")
+@output_option("Result JSON to write.")
 def pkp_cmd(
     profile: Path,
     plan_path: Path,
@@ -107,24 +107,6 @@ def pkp_cmd(
         s=s,
         relative=relative,
     )
-    source = result["timelines"]
-    table = Table(title=f"PKP on {plan.method} plan ({source})")
-    columns = ["projected total cycles", "simulated fraction", "sampled launches",
-               "projected launches"]
-    if result["full_total_cycles"]:
-        columns += ["full total cycles", "projection error"]
-    for column in columns:
-        table.add_column(column, justify="right")
-    cells = [
-        f"{result['projected_total_cycles']:,.0f}",
-        f"{100 * result['simulated_fraction']:.1f}%",
-        f"{plan.n_samples:,}",
-        f"{result['n_projected']:,}",
-    ]
-    if result["full_total_cycles"]:
-        cells += [f"{result['full_total_cycles']:,.0f}",
-                  f"{100 * result['projection_error']:.2f}%"]
-    table.add_row(*cells)
-    out.print(table)
+    out.print(result.table())
     if output:
-        write_result(output, result)
+        write_result(output, result.to_dict())

@@ -11,7 +11,7 @@ import click
 
 from hilsim.analyzer import methods
 from hilsim.analyzer.facade import Profile
-from hilsim.cli.options import parse_params
+from hilsim.cli.options import output_option, param_option, parse_params
 from hilsim.core.console import out, status, warn
 
 
@@ -20,21 +20,8 @@ from hilsim.core.console import out, status, warn
 @click.option(
     "-m", "--method", "method_name", required=True, help="Sampling method (see `hilsim methods`)."
 )
-@click.option(
-    "-p",
-    "--param",
-    "params",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Method parameter, e.g. -p epsilon=0.01 -p seed=3.",
-)
-@click.option(
-    "-o",
-    "--output",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Plan JSON to write (hilsim.plan/1).",
-)
+@param_option("Method parameter, e.g. -p epsilon=0.01 -p seed=3.")
+@output_option("Plan JSON to write (hilsim.plan/1).", required=True)
 def plan_cmd(profile: Path, method_name: str, params: tuple[str, ...], output: Path) -> None:
     """Build a sampling plan for PROFILE (a bundle folder or a profile file).
 

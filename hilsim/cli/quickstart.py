@@ -13,6 +13,7 @@ import click
 from hilsim.analyzer.quickstart import ExampleResult, run_quickstart
 from hilsim.analyzer.report import print_summary
 from hilsim.analyzer.simexample import run_simulated_example
+from hilsim.cli.options import output_option
 from hilsim.core.console import out
 
 
@@ -26,14 +27,7 @@ def print_example(result: ExampleResult) -> None:
 
 
 @click.command("quickstart")
-@click.option(
-    "-o",
-    "--output",
-    default="hilsim-quickstart",
-    show_default=True,
-    type=click.Path(path_type=Path),
-    help="Folder for bundles, plans and result.",
-)
+@output_option("Folder for bundles, plans and result.", default=Path("hilsim-quickstart"))
 @click.option("--seeds", default=20, show_default=True, help="Seeds for stochastic methods.")
 @click.option("--example", "example", type=click.Choice(["profiles", "simulated-v100"]),
               default="profiles", show_default=True,

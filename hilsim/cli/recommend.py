@@ -14,6 +14,7 @@ from hilsim.analyzer.compare import format_speedup
 from hilsim.analyzer.facade import Profile
 from hilsim.analyzer.recommend import default_candidates, result_table, winner_plan
 from hilsim.analyzer.report import write_result
+from hilsim.cli.options import output_option
 from hilsim.core import limits
 from hilsim.core.console import out, progress_bar, status
 from hilsim.core.errors import HilsimError
@@ -43,8 +44,7 @@ def parse_error(text: str) -> float:
               help="The error quantile over seeds that must stay under the target.")
 @click.option("--budget", "budget_s", default=300.0, show_default=True,
               help="Search time budget in seconds (candidates past it are not run).")
-@click.option("-o", "--output", type=click.Path(path_type=Path),
-              help="Write the winner's plan (built on the whole PROFILE, seed 0) here.")
+@output_option("Write the winner's plan (built on the whole PROFILE, seed 0) here.")
 @click.option("--json", "json_path", type=click.Path(path_type=Path),
               help="Write every candidate's figures as JSON here.")
 def recommend_cmd(profile: Path, target_error: str, holdout: Path | None, seeds: int,

@@ -1,9 +1,9 @@
 """``hilsim sweep SPEC -o DIR``: workloads x methods x grids x seeds on Dask.
 
-The work is :mod:`hilsim.analyzer.sweep`; this module is the command, its progress bar
-(tasks done / failed / ETA) and the per-workload summary tables and Pareto plots that
-``hilsim compare`` makes (:func:`hilsim.analyzer.report.print_comparison`,
-:func:`hilsim.analyzer.report.write_comparison`, :func:`hilsim.analyzer.compare.pareto_plot`).
+The work is :mod:`hilsim.analyzer.sweep` (the run, then
+:func:`hilsim.analyzer.sweep.report.write_reports`: per workload the files ``hilsim
+compare`` writes, the summaries); this module is the command, its progress bar (tasks done
+/ failed / ETA) and the per-workload tables (:func:`hilsim.analyzer.report.print_comparison`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-import pandas as pd
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -22,36 +21,21 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from hilsim.analyzer.compare import pareto_plot
-from hilsim.analyzer.report import print_comparison, write_comparison
-from hilsim.analyzer.sweep import (
-    RESULTS,
-    SIM_SUMMARY,
-    SUMMARY,
-    SweepOutcome,
-    SweepSpec,
-    csv_safe,
-    load_spec,
-    parse_scheduler,
-    run_sweep,
-    sim_summary,
-    summarize,
-)
+from hilsim.analyzer.report import print_comparison
+from hilsim.analyzer.sweep import load_spec, parse_scheduler, run_sweep
+from hilsim.analyzer.sweep.report import write_reports
+from hilsim.cli.options import output_option
 from hilsim.core.console import err, out
 from hilsim.core.errors import HilsimError
-from hilsim.core.files import folder_lock, write_text_atomic
-from hilsim.core.formatting import percent
+from hilsim.core.files import folder_lock
 
 
 @click.command("sweep")
 @click.argument("spec_path", metavar="SPEC", type=click.Path(path_type=Path))
-@click.option(
-    "-o",
-    "--output",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Folder for results.parquet, summary.csv and one compare folder per workload; "
+@output_option(
+    "Folder for results.parquet, summary.csv and one compare folder per workload; "
     "a rerun into the same folder skips the tasks already there.",
+    required=True,
 )
 @click.option(
     "--scheduler",
@@ -92,7 +76,12 @@ def sweep_cmd(
     with folder_lock(output, "sweep"):
         with _progress() as on_event:
             outcome = run_sweep(spec, output, scheduler, workers, retry_failed, on_event)
-        _report(spec, outcome, output)
+        report = write_reports(spec, outcome, output)
+    for workload in report.workloads:
+        out.print(f"[bold]{workload.name}[/bold] ({workload.path})", highlight=False)
+        print_comparison(workload.comparison)
+    for line in report.lines():
+        out.print(line, highlight=False)
 
 
 class _progress:
@@ -125,52 +114,3 @@ class _progress:
 
     def __exit__(self, *exc: object) -> None:
         self.progress.__exit__(*exc)
-
-
-def _report(spec: SweepSpec, outcome: SweepOutcome, output: Path) -> None:
-    results = outcome.results
-    frames = []
-    for workload in spec.workloads:
-        result = summarize(results, workload.name)
-        out.print(f"[bold]{workload.name}[/bold] ({workload.path})", highlight=False)
-        print_comparison(result)
-        write_comparison(output / workload.name, result)
-        if result["methods"]:
-            n = results.loc[results["workload"] == workload.name, "n_launches"].dropna()
-            launches = f": {int(n.iloc[0]):,} launches" if len(n) else ""
-            pareto_plot(
-                result["methods"],
-                output / workload.name / "pareto.png",
-                f"{workload.name}{launches}",
-            )
-        for summary in result["methods"]:
-            frames.append({"workload": workload.name, **summary})
-    write_text_atomic(output / SUMMARY, csv_safe(pd.DataFrame(frames)).to_csv(index=False))
-    if spec.simulate:
-        _report_simulation(results, output)
-    out.print(
-        f"sweep: {outcome.ran} task(s) run ({outcome.failed} failed), {outcome.skipped} "
-        f"already done, on {outcome.where}, in {outcome.wall_seconds:.1f} s; "
-        f"wrote {output / RESULTS}",
-        highlight=False,
-    )
-
-
-def _report_simulation(results: Any, output: Path) -> None:
-    """The simulated figures per workload, card and grid point (sim_summary.csv)."""
-    table = sim_summary(results)
-    write_text_atomic(output / SIM_SUMMARY, csv_safe(table).to_csv(index=False))
-
-    def pct(v: Any) -> str:
-        return "-" if v is None or v != v else percent(v)
-
-    for r in table.to_dict("records"):
-        fails = f", {r['failed']} failed ({r['first_failure']})" if r["failed"] else ""
-        launches = "-" if r["sim_launches"] != r["sim_launches"] or r["sim_launches"] is None \
-            else f"{r['sim_launches']:.1f}"
-        out.print(
-            f"simulated {r['workload']} / {r['card']} / {r['label']}: {r['runs']} run(s)"
-            f"{fails}; {launches} launches; error {pct(r['sim_error'])} simulated vs "
-            f"{pct(r['profile_error'])} on the profile; simulator {r['sim_wall_seconds']:.1f} s",
-            highlight=False,
-        )

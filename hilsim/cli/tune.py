@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from hilsim.cli.options import force_option, output_option
 from hilsim.core.errors import HilsimError
 from hilsim.simmodel.tuner import CONVENTIONS, read_device_facts, tune_files
 
@@ -40,9 +41,8 @@ from hilsim.simmodel.tuner import CONVENTIONS, read_device_facts, tune_files
               "of the one closest to the device's facts.")
 @click.option("--workers", type=click.IntRange(1, 256),
               help="--on-simulator: simulator processes at a time (default: CPU count).")
-@click.option("-o", "--output", required=True, type=click.Path(path_type=Path),
-              help="Output folder (written atomically).")
-@click.option("--force", is_flag=True, help="Replace an existing output folder.")
+@output_option("Output folder (written atomically).", required=True)
+@force_option("Replace an existing output folder.")
 def tune_cmd(microbench: Path | None, accelsim_output: Path | None, device_facts: Path | None,
              preset_name: str | None, convention: str, on_simulator: bool,
              base_card: str | None, workers: int | None, output: Path, force: bool) -> None:

@@ -94,12 +94,6 @@ class Bundle:
             self._digest = (key, digest.hexdigest())
         return self._digest[1]
 
-    def metrics_aligned(self) -> pd.DataFrame | None:
-        """Metrics re-indexed by launch_id (rows of unprofiled launches absent)."""
-        if self.metrics is None:
-            return None
-        return self.metrics.set_index("launch_id")
-
 
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()

@@ -174,21 +174,46 @@ MEASUREMENTS: dict[str, MeasurementSpec] = {
 }
 
 
+# --- recorded by the suite for the report and the analysis of raw samples; no
+# timing-config field is derived from them (:data:`SUITE_ONLY`) -------------------------
+LATENCY_FOOTPRINT_SWEEP = "latency_footprint_sweep"
+LATENCY_STRIDE_SWEEP = "latency_stride_sweep"
+DRAM_WRITE_BANDWIDTH = "dram_write_bandwidth"
+DRAM_LATENCY_PAGE_STRIDE = "dram_latency_page_stride"
+LAUNCH_ROUNDTRIP_US = "launch_roundtrip_us"
+ATOMIC_THROUGHPUT_DISTINCT = "atomic_throughput_distinct"
+ATOMIC_THROUGHPUT_SAME = "atomic_throughput_same"
+#: an earlier suite's name of the back-to-back launch time (now :data:`LAUNCH_LATENCY_US`),
+#: still found in older files
+LAUNCH_BACK_TO_BACK_US = "launch_back_to_back_us"
+
+#: the suite's own measurements (``microbench/`` writes them, the tuner skips them), with
+#: their units
+SUITE_MEASUREMENTS: dict[str, MeasurementSpec] = {
+    spec.name: spec
+    for spec in (
+        MeasurementSpec(LATENCY_FOOTPRINT_SWEEP, "cycles",
+                        ".ca chase latency over growing footprints (the curve in params); "
+                        "value: the largest footprint's"),
+        MeasurementSpec(LATENCY_STRIDE_SWEEP, "cycles",
+                        "sequential .ca chase latency at growing strides (the curve in params); "
+                        "value: the largest stride's"),
+        MeasurementSpec(DRAM_WRITE_BANDWIDTH, "GB/s", "streaming write of a buffer >> L2"),
+        MeasurementSpec(DRAM_LATENCY_PAGE_STRIDE, "cycles",
+                        "DRAM chase with every step on a new 2 MiB page: DRAM latency plus "
+                        "the TLB miss"),
+        MeasurementSpec(LAUNCH_ROUNDTRIP_US, "us", "host time of one launch + synchronize"),
+        MeasurementSpec(ATOMIC_THROUGHPUT_DISTINCT, "atomics/s",
+                        "global atomicAdd (red), one word per thread"),
+        MeasurementSpec(ATOMIC_THROUGHPUT_SAME, "atomics/s",
+                        "global atomicAdd (red), one word for all threads"),
+    )
+}
+
 #: names the hilsim suite (``microbench/``) also records, for the report and the
 #: analysis of raw samples, that no timing-config field is derived from; the tuner
 #: skips them (any other unknown name is an error: most likely a typo)
-SUITE_ONLY: frozenset[str] = frozenset(
-    {
-        "latency_footprint_sweep",
-        "latency_stride_sweep",
-        "dram_write_bandwidth",
-        "dram_latency_page_stride",
-        "launch_back_to_back_us",
-        "launch_roundtrip_us",
-        "atomic_throughput_distinct",
-        "atomic_throughput_same",
-    }
-)
+SUITE_ONLY: frozenset[str] = frozenset({*SUITE_MEASUREMENTS, LAUNCH_BACK_TO_BACK_US})
 
 
 def unit_of(name: str) -> str:

@@ -14,7 +14,7 @@ the analyzer sees one typed layout whatever tool produced the data:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -431,8 +431,3 @@ def launch_config_key(launches: pd.DataFrame, by_config: bool = True) -> np.ndar
             del values
     codes, _ = pd.factorize(key)
     return codes.astype(np.int64, copy=False)
-
-
-def missing_columns(frame: pd.DataFrame, required: Iterable[str]) -> list[str]:
-    """Names in ``required`` that ``frame`` lacks."""
-    return [c for c in required if c not in frame.columns]

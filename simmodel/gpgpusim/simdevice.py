@@ -62,6 +62,10 @@ UNSUPPORTED: Mapping[str, str] = MappingProxyType(
 BACKEND = {"backend": "gpgpusim"}
 #: what kernel clock reads are on this device
 KERNEL_CLOCK = {**BACKEND, "clock": "%clock (simulated core cycles)"}
+#: the option that leaves L2 cold after the uploads (the ``cold`` note of measurements)
+COLD_L2 = "-gpgpu_perf_sim_memcpy 0"
+#: what :attr:`GpgpusimDevice.memory_scale` counts
+MEMORY_SCALE = "memory channels (-gpgpu_n_mem)"
 #: options of every one-SM run (the latency setups)
 ONE_SM = {
     "-gpgpu_n_clusters": "1",
@@ -162,6 +166,8 @@ class GpgpusimDevice:
     kernel_clock_params: dict[str, Any] = field(
         default_factory=lambda: dict(KERNEL_CLOCK), init=False
     )
+    cold_l2_note: str = field(default=COLD_L2, init=False)
+    memory_scale_note: str = field(default=MEMORY_SCALE, init=False)
 
     def __post_init__(self) -> None:
         if not self.facts and self.card is not None:
