@@ -29,7 +29,7 @@ from hilsim.analyzer.validate.numbers import (
 from hilsim.analyzer.validate.report import validate, write_report
 from hilsim.analyzer.validate.text import signed
 from hilsim.simmodel.config import TimingConfig, read_timing
-from hilsim.simmodel.simlog import read_simlogs
+from hilsim.simmodel.gpgpusim.simlog import read_simlogs
 
 from hilsim.core.bundle import Bundle
 from hilsim.core.errors import HilsimError
