@@ -1,7 +1,7 @@
 """The simulated card as profiler and as sampled simulator.
 
 * :func:`profile_on_card`: run a CUDA program fully on a GPGPU-Sim card and write a normal
-  profile bundle from its log (:mod:`hilsim.analyzer.importers.gpgpusim_log`): what
+  profile bundle from its log (:mod:`hilsim.simmodel.gpgpusim.logprofile`): what
   ``hilsim agent profile --backend gpgpusim`` does.
 * :func:`simulate_plan`: run only a plan's sampled launches (the program's launch-list
   option, ``--launches FILE`` by default, see ``workloads/README.md``) with their state
@@ -51,8 +51,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from hilsim.analyzer.evaluate import confidence_interval
-from hilsim.analyzer.importers.gpgpusim_log import bundle_from_gpgpusim_log
-from hilsim.analyzer.importers.profile import load_profile
 from hilsim.analyzer.warmstate import (
     MISS_TOLERANCE_SECTORS,
     StatePlacement,
@@ -64,7 +62,7 @@ from hilsim.analyzer.warmstate import (
 )
 from hilsim.simmodel.export import check_simulated_names
 from hilsim.simmodel.gpgpusim.cards import normalize_options
-from hilsim.simmodel.gpgpusim.logprofile import core_clock_mhz, scan_log
+from hilsim.simmodel.gpgpusim.logprofile import bundle_from_gpgpusim_log, core_clock_mhz, scan_log
 from hilsim.simmodel.gpgpusim.run import run_program
 from hilsim.simmodel.gpgpusim.visualizer import VISUALIZER_GLOB
 from hilsim.simmodel.simlog import parse_simlog
@@ -74,6 +72,7 @@ from hilsim.core.console import progress_bar
 from hilsim.core.errors import HilsimError
 from hilsim.core.files import write_text_atomic
 from hilsim.core.plan import L2_FILL_OPTION, Plan, Warmup, load_plan, parse_warmup, warmup_launches
+from hilsim.formats.read import load_profile
 
 #: what replaces this in the program's arguments (else ``--launches FILE`` is appended)
 LAUNCHES_PLACEHOLDER = "{launches}"

@@ -14,9 +14,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from hilsim.analyzer.importers.detect import sniff_format
 
 from hilsim.core.errors import HilsimError
+from hilsim.formats.detect import sniff_format
 
 DATA = Path(__file__).parent / "data"
 

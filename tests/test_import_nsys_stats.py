@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hilsim.analyzer.importers import nsys_stats
-from hilsim.analyzer.importers.nsys_stats import read_nsys_stats_csv
 
 from hilsim.core.errors import HilsimError
 from hilsim.core.schema import normalize_launches
+from hilsim.formats import nsys_stats
+from hilsim.formats.nsys_stats import read_nsys_stats_csv
 
 DATA = Path(__file__).parent / "data"
 NSYS = DATA / "nsys"

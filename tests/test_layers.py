@@ -1,7 +1,7 @@
 """The layer rule of docs/architecture.md, read from the source (nothing is imported).
 
-core <- microbench <- simmodel <- analyzer <- agent <- cli: a module imports only from its
-own package or one below it (module-level and in-function imports alike), imports no other
+core <- formats <- microbench <- simmodel <- analyzer <- agent <- cli: a module imports only
+from its own package or one below it (module-level and in-function imports alike), imports no other
 module's private name, and no two modules import each other in a cycle.
 """
 
@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = ("core", "microbench", "simmodel", "analyzer", "agent", "cli")
-FOLDERS = {"core": ROOT / "hilsim" / "core", "cli": ROOT / "hilsim" / "cli",
+LAYERS = ("core", "formats", "microbench", "simmodel", "analyzer", "agent", "cli")
+FOLDERS = {"core": ROOT / "hilsim" / "core", "formats": ROOT / "hilsim" / "formats",
+           "cli": ROOT / "hilsim" / "cli",
            "microbench": ROOT / "microbench", "simmodel": ROOT / "simmodel",
            "analyzer": ROOT / "analyzer", "agent": ROOT / "agent"}
 

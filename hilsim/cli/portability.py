@@ -11,11 +11,11 @@ from pathlib import Path
 
 import click
 
-from hilsim.analyzer.importers.profile import load_profile
 from hilsim.analyzer.portability import evaluate_portability
 from hilsim.analyzer.report import write_result
 from hilsim.core.files import check_output
 from hilsim.core.plan import load_plan
+from hilsim.formats.read import load_profile
 
 
 @click.command("portability")

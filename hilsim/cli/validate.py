@@ -13,13 +13,13 @@ import click
 
 from hilsim.analyzer import validate as v
 from hilsim.analyzer.decompose import attach_decomposition, check_full_log
-from hilsim.analyzer.importers.profile import load_profile
 from hilsim.analyzer.simulate import SUMMARY_JSON, read_placement
 from hilsim.analyzer.validate.text import signed
 from hilsim.core.errors import HilsimError
 from hilsim.core.files import write_text_atomic
 from hilsim.core.jsonfile import read_json
 from hilsim.core.plan import load_plan
+from hilsim.formats.read import load_profile
 from hilsim.simmodel.config import read_timing
 from hilsim.simmodel.simlog import read_simlogs
 
