@@ -147,7 +147,7 @@ def test_empty_file(tmp_path: Path) -> None:
 
 
 def test_kern_exec_layout_header_only_is_no_kernels(tmp_path: Path) -> None:
-    # header of cuda_kern_exec_trace as documented in FORMATS.md; no real rows found
+    # header of cuda_kern_exec_trace as documented in docs/formats.md; no real rows found
     path = tmp_path / "kern_exec_header.csv"
     path.write_text(
         "API Start (ns),API Dur (ns),Queue Start (ns),Queue Dur (ns),Kernel Start (ns),"

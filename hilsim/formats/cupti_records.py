@@ -11,7 +11,7 @@ in-process backend (:mod:`hilsim.agent.cupti_launch`) uses. One JSON object per 
   the records were flushed by a signal handler (Ctrl-C, timeout) or after the workload
   raised/exited non-zero; ``reason`` says why.
 * ``{"kind": "kernel", ...}``: one per ``CONCURRENT_KERNEL`` activity record, fields as
-  cupti-python names them (FORMATS.md, CUPTI): ``name``, ``start``, ``end`` (ns, CUPTI
+  cupti-python names them (``docs/formats.md``): ``name``, ``start``, ``end`` (ns, CUPTI
   clock), ``correlation_id``, ``device_id``, ``stream_id``, ``context_id``,
   ``grid_x/y/z``, ``block_x/y/z``, ``registers_per_thread``, ``static_shared_memory``,
   ``dynamic_shared_memory``. Missing fields are omitted or null.
