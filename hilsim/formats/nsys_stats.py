@@ -1034,16 +1034,7 @@ def read_exact(
         table = table.loc[~blank].reset_index(drop=True)
         line_numbers = line_numbers[~blank]
 
-    mapping = _GPU_TRACE_COLUMNS if report == GPU_TRACE else _KERN_EXEC_COLUMNS
-    columns: dict[str, tuple[str, str, str | None]] = {}
-    for column in table.columns:
-        base, unit = split_header_name(str(column))
-        if base in mapping and mapping[base][0] not in columns:
-            target, kind = mapping[base]
-            columns[target] = (str(column), kind, unit)
-    missing = [c for c in _REQUIRED if c not in columns]
-    if missing:
-        raise HilsimError(f"{source}: {report} CSV lacks column(s) {', '.join(missing)}")
+    columns = _exact_columns(source, table, report)
 
     # a row cut short (truncated file) leaves its last fields missing
     last_index = next(
@@ -1088,6 +1079,35 @@ def read_exact(
             + (f" ({dropped} memcpy/memset rows dropped)" if dropped else "")
         )
 
+    return _exact_launches(source, table, columns, line_numbers), report, dropped
+
+
+def _exact_columns(
+    source: Path, table: pd.DataFrame, report: str
+) -> dict[str, tuple[str, str, str | None]]:
+    """Launch column -> (CSV column, kind, unit) of the report's header; one line naming the
+    file when a required column is missing."""
+    mapping = _GPU_TRACE_COLUMNS if report == GPU_TRACE else _KERN_EXEC_COLUMNS
+    columns: dict[str, tuple[str, str, str | None]] = {}
+    for column in table.columns:
+        base, unit = split_header_name(str(column))
+        if base in mapping and mapping[base][0] not in columns:
+            target, kind = mapping[base]
+            columns[target] = (str(column), kind, unit)
+    missing = [c for c in _REQUIRED if c not in columns]
+    if missing:
+        raise HilsimError(f"{source}: {report} CSV lacks column(s) {', '.join(missing)}")
+    return columns
+
+
+def _exact_launches(
+    source: Path,
+    table: pd.DataFrame,
+    columns: dict[str, tuple[str, str, str | None]],
+    line_numbers: np.ndarray,
+) -> pd.DataFrame:
+    """The kernel rows' cells (strings) converted to the launch columns; errors name the
+    file line (``line_numbers``) and the column."""
     out = pd.DataFrame(index=pd.RangeIndex(len(table)))
     for target, (column, kind, unit) in columns.items():
         values = table[column]
@@ -1112,4 +1132,4 @@ def read_exact(
             f"{source}: line {int(line_numbers[row])}: negative duration "
             f"{table[columns['duration_ns'][0]].iloc[row]!r}"
         )
-    return out, report, dropped
+    return out
