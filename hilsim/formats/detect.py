@@ -44,8 +44,6 @@ _NUMBER = re.compile(r"^[+-]?(\d+(,\d{3})*|\d*)(\.\d*)?([eE][+-]?\d+)?$")
 CSV_SNIFF_LINES = 400
 #: characters of the head searched for binary data (a NUL)
 BINARY_SNIFF_CHARS = 4096
-#: the CSV formats recognised by a header line, in the order a line is tried
-_CSV_HEADERS = ("nsys-gpu-trace-csv", "nsys-kern-exec-csv", "ncu-csv-long", "ncu-csv-raw")
 
 
 class Head:
@@ -147,7 +145,8 @@ def _looks_wide(rows: list[list[str]]) -> bool:
 
 
 def _header_format(fields: list[str]) -> str | None:
-    """The CSV format whose header ``fields`` is (:data:`_CSV_HEADERS`), or ``None``."""
+    """The CSV format whose header line ``fields`` is (nsys stats' two reports, Nsight
+    Compute's two pages), or ``None``."""
     report = classify_header(fields)
     if report == GPU_TRACE:
         return "nsys-gpu-trace-csv"
