@@ -7,7 +7,7 @@ plus ``RUNTIME`` and ``DRIVER`` for the launching call of each kernel: CuPy laun
 through the driver API, PyTorch through the runtime API) through cupti-python, then runs
 the workload unmodified (:func:`hilsim.agent.launch.run_target`). Records are copied out of the
 CUPTI buffers in the completion callback and written with
-:func:`hilsim.analyzer.importers.cupti_format.write_cupti_records` (atomic JSON Lines):
+:func:`hilsim.formats.cupti_format.write_cupti_records` (atomic JSON Lines):
 
 * at normal exit and at ``SystemExit`` (``atexit`` as a last resort);
 * from SIGINT / SIGTERM handlers, flushing CUPTI first, so Ctrl-C or a timeout still
@@ -49,7 +49,8 @@ from typing import Any
 from hilsim.agent.cupti_api import api_enumerations, launch_cbids, restrict_to_launches
 from hilsim.agent.launch import install_stop_handlers, run_recorded, split_argv
 from hilsim.agent.nvtx import add_range_hook
-from hilsim.analyzer.importers.cupti_format import write_cupti_records
+
+from hilsim.formats.cupti_format import write_cupti_records
 
 BUFFER_BYTES = 8 * 1024 * 1024
 _KERNEL_FIELDS = (

@@ -6,7 +6,7 @@ ncu runs as a second pass of the workload::
         --clock-control none -f -o REP CMD ARGS
     ncu --import REP.ncu-rep --csv --page raw --print-units base
 
-and the CSV is read with :func:`hilsim.analyzer.importers.ncu_csv.read_ncu_csv`. The k-th launch
+and the CSV is read with :func:`hilsim.formats.ncu_csv.read_ncu_csv`. The k-th launch
 ncu profiled is matched to light launch ``S + k`` by order *and* kernel name (and
 grid/block where both sides know them). Mismatches are never joined silently
 (:func:`match_detailed`):
@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.methods.pka import TABLE2_METRICS
 
 from hilsim.core.errors import HilsimError
+from hilsim.core.metric_names import TABLE2_METRICS
 from hilsim.core.schema import names_agree
 
 #: Beyond PKA Table 2: time/cycles, DRAM and L2 traffic, L1/L2 hit rates, instruction
@@ -199,7 +199,7 @@ def match_detailed(
 ) -> Match:
     """Match ncu rows to light launches ``sel.skip + k``; never join a disagreeing row.
 
-    ``table`` is an :class:`hilsim.analyzer.importers.ncu_csv.NcuTable`. Returns the bundle
+    ``table`` is an :class:`hilsim.formats.ncu_csv.NcuTable`. Returns the bundle
     ``metrics`` (``launch_id`` + metric columns; rows for matched launches only, and for
     ``--detailed-launches`` only the requested ids) or None when nothing matched, plus the
     report for the manifest: counts, policy, and the first ``max_listed`` mismatches.

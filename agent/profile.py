@@ -41,10 +41,10 @@ from hilsim.agent.backends.base import (
 )
 from hilsim.agent.runner import RunResult, run_workload
 from hilsim.agent.tools import Tool, hilsim_pythonpath, python_target, require_python_target
-from hilsim.analyzer.importers.ncu_csv import read_ncu_csv
 
 from hilsim.core.bundle import Bundle, write_bundle
 from hilsim.core.errors import HilsimError
+from hilsim.formats.ncu_csv import read_ncu_csv
 
 
 def choose_backend(

@@ -4,7 +4,7 @@
 
 Starts ``torch.profiler.profile(activities=[CPU, CUDA])`` before the workload runs
 (unmodified, :func:`hilsim.agent.launch.run_target`) and exports the Chrome (Kineto) trace when
-it ends, read back with :func:`hilsim.analyzer.importers.kineto.bundle_from_kineto`.
+it ends, read back with :func:`hilsim.formats.kineto.bundle_from_kineto`.
 ``agent.annotate`` / ``--nvtx`` ranges become ``record_function`` ranges (Kineto
 ``user_annotation`` events, which the importer turns into regions).
 

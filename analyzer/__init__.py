@@ -1,4 +1,5 @@
-"""hilsim analyzer: importers, sampling methods, evaluation (runs without a GPU).
+"""hilsim analyzer: sampling methods, evaluation, reports (runs without a GPU; the profile
+readers are :mod:`hilsim.formats`).
 
 From Python, :class:`~hilsim.analyzer.facade.Profile` is the entry point::
 

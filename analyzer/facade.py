@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 from hilsim.analyzer import methods
-from hilsim.analyzer.importers.profile import import_profile, load_profile
 from hilsim.analyzer.methods.base import Method
 from hilsim.analyzer.tracecheck import bundle_warnings, method_warnings
 from rich.table import Table
@@ -37,6 +36,7 @@ from rich.table import Table
 from hilsim.core.bundle import Bundle, write_bundle
 from hilsim.core.errors import HilsimError
 from hilsim.core.plan import Plan, load_plan
+from hilsim.formats.read import import_profile, load_profile
 
 # The modules of the other analyses (evaluation, comparison and its plot, recommendation,
 # the streaming importer, validation, the simulator models of PKP) are imported inside
@@ -199,7 +199,7 @@ def import_bundle(
     Large nsys CSV/SQLite files without ``ncu`` stream chunk by chunk straight to
     ``output`` (bounded memory); everything else is imported in memory and written.
     """
-    from hilsim.analyzer.importers.streaming import stream_profile  # lazy: see the imports
+    from hilsim.formats.streaming import stream_profile  # lazy: see the imports
 
     output = Path(output)
     if output.exists() and not force:

@@ -40,13 +40,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from hilsim.analyzer.evaluate import check_compatible
-from hilsim.analyzer.importers.profile import load_profile
 
 from hilsim.core.bundle import Bundle
 from hilsim.core.errors import HilsimError
 from hilsim.core.files import check_output
 from hilsim.core.jsonfile import write_json
 from hilsim.core.plan import Plan, load_plan
+from hilsim.formats.read import load_profile
 
 MAX_LISTED = 50
 #: matching launches that must follow an edit before the alignment of a window is kept

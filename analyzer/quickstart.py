@@ -17,12 +17,12 @@ from hilsim.analyzer import methods
 from hilsim.analyzer.compare import method_label
 from hilsim.analyzer.evaluate import MethodSummary, PlanScore, evaluate_method
 from hilsim.analyzer.examples import EXAMPLES, Example
-from hilsim.analyzer.importers.profile import import_profile
 from hilsim.analyzer.report import write_result
 
 from hilsim.core.bundle import write_bundle
 from hilsim.core.console import progress_bar
 from hilsim.core.errors import HilsimError
+from hilsim.formats.read import import_profile
 
 QUICKSTART_METHODS: tuple[str, ...] = ("stem", "pka", "random", "first-n")
 

@@ -27,7 +27,6 @@ from typing import Any
 
 from hilsim.analyzer import validate as v
 from hilsim.analyzer.evaluate import score_plan
-from hilsim.analyzer.importers.profile import load_profile
 from hilsim.analyzer.portability import evaluate_portability
 from hilsim.analyzer.report import write_result
 from hilsim.analyzer.simulate import SUMMARY_JSON, read_placement
@@ -45,6 +44,7 @@ from hilsim.core.files import write_text_atomic
 from hilsim.core.formatting import percent
 from hilsim.core.jsonfile import read_json
 from hilsim.core.plan import load_plan
+from hilsim.formats.read import load_profile
 
 NAME = "simulated-v100"
 METHODS: tuple[str, ...] = ("stem", "pka")

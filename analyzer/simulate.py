@@ -53,7 +53,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from hilsim.analyzer.evaluate import confidence_interval
-from hilsim.analyzer.importers.profile import load_profile
 from hilsim.analyzer.warmstate import (
     MISS_TOLERANCE_SECTORS,
     StatePlacement,
@@ -79,6 +78,7 @@ from hilsim.core.plan import (
     warmup_for,
     warmup_launches,
 )
+from hilsim.formats.read import load_profile
 
 SAMPLED_LOG = "sampled.log"
 COLD_LOG = "cold.log"

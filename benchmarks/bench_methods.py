@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from casio_scaled import scaled_bundle  # noqa: E402
 from hilsim.analyzer import methods  # noqa: E402
-from hilsim.analyzer.methods.pka import TABLE2_METRICS  # noqa: E402
 
 from hilsim.core.errors import HilsimError  # noqa: E402
+from hilsim.core.metric_names import TABLE2_METRICS  # noqa: E402
 
 MIX = [
     "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",

@@ -29,9 +29,10 @@ import tracemalloc
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.methods.pka import PKA, TABLE2_METRICS
+from hilsim.analyzer.methods.pka import PKA
 
 from hilsim.core.bundle import Bundle
+from hilsim.core.metric_names import TABLE2_METRICS
 from hilsim.core.schema import normalize_launches
 
 

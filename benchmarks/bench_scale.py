@@ -29,7 +29,7 @@ Paths (``--only`` takes one of these names):
 * ``bundle-write`` / ``bundle-read``: :func:`hilsim.core.bundle.write_bundle` and
   :func:`hilsim.core.bundle.read_bundle` (sha256 manifest verification included) of
   that bundle.
-* ``import-nsys``: :func:`hilsim.analyzer.importers.profile.load_profile` of an ``nsys stats
+* ``import-nsys``: :func:`hilsim.formats.read.load_profile` of an ``nsys stats
   --report cuda_gpu_trace`` CSV with the exact header and row format of
   ``tests/data/nsys/*.csv``: N kernel rows (CASIO names and durations in the fixture's
   kernel-row layout) plus one fixture memcpy row per 8 kernels.
@@ -474,7 +474,8 @@ def nerf_tiled_bundle(n: int, seed: int = 0) -> Bundle:
     """The real launch order of the shipped CASIO NeRF A100 profile (1,106 launches, 116
     kernels), repeated to ``n`` launches, every duration times 5 % log-normal jitter."""
     from hilsim.analyzer.examples import EXAMPLES
-    from hilsim.analyzer.importers.profile import load_profile
+
+    from hilsim.formats.read import load_profile
 
     example = EXAMPLES[1]
     real = load_profile(example.path(example.profile)).launches
@@ -642,7 +643,7 @@ def prepare_kineto(n: int, workdir: Path) -> str:
 
 
 def skip_kineto(n: int) -> str | None:
-    from hilsim.analyzer.importers.kineto import MAX_TRACE_BYTES
+    from hilsim.formats.kineto import MAX_TRACE_BYTES
 
     size = kineto_bytes_estimate(n)
     if size > MAX_TRACE_BYTES:
@@ -654,7 +655,7 @@ def skip_kineto(n: int) -> str | None:
 
 
 def run_import(path: Path) -> list[str]:
-    from hilsim.analyzer.importers.profile import load_profile
+    from hilsim.formats.read import load_profile
 
     bundle = load_profile(path)
     attrs = bundle.launches.attrs

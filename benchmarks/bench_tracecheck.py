@@ -1,4 +1,5 @@
-"""Time the trace warnings (analyzer/tracecheck.py) on 10M synthetic launches.
+"""Time the trace warnings on 10M synthetic launches (hilsim/formats/tracewarnings.py and
+analyzer/tracecheck.py).
 
     python benchmarks/bench_tracecheck.py [--launches 10000000]
 
@@ -14,7 +15,9 @@ import time
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.tracecheck import method_warnings, trace_warnings
+from hilsim.analyzer.tracecheck import method_warnings
+
+from hilsim.formats.tracewarnings import trace_warnings
 
 
 def main() -> None:

@@ -5,7 +5,7 @@
 Kept verbatim, in order: the banner, the option lines the log parsers read (clocks,
 clusters, DRAM bus), ptxas info and ``pushing kernel`` lines, the program's ``hilsim-*``
 marks, every per-kernel line that :mod:`hilsim.simmodel.gpgpusim.simlog` and
-:mod:`hilsim.analyzer.importers.gpgpusim_log` read, the global-access ``TOTAL_ACCESS``
+:mod:`hilsim.simmodel.gpgpusim.logprofile` read, the global-access ``TOTAL_ACCESS``
 breakdown rows (evidence of their per-stream behaviour) and the end markers. Everything
 else (per-SM, per-bank, per-DRAM-channel tables) is left out. Prints the kept/total
 line counts on stderr.

@@ -13,7 +13,7 @@ shared-memory atomics, divergent loads, transposes) and ``transformer_step.cu``
 statistics, from which :mod:`hilsim.simmodel.gpgpusim.ptxlines` adds the long-latency
 instruction counts), on ``--card`` with the reduced
 options below, parses the logs with
-:mod:`hilsim.analyzer.importers.gpgpusim_log` (Nsight Compute counter names,
+:mod:`hilsim.simmodel.gpgpusim.logprofile` (Nsight Compute counter names,
 ``docs/gpgpusim-metrics.md``) and writes ``<card>.csv`` (one row per launch: program,
 launch id, kernel, launch configuration, counters, ``cycles``, card facts) plus
 ``<card>.json`` (command, commit, build key, CPU seconds). Prints the CPU time.

@@ -29,10 +29,10 @@ def main() -> None:
     args = parser.parse_args()
     from hilsim.analyzer import methods
     from hilsim.analyzer.examples import EXAMPLES
-    from hilsim.analyzer.importers.profile import import_profile
     from hilsim.analyzer.validate import SimResults, silicon_cycles, validate, write_report
 
     from hilsim.cli.main import main as hilsim
+    from hilsim.formats.read import import_profile
 
     example = next(e for e in EXAMPLES if e.profile.endswith(".sqlite"))
     profile = example.path(example.profile)

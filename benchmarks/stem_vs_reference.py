@@ -64,7 +64,7 @@ ABLATION: list[tuple[str, dict[str, Any]]] = [
 
 
 def load(path: Path):
-    from hilsim.analyzer.importers.profile import load_profile
+    from hilsim.formats.read import load_profile
 
     return load_profile(path)
 

@@ -146,7 +146,7 @@ def _full_bundle(workdir: Path, case: Case, program: Path, card: str) -> Path:
 
 
 def _full_cycles(bundle: Path) -> tuple[float, float | None]:
-    from hilsim.analyzer.importers.profile import load_profile
+    from hilsim.formats.read import load_profile
 
     b = load_profile(bundle)
     cycles = float(b.metrics["gpu__cycles_elapsed.max"].sum())

@@ -85,7 +85,7 @@ def kineto_trace(folder: Path, events: list[dict[str, Any]] | None = None,
 def cupti_records(folder: Path, kernels: list[dict[str, Any]] | None = None,
                   name: str = "r.cupti.jsonl", extra_lines: tuple[str, ...] = ()) -> Path:
     """A CUPTI records file (header + kernel records) written as the backend writes it."""
-    from hilsim.analyzer.importers.cupti_format import write_cupti_records
+    from hilsim.formats.cupti_format import write_cupti_records
 
     if kernels is None:
         kernels = [

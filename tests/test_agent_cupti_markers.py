@@ -15,7 +15,8 @@ from enum import IntEnum
 
 import pytest
 from hilsim.agent.cupti_launch import CuptiRecorder, drop_duplicate_ranges, loaded_library
-from hilsim.analyzer.importers.cupti_records import bundle_from_cupti_records, read_cupti_records
+
+from hilsim.formats.cupti_records import bundle_from_cupti_records, read_cupti_records
 
 
 class _Kind(IntEnum):

@@ -19,7 +19,8 @@ import types
 from enum import IntEnum
 
 import pytest
-from hilsim.analyzer.importers.cupti_records import bundle_from_cupti_records, read_cupti_records
+
+from hilsim.formats.cupti_records import bundle_from_cupti_records, read_cupti_records
 
 # ------------------------------------------------------------------ fake cupti-python
 

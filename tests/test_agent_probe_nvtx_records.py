@@ -10,12 +10,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from hilsim.analyzer.importers.cupti_format import is_cupti_records, write_cupti_records
-from hilsim.analyzer.importers.cupti_records import bundle_from_cupti_records, read_cupti_records
-from hilsim.analyzer.importers.nsys_rep import export_nsys_rep
 
 from hilsim.cli.main import main
 from hilsim.core.errors import HilsimError
+from hilsim.formats.cupti_format import is_cupti_records, write_cupti_records
+from hilsim.formats.cupti_records import bundle_from_cupti_records, read_cupti_records
+from hilsim.formats.nsys_rep import export_nsys_rep
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -16,10 +16,10 @@ import pytest
 from hilsim.agent import ncu as ncu_mod
 from hilsim.agent.profile import choose_backend
 from hilsim.agent.tools import Tool, python_target
-from hilsim.analyzer.importers.nsys_sqlite import bundle_from_nsys_sqlite
 
 from hilsim.cli.main import main
 from hilsim.core.bundle import read_bundle
+from hilsim.formats.nsys_sqlite import bundle_from_nsys_sqlite
 
 DATA = Path(__file__).parent / "data"
 SQLITE = DATA / "nsys-sqlite" / "casio-nerf-a100.nsys.sqlite"

@@ -232,9 +232,9 @@ def test_methods_read_their_own_columns_from_the_bundle_folder(tmp_path) -> None
     # the folder when its runs start (in this process and for workers), and the table is
     # the one of the whole bundle; without them STEM's clusters differ on this profile
     from hilsim.analyzer.compare import bundle_columns_reader
-    from hilsim.analyzer.importers.profile import import_profile
 
     from hilsim.core.bundle import read_bundle, write_bundle
+    from hilsim.formats.read import import_profile
 
     folder = write_bundle(
         import_profile(DATA / "nsys-sqlite" / "casio-nerf-a100.nsys.sqlite"), tmp_path / "b"

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from hilsim.analyzer.importers.gpgpusim_log import bundle_from_gpgpusim_log
 from hilsim.analyzer.validate.page import decomposition_html
+from hilsim.simmodel.gpgpusim.logprofile import bundle_from_gpgpusim_log
 from hilsim.simmodel.gpgpusim.simlog import parse_simlog, read_simlog, read_simlogs, slim_log
 
 from hilsim.cli.main import cli, main

@@ -3,7 +3,7 @@ formats whose real samples live with other importers' tests.
 
 The SQLite sample is written by the sqlite3 library (the magic is the library's);
 the Kineto and Nsight Compute headers are built from the layouts documented in
-FORMATS.md (no real ncu CSV was available to this test) and marked as such.
+docs/formats.md (real ncu CSV excerpts are read in tests/test_formats_common.py).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from hilsim.analyzer.importers.detect import sniff_format
 
 from hilsim.core.errors import HilsimError
+from hilsim.formats.detect import sniff_format
 
 DATA = Path(__file__).parent / "data"
 

@@ -187,7 +187,7 @@ def test_facade_imports_only_what_plan_and_import_use() -> None:
         "import sys; import hilsim.analyzer.facade; "
         "loaded = [m for m in ('hilsim.analyzer.evaluate', 'hilsim.analyzer.compare', "
         "'hilsim.analyzer.recommend', 'hilsim.analyzer.validate', 'hilsim.analyzer.report', "
-        "'hilsim.analyzer.importers.streaming', 'hilsim.simmodel.model', "
+        "'hilsim.formats.streaming', 'hilsim.simmodel.model', "
         "'hilsim.simmodel.pkp', 'matplotlib') if m in sys.modules]; print('LOADED', loaded)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

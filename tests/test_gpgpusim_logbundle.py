@@ -10,17 +10,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from hilsim.analyzer.importers.detect import sniff_format
-from hilsim.analyzer.importers.gpgpusim_log import bundle_from_gpgpusim_log
 from hilsim.simmodel.export import match_sim_results
 from hilsim.simmodel.gpgpusim.listrun import launch_list_argv
-from hilsim.simmodel.gpgpusim.logprofile import parse_gpgpusim_log
+from hilsim.simmodel.gpgpusim.logprofile import bundle_from_gpgpusim_log, parse_gpgpusim_log
 from hilsim.simmodel.gpgpusim.simlog import parse_simlog, read_simlogs
 
 from hilsim.cli.main import cli
 from hilsim.core.bundle import read_bundle
 from hilsim.core.errors import HilsimError
 from hilsim.core.plan import load_plan
+from hilsim.formats.detect import sniff_format
 
 DATA = Path(__file__).parent / "data" / "gpgpusim"
 FULL = DATA / "transformer_step1.SM7_QV100-4sm.log"

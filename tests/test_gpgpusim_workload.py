@@ -87,8 +87,8 @@ def test_warmed_samples_are_placed_between_warm_and_cold_runs(program: Path,
     cycles lie between its two runs and the interval carries the state term. About 10
     CPU-s: 2 + at most 2 launches on 1 SM."""
     import pandas as pd
-    from hilsim.analyzer.importers.gpgpusim_log import bundle_from_gpgpusim_log
     from hilsim.analyzer.simulate import simulate_plan
+    from hilsim.simmodel.gpgpusim.logprofile import bundle_from_gpgpusim_log
 
     from hilsim.core.plan import Plan, load_plan
 

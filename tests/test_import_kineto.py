@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hilsim.analyzer.importers.detect import sniff_format
-from hilsim.analyzer.importers.kineto import bundle_from_kineto, read_kineto_trace
 
 from hilsim.core.bundle import read_bundle, write_bundle
 from hilsim.core.errors import HilsimError
 from hilsim.core.schema import LAUNCH_COLUMNS, REGION_COLUMNS
+from hilsim.formats.detect import sniff_format
+from hilsim.formats.kineto import bundle_from_kineto, read_kineto_trace
 
 DATA = Path(__file__).parent / "data" / "kineto"
 V100 = DATA / "hta-v100-ns-resolution.trace.json.gz"
@@ -385,7 +385,7 @@ def test_too_large_and_empty(tmp_path):
 
 
 def _tiny_blocks(monkeypatch: pytest.MonkeyPatch, read: int = 65_521, chunk: int = 40_009) -> None:
-    import hilsim.analyzer.importers.kineto as kineto
+    import hilsim.formats.kineto as kineto
 
     monkeypatch.setattr(kineto, "_READ_BYTES", read)
     monkeypatch.setattr(kineto, "_CHUNK_CHARS", chunk)

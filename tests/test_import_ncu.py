@@ -7,16 +7,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hilsim.analyzer.importers.ncu_csv import (
+
+from hilsim.core.errors import HilsimError
+from hilsim.core.schema import normalize_launches
+from hilsim.formats.ncu_csv import (
     NcuTable,
     join_metrics,
     read_ncu_csv,
     read_ncu_metrics_for_bundle,
     unit_factor,
 )
-
-from hilsim.core.errors import HilsimError
-from hilsim.core.schema import normalize_launches
 
 DATA = Path(__file__).parent / "data" / "ncu"
 DETAILS_2020 = DATA / "xplacer_cfd_097K_details_2020.log"

@@ -13,17 +13,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hilsim.analyzer.importers import nsys_sqlite
-from hilsim.analyzer.importers.nsys_sqlite import (
+
+from hilsim.core.errors import HilsimError
+from hilsim.core.schema import LAUNCH_COLUMNS, REGION_COLUMNS
+from hilsim.formats import nsys_sqlite
+from hilsim.formats.nsys_sqlite import (
     _depth_and_path,
     _innermost,
     _nest,
     bundle_from_nsys_sqlite,
     read_nsys_sqlite,
 )
-
-from hilsim.core.errors import HilsimError
-from hilsim.core.schema import LAUNCH_COLUMNS, REGION_COLUMNS
 
 DATA = Path(__file__).parent / "data" / "nsys-sqlite"
 NERF = DATA / "casio-nerf-a100.nsys.sqlite"

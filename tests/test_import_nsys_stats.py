@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hilsim.analyzer.importers import nsys_stats
-from hilsim.analyzer.importers.nsys_stats import read_nsys_stats_csv
 
 from hilsim.core.errors import HilsimError
 from hilsim.core.schema import normalize_launches
+from hilsim.formats import nsys_stats
+from hilsim.formats.nsys_stats import read_nsys_stats_csv
 
 DATA = Path(__file__).parent / "data"
 NSYS = DATA / "nsys"
@@ -147,7 +147,7 @@ def test_empty_file(tmp_path: Path) -> None:
 
 
 def test_kern_exec_layout_header_only_is_no_kernels(tmp_path: Path) -> None:
-    # header of cuda_kern_exec_trace as documented in FORMATS.md; no real rows found
+    # header of cuda_kern_exec_trace as documented in docs/formats.md; no real rows found
     path = tmp_path / "kern_exec_header.csv"
     path.write_text(
         "API Start (ns),API Dur (ns),Queue Start (ns),Queue Dur (ns),Kernel Start (ns),"

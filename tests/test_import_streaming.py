@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from hilsim.analyzer.importers import nsys_sqlite, streaming
-from hilsim.analyzer.importers.profile import import_profile
-from hilsim.analyzer.importers.streaming import stream_import
 
 from hilsim.cli.main import main
 from hilsim.core.bundle import read_bundle, write_bundle
 from hilsim.core.errors import HilsimError
+from hilsim.formats import nsys_sqlite, streaming
+from hilsim.formats.read import import_profile
+from hilsim.formats.streaming import stream_import
 
 DATA = Path(__file__).parent / "data"
 THOR = DATA / "nsys" / "vernier-nsys2025.3.2-thor_cuda_gpu_trace.csv"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hilsim.analyzer.importers.wide_durations import read_wide_durations
 
 from hilsim.core.errors import HilsimError
+from hilsim.formats.wide_durations import read_wide_durations
 
 CASIO = Path(__file__).parent / "data" / "casio" / "casio-kernel-durations.csv"
 

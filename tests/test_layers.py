@@ -1,11 +1,11 @@
 """The layer rule of docs/architecture.md, read from the source (nothing is imported).
 
-core <- microbench <- simmodel <- analyzer <- agent <- cli: a module imports only from its
-own package or one below it (module-level and in-function imports alike), imports no other
-module's private name, and no two modules import each other in a cycle. One level down:
-the simulator (``simmodel.gpgpusim``) never imports the tuner (``simmodel.tuner``), and
-the contracts (``hilsim.core``) hold no simulator option: the simulator turns a contract
-into its own options.
+core <- formats <- microbench <- simmodel <- analyzer <- agent <- cli: a module imports only
+from its own package or one below it (module-level and in-function imports alike), imports
+no other module's private name, and no two modules import each other in a cycle. One level
+down: the simulator (``simmodel.gpgpusim``) never imports the tuner (``simmodel.tuner``),
+and the contracts (``hilsim.core``) hold no simulator option: the simulator turns a
+contract into its own options.
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = ("core", "microbench", "simmodel", "analyzer", "agent", "cli")
-FOLDERS = {"core": ROOT / "hilsim" / "core", "cli": ROOT / "hilsim" / "cli",
+LAYERS = ("core", "formats", "microbench", "simmodel", "analyzer", "agent", "cli")
+FOLDERS = {"core": ROOT / "hilsim" / "core", "formats": ROOT / "hilsim" / "formats",
+           "cli": ROOT / "hilsim" / "cli",
            "microbench": ROOT / "microbench", "simmodel": ROOT / "simmodel",
            "analyzer": ROOT / "analyzer", "agent": ROOT / "agent"}
 

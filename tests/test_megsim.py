@@ -16,7 +16,6 @@ import pandas as pd
 import pytest
 from hilsim.analyzer import methods
 from hilsim.analyzer.evaluate import score_plan
-from hilsim.analyzer.importers.nsys_sqlite import bundle_from_nsys_sqlite
 from hilsim.analyzer.methods.megsim import MEGsim
 from hilsim.analyzer.methods.megsim_frames import column_groups, megsim_frames, read_frame_table
 from hilsim.analyzer.methods.megsim_math import (
@@ -29,6 +28,7 @@ from hilsim.analyzer.methods.megsim_math import (
 from hilsim.core.bundle import Bundle
 from hilsim.core.errors import HilsimError
 from hilsim.core.schema import REGION_COLUMNS, normalize_launches
+from hilsim.formats.nsys_sqlite import bundle_from_nsys_sqlite
 
 DATA = Path(__file__).parent / "data"
 NERF = DATA / "nsys-sqlite" / "casio-nerf-a100.nsys.sqlite"

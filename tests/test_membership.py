@@ -16,12 +16,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from hilsim.analyzer import methods
-from hilsim.analyzer.importers.kineto import bundle_from_kineto
-from hilsim.analyzer.importers.nsys_sqlite import bundle_from_nsys_sqlite
 from hilsim.analyzer.membership import cluster_members
 from hilsim.analyzer.validate import SimResults, validate, write_report
 
 from hilsim.core.plan import load_plan
+from hilsim.formats.kineto import bundle_from_kineto
+from hilsim.formats.nsys_sqlite import bundle_from_nsys_sqlite
 from tests.test_validate import _bundle, _plan
 
 DATA = Path(__file__).parent / "data"

@@ -46,6 +46,10 @@ def test_wheel_keeps_every_source_module(wheel: Path) -> None:
         for src in (ROOT / folder).rglob("*.py"):
             rel = src.relative_to(ROOT).as_posix()
             assert f"hilsim/{rel}" in names, rel
+    for folder in ("core", "formats", "cli"):  # the layers that live in hilsim/ itself
+        for src in (ROOT / "hilsim" / folder).rglob("*.py"):
+            rel = src.relative_to(ROOT).as_posix()
+            assert rel in names, rel
     assert "hilsim/analyzer/examples/casio-nerf-a100.nsys.sqlite" in names
     assert "hilsim/simmodel/presets/QV100.json" in names
     # the simulated example: every shipped file, bundles and gzip logs included

@@ -16,7 +16,6 @@ import pandas as pd
 import pytest
 from hilsim.analyzer import methods
 from hilsim.analyzer.evaluate import score_plan
-from hilsim.analyzer.importers.kineto import bundle_from_kineto
 from hilsim.analyzer.methods.photon import INSTRUCTIONS, Photon, leader_clusters, signature_columns
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -24,6 +23,7 @@ from hypothesis import strategies as st
 from hilsim.core.bundle import Bundle
 from hilsim.core.errors import HilsimError
 from hilsim.core.schema import normalize_launches
+from hilsim.formats.kineto import bundle_from_kineto
 
 A100 = Path(__file__).parent / "data" / "kineto" / "hta-a100-cupti-counters.trace.json.gz"
 OPS = [f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum" for op in ("fadd", "ffma", "fmul")]

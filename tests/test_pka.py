@@ -16,12 +16,13 @@ import pandas as pd
 import pytest
 from hilsim.analyzer import methods
 from hilsim.analyzer.methods import pka as pka_module
-from hilsim.analyzer.methods.pka import PKA, TABLE2_METRICS, select_principal_kernels
+from hilsim.analyzer.methods.pka import PKA, select_principal_kernels
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hilsim.core.bundle import Bundle
 from hilsim.core.errors import HilsimError
+from hilsim.core.metric_names import TABLE2_METRICS
 from hilsim.core.schema import normalize_launches
 
 GROUP_DURATIONS = (1_000.0, 30_000.0, 100_000.0, 700_000.0)
@@ -354,7 +355,7 @@ NCU_DETAILS = NCU_DATA / "xplacer_cfd_097K_details_2020.log"
 
 
 def _bundle_from_ncu(path: Path, duration_column: str) -> Bundle:
-    ncu_csv = pytest.importorskip("hilsim.analyzer.importers.ncu_csv")
+    ncu_csv = pytest.importorskip("hilsim.formats.ncu_csv")
     table = ncu_csv.read_ncu_csv(path)
     frame = table.launches.drop(columns=["ncu_id"]).copy()
     frame["duration_ns"] = table.metrics[duration_column].to_numpy()
@@ -412,9 +413,9 @@ def test_one_level_pka_reads_only_the_grid_and_plans_the_same(tmp_path: Path) ->
     # Two-level PKA also reads its classifier's light features, and compare asks each
     # method as its parameters make it.
     from hilsim.analyzer.compare import launch_columns
-    from hilsim.analyzer.importers.profile import import_profile
 
     from hilsim.core.bundle import read_bundle, write_bundle
+    from hilsim.formats.read import import_profile
 
     sqlite = Path(__file__).parent / "data" / "nsys-sqlite" / "casio-nerf-a100.nsys.sqlite"
     folder = write_bundle(import_profile(sqlite), tmp_path / "b")

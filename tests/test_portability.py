@@ -17,13 +17,13 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 from hilsim.analyzer import methods
-from hilsim.analyzer.importers.profile import load_profile
 from hilsim.analyzer.portability import align_sequences, evaluate_portability
 
 from hilsim.cli.portability import portability_cmd
 from hilsim.core.bundle import Bundle, write_bundle
 from hilsim.core.errors import HilsimError
 from hilsim.core.schema import normalize_launches
+from hilsim.formats.read import load_profile
 
 SQLITE = Path(__file__).parent / "data" / "nsys-sqlite" / "casio-nerf-a100.nsys.sqlite"
 DROP = [5, 6, 300, 700]

@@ -16,12 +16,12 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 from hilsim.analyzer import methods
-from hilsim.analyzer.importers.profile import load_profile
 from hilsim.analyzer.portability import evaluate_portability
 
 from hilsim.cli.portability import portability_cmd
 from hilsim.core.bundle import write_bundle
 from hilsim.core.plan import Plan
+from hilsim.formats.read import load_profile
 
 DATA = Path(__file__).parent / "data" / "nsys"
 THOR = DATA / "vernier-nsys2025.3.2-thor_cuda_gpu_trace.csv"

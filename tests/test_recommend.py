@@ -6,12 +6,12 @@ import json
 
 import pytest
 from hilsim.analyzer.examples import EXAMPLES
-from hilsim.analyzer.importers.profile import load_profile
 from hilsim.analyzer.recommend import recommend, split_halves
 
 from hilsim.cli.main import main
 from hilsim.cli.recommend import parse_error
 from hilsim.core.errors import HilsimError
+from hilsim.formats.read import load_profile
 
 NERF = EXAMPLES[1].path(EXAMPLES[1].profile)
 

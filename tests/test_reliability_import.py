@@ -306,16 +306,16 @@ def test_messages_show_the_input_value_not_a_wrapped_int64(capsys, tmp_path):
 def test_numpy_runtime_warnings_never_reach_stderr(capsys, tmp_path, monkeypatch):
     """numpy warns (0/0 in a reduction) inside a command: stdout has the result, stderr
     stays empty on success and holds only the error line on failure."""
-    from hilsim.analyzer.importers import profile
+    from hilsim.formats import read
 
-    real = profile.import_profile
+    real = read.import_profile
 
     def warning_import(*args, **kwargs):
         np.array([0.0]) / np.array([0.0])  # RuntimeWarning: invalid value in divide
         np.log(np.zeros(1))  # RuntimeWarning: divide by zero in log
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(profile, "import_profile", warning_import)
+    monkeypatch.setattr(read, "import_profile", warning_import)
     with warnings.catch_warnings():
         warnings.simplefilter("default")  # as a user's Python shows them
         code, err, _ = run(capsys, "import", inputs.NSYS_CSV, "-o", tmp_path / "b")

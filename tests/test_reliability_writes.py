@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from hilsim.analyzer.importers.profile import import_profile
 
 from hilsim.cli.main import main
 from hilsim.core import files as atomic
 from hilsim.core.bundle import read_bundle, write_bundle
 from hilsim.core.files import atomic_directory
+from hilsim.formats.read import import_profile
 from tests import reliability_inputs as inputs
 
 

@@ -61,9 +61,9 @@ def test_report_fits_1400px_without_horizontal_overflow(tmp_path):
     import json
 
     from hilsim.analyzer import methods
-    from hilsim.analyzer.importers.profile import import_profile
     from hilsim.analyzer.validate import TOP_CLUSTER_ROWS, silicon_cycles
 
+    from hilsim.formats.read import import_profile
     from tests.conftest import DATA
 
     bundle = import_profile(DATA / "nsys-sqlite" / "casio-nerf-a100.nsys.sqlite")

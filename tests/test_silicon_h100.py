@@ -23,14 +23,14 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from hilsim.agent.cupti_api import launch_cbids, restrict_to_launches
-from hilsim.analyzer.importers.cupti_records import bundle_from_cupti_records, read_cupti_records
-from hilsim.analyzer.importers.kineto import bundle_from_kineto
-from hilsim.analyzer.importers.ncu_csv import read_ncu_csv
 from hilsim.microbench.runner import FAMILIES
 from hilsim.microbench.sanity import sanity_warnings
 
 from hilsim.core.bundle import read_bundle
 from hilsim.core.measurement import read_microbench_json
+from hilsim.formats.cupti_records import bundle_from_cupti_records, read_cupti_records
+from hilsim.formats.kineto import bundle_from_kineto
+from hilsim.formats.ncu_csv import read_ncu_csv
 
 H100 = Path(__file__).parent / "data" / "silicon" / "H100"
 CBIDS = Path(__file__).parent / "data" / "agent" / "cupti-python-13.0.1-cbids.json"

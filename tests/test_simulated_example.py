@@ -128,11 +128,11 @@ EXPECTED: dict = {
 def test_decomposition_of_the_shipped_runs_without_plots() -> None:
     """The fast-tier check of the headline figures: decompose() on the shipped logs."""
     from hilsim.analyzer import validate as v
-    from hilsim.analyzer.importers.profile import load_profile
     from hilsim.analyzer.validate.decompose import decompose
     from hilsim.simmodel.gpgpusim.simlog import read_simlogs
 
     from hilsim.core.plan import load_plan
+    from hilsim.formats.read import load_profile
 
     bundle = load_profile(EX.reference)
     silicon, _ = v.silicon_cycles(bundle, v.sm_clock_mhz(bundle))

@@ -71,10 +71,10 @@ def program(tmp_path_factory) -> Path:
 
 @pytest.mark.gpgpusim
 def test_sweep_simulates_each_plan_on_the_card(program: Path, tmp_path: Path, capsys) -> None:
-    from hilsim.analyzer.importers.profile import load_profile
     from hilsim.simmodel.gpgpusim.simlog import parse_simlog, read_simlogs
 
     from hilsim.core.plan import load_plan
+    from hilsim.formats.read import load_profile
 
     spec = tmp_path / "sim.toml"
     spec.write_text(SIM_SPEC.format(full=FULL.as_posix(), program=program.as_posix()))

@@ -12,7 +12,6 @@ import pandas as pd
 import pytest
 from hilsim.analyzer import methods
 from hilsim.analyzer.evaluate import score_plan
-from hilsim.analyzer.methods.pka import TABLE2_METRICS
 from hilsim.analyzer.methods.tbpoint import (
     SWEEP_THRESHOLDS,
     TBPoint,
@@ -22,6 +21,7 @@ from hilsim.analyzer.methods.tbpoint import (
 
 from hilsim.core.bundle import Bundle
 from hilsim.core.errors import HilsimError
+from hilsim.core.metric_names import TABLE2_METRICS
 from hilsim.core.schema import normalize_launches
 
 DURATIONS = (1_000.0, 40_000.0, 900_000.0)

@@ -6,11 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from hilsim.analyzer.examples import EXAMPLES
-from hilsim.analyzer.importers.profile import import_profile
-from hilsim.analyzer.tracecheck import busy_time, method_warnings, trace_warnings
+from hilsim.analyzer.tracecheck import method_warnings
 
 from hilsim.cli.main import main
 from hilsim.core.schema import normalize_launches
+from hilsim.formats.read import import_profile
+from hilsim.formats.tracewarnings import busy_time, trace_warnings
 from tests.conftest import DATA
 
 

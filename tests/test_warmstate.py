@@ -309,9 +309,10 @@ def test_placement_of_the_shipped_warm_and_cold_runs() -> None:
     placement recomputed from the two logs and the profile equals what ``hilsim simulate``
     wrote, and the warmed estimate is within 1% of the full run where the samples run
     alone (no warm-up) were 8% off in the same example."""
-    from hilsim.analyzer.importers.profile import load_profile
     from hilsim.analyzer.simexample import shipped_example
     from hilsim.simmodel.gpgpusim.simlog import read_simlog
+
+    from hilsim.formats.read import load_profile
 
     ex = shipped_example()
     folder = ex.sim_folder("stem", "reference")

@@ -2,7 +2,7 @@
 
 ``python -m hilsim.agent.cupti_launch --out R.jsonl -- script.py ARGS`` records every
 kernel with the launching call (:mod:`hilsim.agent.cupti_launch`); the records are
-imported with :func:`hilsim.analyzer.importers.cupti_records.bundle_from_cupti_records`.
+imported with :func:`hilsim.formats.cupti_records.bundle_from_cupti_records`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from pathlib import Path
 
 from hilsim.agent.backends.base import Backend, LightResult, ProfileOptions, run_launcher
 from hilsim.agent.tools import Tool, cupti_tool
-from hilsim.analyzer.importers.cupti_records import bundle_from_cupti_records
+
+from hilsim.formats.cupti_records import bundle_from_cupti_records
 
 
 def run_cupti(opts: ProfileOptions, tool: Tool, raw: Path, env: dict[str, str]) -> LightResult:

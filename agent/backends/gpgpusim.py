@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from hilsim.agent.backends.base import Backend, ProfileOptions
-from hilsim.analyzer.importers.gpgpusim_log import bundle_from_gpgpusim_log
 from hilsim.simmodel.gpgpusim.cards import parse_override
 from hilsim.simmodel.gpgpusim.listrun import profile_on_card
 
@@ -40,7 +39,7 @@ def profile_on_simulated_card(opts: ProfileOptions) -> tuple[Path, dict[str, Any
                           "drop the --detailed-* options")
     overrides = dict(parse_override(o) for o in opts.sim_options)
     return profile_on_card(
-        list(opts.command), opts.card, opts.out, read_log=bundle_from_gpgpusim_log,
+        list(opts.command), opts.card, opts.out,
         options=overrides,
         timeout_s=opts.timeout_s if opts.timeout_s else DEFAULT_TIMEOUT_S,
         keep_raw=opts.keep_raw, force=opts.force,

@@ -2,7 +2,7 @@
 
 ``nsys profile --trace=cuda,nvtx --sample=none --cpuctxsw=none --cuda-graph-trace=node
 -o REP -f true CMD...``, then ``nsys export --type sqlite`` and
-:func:`hilsim.analyzer.importers.nsys_sqlite.bundle_from_nsys_sqlite`; NVTX ranges the
+:func:`hilsim.formats.nsys_sqlite.bundle_from_nsys_sqlite`; NVTX ranges the
 workload emits become regions. ``auto`` picks it first, but only when ``nsys export
 --help`` works; when the export fails after the run, ``auto`` falls back to the next
 backend (one more run) and the report is kept as ``OUT.nsys-rep``.
@@ -23,10 +23,10 @@ from hilsim.agent.backends.base import (
 )
 from hilsim.agent.runner import run_workload
 from hilsim.agent.tools import Tool, nsys_tool
-from hilsim.analyzer.importers.nsys_rep import REPORT_SUFFIXES, export_nsys_rep
-from hilsim.analyzer.importers.nsys_sqlite import bundle_from_nsys_sqlite
 
 from hilsim.core.errors import HilsimError
+from hilsim.formats.nsys_rep import REPORT_SUFFIXES, export_nsys_rep
+from hilsim.formats.nsys_sqlite import bundle_from_nsys_sqlite
 
 NSYS_PROFILE_ARGS: tuple[str, ...] = (
     "profile",

@@ -2,7 +2,7 @@
 
 ``python -m hilsim.agent.torch_launch --out T.json -- script.py ARGS`` exports a Kineto
 trace (:mod:`hilsim.agent.torch_launch`), imported with
-:func:`hilsim.analyzer.importers.kineto.bundle_from_kineto`.
+:func:`hilsim.formats.kineto.bundle_from_kineto`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from pathlib import Path
 
 from hilsim.agent.backends.base import Backend, LightResult, ProfileOptions, run_launcher
 from hilsim.agent.tools import Tool, torch_tool
-from hilsim.analyzer.importers.kineto import bundle_from_kineto
+
+from hilsim.formats.kineto import bundle_from_kineto
 
 
 def run_torch(opts: ProfileOptions, tool: Tool, raw: Path, env: dict[str, str]) -> LightResult:

@@ -3,8 +3,8 @@
 Principal Kernel Selection (PKS, PKA section 3.1):
 
 1. Features: the twelve microarchitecture-agnostic Nsight Compute metrics of
-   PKA Table 2 (:data:`TABLE2_METRICS`). Those present in the bundle's metrics
-   are used; missing ones are named in a plan note (``strict=True`` makes a
+   PKA Table 2 (:data:`hilsim.core.metric_names.TABLE2_METRICS`). Those present in the
+   bundle's metrics are used; missing ones are named in a plan note (``strict=True`` makes a
    missing one an error). ``launch__grid_size`` is derived from the launches'
    ``grid_x * grid_y * grid_z`` when the metrics lack it (noted in the plan).
 2. ``StandardScaler`` then ``PCA`` keeping the fewest components whose
@@ -64,26 +64,10 @@ from hilsim.analyzer.methods.support import ordered_launches, relative_error
 
 from hilsim.core.bundle import Bundle
 from hilsim.core.errors import HilsimError
+from hilsim.core.metric_names import CYCLES, GRID_SIZE, TABLE2_METRICS
 from hilsim.core.plan import Plan, members_by_launch, samples_frame
 from hilsim.core.schema import LAUNCH_RESOURCE_COLUMNS
 
-#: PKA Table 2: microarchitecture-agnostic characteristics collected for PCA.
-TABLE2_METRICS: tuple[str, ...] = (
-    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",  # coalesced global loads
-    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",  # coalesced global stores
-    "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",  # coalesced local loads
-    "smsp__inst_executed_op_global_ld.sum",  # thread global loads
-    "smsp__inst_executed_op_global_st.sum",  # thread global stores
-    "smsp__inst_executed_op_local_ld.sum",  # thread local loads
-    "smsp__inst_executed_op_shared_ld.sum",  # thread shared loads
-    "smsp__inst_executed_op_shared_st.sum",  # thread shared stores
-    "smsp__sass_inst_executed_op_global_atom.sum",  # thread global atomics
-    "smsp__inst_executed.sum",  # instructions
-    "smsp__thread_inst_executed_per_inst_executed.ratio",  # divergence efficiency
-    "launch__grid_size",  # thread blocks
-)
-GRID_SIZE = "launch__grid_size"
-CYCLES = "gpu__cycles_elapsed.max"
 TIME_METRICS: tuple[str, ...] = ("duration_ns", CYCLES)
 CLASSIFIERS: tuple[str, ...] = ("sgd", "gnb", "mlp")
 

@@ -50,11 +50,12 @@ import pandas as pd
 from hilsim.analyzer.methods import register
 from hilsim.analyzer.methods.base import Method, source_facts
 from hilsim.analyzer.methods.params import BOOLEAN, Constraints, Interval, Options
-from hilsim.analyzer.methods.pka import GRID_SIZE, LIGHT_INT_COLUMNS, TABLE2_METRICS
+from hilsim.analyzer.methods.pka import LIGHT_INT_COLUMNS
 from hilsim.analyzer.methods.support import cluster_moments, ordered_launches, relative_error
 
 from hilsim.core.bundle import Bundle
 from hilsim.core.errors import HilsimError
+from hilsim.core.metric_names import GRID_SIZE, TABLE2_METRICS
 from hilsim.core.plan import Plan, members_by_launch, samples_frame
 
 #: PKA section 5.1: "20 threshold values between 0.01 and 0.2".

@@ -15,13 +15,13 @@ from typing import Any
 
 from hilsim.analyzer import methods
 from hilsim.analyzer.evaluate import score_plan
-from hilsim.analyzer.importers.profile import load_profile
 from hilsim.analyzer.simulate import simulate_plan
 from hilsim.analyzer.sweep.tasks import Task
 from hilsim.analyzer.tablecache import TableCache
 
 from hilsim.core.bundle import hilsim_version
 from hilsim.core.errors import HilsimError
+from hilsim.formats.read import load_profile
 
 _WORKER_LOCK = threading.Lock()
 _LOADED: dict[str, Any] = {}

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hilsim.analyzer.importers.profile import load_profile
 from hilsim.analyzer.validate.decompose import attach_decomposition, check_full_log
 from hilsim.analyzer.validate.numbers import (
     SimResults,
@@ -36,6 +35,7 @@ from hilsim.core.errors import HilsimError
 from hilsim.core.files import write_text_atomic
 from hilsim.core.jsonfile import read_json
 from hilsim.core.plan import Plan, load_plan
+from hilsim.formats.read import load_profile
 
 #: the simulated results of a plan
 SimFor = Callable[[Plan], SimResults]

@@ -9,10 +9,9 @@ from pathlib import Path
 
 import click
 
-from hilsim.analyzer.facade import import_bundle
-from hilsim.analyzer.importers import FORMATS
 from hilsim.cli.options import force_option, output_option
 from hilsim.core.console import out, status, warn
+from hilsim.formats import IMPORTABLE
 
 
 @click.command("import")
@@ -23,7 +22,7 @@ from hilsim.core.console import out, status, warn
     "fmt",
     default="auto",
     show_default=True,
-    type=click.Choice(["auto", *FORMATS]),
+    type=click.Choice(["auto", *IMPORTABLE]),
     help="Input format (auto: sniffed from the file's first bytes).",
 )
 @click.option(
@@ -65,6 +64,10 @@ def import_cmd(
     OUTPUT/manifest.json, launches.parquet and, when present, metrics.parquet and
     regions.parquet.
     """
+    # lazy: `hilsim import --help` (the --format choices come from the registry, which
+    # imports nothing heavy) loads neither pandas nor the facade
+    from hilsim.analyzer.facade import import_bundle
+
     with status(f"importing {profile}"):
         result = import_bundle(profile, output, fmt, ncu_csv, ncu_join, ncu_first_launch, force)
     for line in result.warnings:

@@ -1,6 +1,6 @@
 """Profile bundle v1: writer (atomic), reader and validator.
 
-The contract is ARCHITECTURE.md "The data contract: profile bundle v1": a folder
+The contract is docs/architecture.md "Contracts", "Profile bundle v1": a folder
 with ``manifest.json`` (schema ``hilsim.bundle/1``, sha256 of every other file),
 ``launches.parquet``, and optionally ``metrics.parquet``, ``regions.parquet`` and
 ``microbench.json``. Readers report a wrong schema, a missing column, a negative

@@ -1,4 +1,4 @@
-"""Sampling plans: ``hilsim.plan/1`` JSON (ARCHITECTURE.md, "Sampling plans").
+"""Sampling plans: ``hilsim.plan/1`` JSON (docs/architecture.md, "Contracts").
 
 A plan names the launches to simulate and their weights; the estimate of any
 per-launch quantity ``v`` is ``sum(weight * v[launch_id])`` over the samples.

@@ -1,4 +1,4 @@
-"""Column contracts of profile bundle v1 (ARCHITECTURE.md, "The data contract").
+"""Column contracts of profile bundle v1 (docs/architecture.md, "Contracts").
 
 Every importer produces a launches table through :func:`normalize_launches`, so
 the analyzer sees one typed layout whatever tool produced the data:

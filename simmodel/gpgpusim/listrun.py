@@ -21,15 +21,16 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from hilsim.simmodel.gpgpusim.cards import normalize_options
+from hilsim.simmodel.gpgpusim.logprofile import bundle_from_gpgpusim_log
 from hilsim.simmodel.gpgpusim.run import run_program
 from hilsim.simmodel.gpgpusim.simlog import parse_simlog
 
-from hilsim.core.bundle import Bundle, write_bundle
+from hilsim.core.bundle import write_bundle
 from hilsim.core.console import progress_bar
 from hilsim.core.errors import HilsimError
 from hilsim.core.schema import names_agree
@@ -94,19 +95,11 @@ def _cycles_progress(advance: Callable[..., None], label: str) -> Callable[[int,
     return update
 
 
-class LogReader(Protocol):
-    """A GPGPU-Sim log read as an in-memory profile bundle (the ``gpgpusim-log`` format's
-    reader)."""
-
-    def __call__(self, path: Path, *, card: str) -> Bundle: ...
-
-
 def profile_on_card(
     command: Sequence[str],
     card: str,
     out: Path,
     *,
-    read_log: LogReader,
     options: Mapping[str, str] | None = None,
     timeout_s: float = 4 * 3600,
     keep_raw: Path | None = None,
@@ -114,7 +107,8 @@ def profile_on_card(
     progress: bool = True,
 ) -> tuple[Path, dict[str, Any]]:
     """Run ``command`` fully on ``card`` and write the bundle ``out`` (the log read by
-    ``read_log``); returns (path, manifest).
+    :func:`hilsim.simmodel.gpgpusim.logprofile.bundle_from_gpgpusim_log`); returns (path,
+    manifest).
 
     The simulator's log is kept as ``keep_raw/sim.log`` when ``keep_raw`` is given. On a
     terminal a progress line on stderr shows the kernels finished and the simulated cycles.
@@ -128,7 +122,7 @@ def profile_on_card(
                           None, progress) as advance:
             run = run_on_card(command, card, run_dir, options, timeout_s,
                               _cycles_progress(advance, "full run"))
-        bundle = read_log(run.log_path, card=run.card)
+        bundle = bundle_from_gpgpusim_log(run.log_path, card=run.card)
         manifest = bundle.manifest
         manifest["device"]["overrides"] = run.overrides
         manifest["workload"] = {

@@ -23,6 +23,11 @@ Time line: a kernel starts where the previous one ended (``gpu_tot_sim_cycle`` m
 own ``gpu_sim_cycle``); a region opens at the end of the kernel before its push mark.
 Per-launch counters are named as Nsight Compute names them where the meaning matches
 (:data:`NCU_METRICS`; ``docs/gpgpusim-metrics.md`` lists what maps and what does not).
+
+This module is the reader of the ``gpgpusim-log`` profile format: the format registry
+(:mod:`hilsim.formats`) names :func:`is_gpgpusim_log` and :func:`bundle_from_gpgpusim_log`
+by their module path, so ``hilsim import`` and ``validate --sim`` load it only for a log
+(``docs/formats.md``).
 """
 
 from __future__ import annotations
@@ -30,15 +35,20 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from hilsim.simmodel.gpgpusim.simlog import parse_simlog
+from hilsim.simmodel.gpgpusim.simlog import parse_simlog, read_log_text
 
+from hilsim.core.bundle import Bundle, default_manifest
 from hilsim.core.demangle import demangle
 from hilsim.core.errors import HilsimError
 from hilsim.core.schema import REGION_COLUMNS, normalize_launches
+
+if TYPE_CHECKING:
+    from hilsim.formats.detect import Head
 
 #: ``simlog`` column -> Nsight Compute metric of the same meaning (PKA Table 2 names where
 #: the table has one; the others pair with ``hilsim.analyzer.validate.COUNTER_PAIRS``).
@@ -104,9 +114,19 @@ _EVENT = re.compile(
 SNIFF_MARKERS: tuple[str, ...] = ("*** GPGPU-Sim Simulator Version", "GPGPU-Sim PTX: ")
 
 
+#: how much of a file's head :func:`is_gpgpusim_log` searches for the markers
+SNIFF_CHARS = 16384
+
+
 def looks_like_gpgpusim_log(head: str) -> bool:
     """Whether the first KB of a file are a GPGPU-Sim log (its banner or PTX lines)."""
     return any(marker in head for marker in SNIFF_MARKERS)
+
+
+def is_gpgpusim_log(head: Head) -> bool:
+    """The ``gpgpusim-log`` format's sniff: text that is not JSON, with the simulator's
+    banner or ``GPGPU-Sim PTX:`` lines in its first :data:`SNIFF_CHARS` characters."""
+    return not head.is_json and looks_like_gpgpusim_log(head.text[:SNIFF_CHARS])
 
 
 @dataclass
@@ -272,6 +292,45 @@ def parse_gpgpusim_log(
     return SimLogProfile(launches, metrics, regions, facts, stats)
 
 
+def bundle_from_gpgpusim_log(
+    path: str | Path, clock_mhz: float | None = None, card: str | None = None
+) -> Bundle:
+    """An in-memory bundle from one GPGPU-Sim log file (``hilsim import``, ``validate
+    --sim``): the tables :func:`parse_gpgpusim_log` reads from the log, with the manifest
+    of a simulated device and the simulator as its profiler."""
+    source = Path(path)
+    text = read_log_text(source)  # plain or gzip (shipped logs are sim.log.gz)
+    parsed = parse_gpgpusim_log(text, str(source), clock_mhz)
+    facts = parsed.facts
+    device: dict[str, Any] = {
+        "name": f"GPGPU-Sim {card}" if card else "GPGPU-Sim simulated GPU",
+        "simulated": True,
+        "max_sm_clock_mhz": facts["core_clock_mhz"],
+    }
+    if card:
+        device["card"] = card
+    if "sm_count" in facts:
+        device["sm_count"] = facts["sm_count"]
+    profiler: dict[str, Any] = {
+        "name": "gpgpu-sim",
+        "level": "light+detailed",
+        "version": facts["simulator_version"],
+        "file": source.name,
+        "clock_mhz": facts["core_clock_mhz"],
+        "total_cycles": facts["total_cycles"],
+        "metrics": "per-kernel statistics; cumulative counters differenced (simlog)",
+    }
+    source_info: dict[str, Any] = {"files": [str(source)], "format": "gpgpusim-log"}
+    if facts["full_run_launch_ids"] is not None:
+        ids = facts["full_run_launch_ids"]
+        if ids != list(range(len(ids))):
+            source_info["full_run_launch_ids"] = ids
+    manifest = default_manifest(device=device, profilers=[profiler], source=source_info)
+    manifest["n_launches"] = len(parsed.launches)
+    return Bundle(launches=parsed.launches, metrics=parsed.metrics, regions=parsed.regions,
+                  manifest=manifest)
+
+
 def _metrics(stats: pd.DataFrame, launches: pd.DataFrame, atom_bytes: int) -> pd.DataFrame:
     """Per-launch metrics under their Nsight Compute names; DRAM requests (``atom_bytes``
     each) counted in 32-byte sectors and bytes as Nsight Compute counts them."""
@@ -333,8 +392,10 @@ __all__ = [
     "NCU_METRICS",
     "SNIFF_MARKERS",
     "SimLogProfile",
+    "bundle_from_gpgpusim_log",
     "core_clock_mhz",
     "dram_atom_bytes",
+    "is_gpgpusim_log",
     "looks_like_gpgpusim_log",
     "parse_gpgpusim_log",
     "scan_log",

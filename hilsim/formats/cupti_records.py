@@ -2,7 +2,7 @@
 
 Format ``hilsim.cupti-records/1``: JSON Lines, written atomically (temporary file in
 the same folder, then rename) by
-:func:`~hilsim.analyzer.importers.cupti_format.write_cupti_records`, the one writer the agent's
+:func:`~hilsim.formats.cupti_format.write_cupti_records`, the one writer the agent's
 in-process backend (:mod:`hilsim.agent.cupti_launch`) uses. One JSON object per line:
 
 * line 1, the header: ``{"schema": "hilsim.cupti-records/1", "kind": "header",
@@ -11,7 +11,7 @@ in-process backend (:mod:`hilsim.agent.cupti_launch`) uses. One JSON object per 
   the records were flushed by a signal handler (Ctrl-C, timeout) or after the workload
   raised/exited non-zero; ``reason`` says why.
 * ``{"kind": "kernel", ...}``: one per ``CONCURRENT_KERNEL`` activity record, fields as
-  cupti-python names them (FORMATS.md, CUPTI): ``name``, ``start``, ``end`` (ns, CUPTI
+  cupti-python names them (``docs/formats.md``): ``name``, ``start``, ``end`` (ns, CUPTI
   clock), ``correlation_id``, ``device_id``, ``stream_id``, ``context_id``,
   ``grid_x/y/z``, ``block_x/y/z``, ``registers_per_thread``, ``static_shared_memory``,
   ``dynamic_shared_memory``. Missing fields are omitted or null.
@@ -22,7 +22,7 @@ in-process backend (:mod:`hilsim.agent.cupti_launch`) uses. One JSON object per 
   ``thread_id``, ``source`` = ``"annotate"`` for :func:`hilsim.agent.nvtx.annotate` /
   ``--nvtx-module`` ranges, ``"marker"`` for NVTX ranges CUPTI reported).
 
-Region attribution is the Nsight Systems rule (:mod:`hilsim.analyzer.importers.nsys_sqlite`):
+Region attribution is the Nsight Systems rule (:mod:`hilsim.formats.nsys_sqlite`):
 a launch's region is the innermost range on the launching thread that encloses the
 runtime call with the launch's correlation id; launches without such a call get none.
 Kernel names are demangled with ``c++filt`` when it is installed (CUPTI reports mangled
@@ -38,14 +38,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from hilsim.analyzer.importers.cupti_format import KINDS, SCHEMA
-from hilsim.analyzer.importers.nsys_sqlite import attribute_launches, nvtx_regions
 
 from hilsim.core.bundle import Bundle, default_manifest
 from hilsim.core.demangle import demangle
 from hilsim.core.errors import HilsimError
 from hilsim.core.inputs import open_input
 from hilsim.core.schema import normalize_launches, shown_value
+from hilsim.formats.cupti_format import KINDS, SCHEMA
+from hilsim.formats.nsys_sqlite import attribute_launches, nvtx_regions
 
 FORMAT = "cupti-records"
 

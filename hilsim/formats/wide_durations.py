@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from hilsim.core.bundle import Bundle, default_manifest
 from hilsim.core.errors import HilsimError
 from hilsim.core.schema import normalize_launches
+
+FORMAT = "wide-durations-csv"
 
 
 def _header(path: Path) -> list[str]:
@@ -105,3 +109,16 @@ def read_wide_durations(path: str | Path) -> pd.DataFrame:
     launches = normalize_launches(frame, str(source))
     launches.attrs["layout"] = "wide-durations"
     return launches
+
+
+def bundle_from_wide_durations(path: str | Path) -> Bundle:
+    """The ``wide-durations-csv`` format's reader: :func:`read_wide_durations` as an
+    in-memory bundle."""
+    source = Path(path)
+    launches = read_wide_durations(source)
+    profiler: dict[str, Any] = {"name": "wide duration table", "format": FORMAT,
+                                "file": source.name}
+    manifest = default_manifest(
+        profilers=[profiler], source={"files": [str(source)], "format": FORMAT}
+    )
+    return Bundle(launches=launches, manifest=manifest)

@@ -64,6 +64,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
+from hilsim.core.bundle import Bundle, default_manifest
 from hilsim.core.errors import HilsimError
 from hilsim.core.schema import normalize_launches
 
@@ -266,6 +267,39 @@ def read_nsys_stats_csv(path: str | Path, columns: Iterable[str] | None = None) 
     launches.attrs["nsys_report"] = report
     launches.attrs["dropped_non_kernel_rows"] = dropped
     return launches
+
+
+def bundle_from_nsys_stats(
+    path: str | Path, fmt: str, columns: Iterable[str] | None = None
+) -> Bundle:
+    """An in-memory bundle of an ``nsys stats`` CSV (:func:`read_nsys_stats_csv`), its
+    manifest naming ``fmt`` (the format it was sniffed or named as)."""
+    source = Path(path)
+    launches = read_nsys_stats_csv(source, columns)
+    manifest = csv_manifest(source, fmt, "nsys stats",
+                            launches.attrs.get("dropped_non_kernel_rows"))
+    return Bundle(launches=launches, manifest=manifest)
+
+
+def bundle_from_gpu_trace(path: str | Path, columns: Iterable[str] | None = None) -> Bundle:
+    """The ``nsys-gpu-trace-csv`` format's reader (:func:`bundle_from_nsys_stats`)."""
+    return bundle_from_nsys_stats(path, "nsys-gpu-trace-csv", columns)
+
+
+def bundle_from_kern_exec(path: str | Path, columns: Iterable[str] | None = None) -> Bundle:
+    """The ``nsys-kern-exec-csv`` format's reader (:func:`bundle_from_nsys_stats`)."""
+    return bundle_from_nsys_stats(path, "nsys-kern-exec-csv", columns)
+
+
+def csv_manifest(path: Path, fmt: str, tool: str, dropped: int | None) -> dict[str, Any]:
+    """The manifest of an ``nsys stats`` CSV import (in memory or streaming: the same
+    facts)."""
+    source: dict[str, Any] = {"files": [str(path)], "format": fmt}
+    if dropped:
+        source["dropped_non_kernel_rows"] = int(dropped)
+    return default_manifest(
+        profilers=[{"name": tool, "format": fmt, "file": path.name}], source=source
+    )
 
 
 # ----------------------------------------------------------------------------- columnar path
@@ -959,7 +993,7 @@ def read_exact(
     number of memcpy/memset rows dropped.
 
     ``text``/``line_offset``/``block``: read ``text`` (a header line and a block of the
-    file's rows, :mod:`~hilsim.analyzer.importers.streaming`) instead of the file; line
+    file's rows, :mod:`~hilsim.formats.streaming`) instead of the file; line
     numbers in errors are those of ``text`` plus ``line_offset``; a ``block`` is not the
     file's end (its last row is not checked for truncation) and may hold no kernel rows.
     """
@@ -1000,16 +1034,7 @@ def read_exact(
         table = table.loc[~blank].reset_index(drop=True)
         line_numbers = line_numbers[~blank]
 
-    mapping = _GPU_TRACE_COLUMNS if report == GPU_TRACE else _KERN_EXEC_COLUMNS
-    columns: dict[str, tuple[str, str, str | None]] = {}
-    for column in table.columns:
-        base, unit = split_header_name(str(column))
-        if base in mapping and mapping[base][0] not in columns:
-            target, kind = mapping[base]
-            columns[target] = (str(column), kind, unit)
-    missing = [c for c in _REQUIRED if c not in columns]
-    if missing:
-        raise HilsimError(f"{source}: {report} CSV lacks column(s) {', '.join(missing)}")
+    columns = _exact_columns(source, table, report)
 
     # a row cut short (truncated file) leaves its last fields missing
     last_index = next(
@@ -1054,6 +1079,35 @@ def read_exact(
             + (f" ({dropped} memcpy/memset rows dropped)" if dropped else "")
         )
 
+    return _exact_launches(source, table, columns, line_numbers), report, dropped
+
+
+def _exact_columns(
+    source: Path, table: pd.DataFrame, report: str
+) -> dict[str, tuple[str, str, str | None]]:
+    """Launch column -> (CSV column, kind, unit) of the report's header; one line naming the
+    file when a required column is missing."""
+    mapping = _GPU_TRACE_COLUMNS if report == GPU_TRACE else _KERN_EXEC_COLUMNS
+    columns: dict[str, tuple[str, str, str | None]] = {}
+    for column in table.columns:
+        base, unit = split_header_name(str(column))
+        if base in mapping and mapping[base][0] not in columns:
+            target, kind = mapping[base]
+            columns[target] = (str(column), kind, unit)
+    missing = [c for c in _REQUIRED if c not in columns]
+    if missing:
+        raise HilsimError(f"{source}: {report} CSV lacks column(s) {', '.join(missing)}")
+    return columns
+
+
+def _exact_launches(
+    source: Path,
+    table: pd.DataFrame,
+    columns: dict[str, tuple[str, str, str | None]],
+    line_numbers: np.ndarray,
+) -> pd.DataFrame:
+    """The kernel rows' cells (strings) converted to the launch columns; errors name the
+    file line (``line_numbers``) and the column."""
     out = pd.DataFrame(index=pd.RangeIndex(len(table)))
     for target, (column, kind, unit) in columns.items():
         values = table[column]
@@ -1078,4 +1132,4 @@ def read_exact(
             f"{source}: line {int(line_numbers[row])}: negative duration "
             f"{table[columns['duration_ns'][0]].iloc[row]!r}"
         )
-    return out, report, dropped
+    return out

@@ -1,6 +1,6 @@
 """Nsight Systems reports (``.nsys-rep``, older ``.qdrep``): export to SQLite, then import.
 
-The analyzer reads the SQLite export (:mod:`hilsim.analyzer.importers.nsys_sqlite`); a report
+hilsim reads the SQLite export (:mod:`hilsim.formats.nsys_sqlite`); a report
 itself is a binary container only ``nsys export`` reads, so :func:`export_nsys_rep` runs
 
     nsys export --type sqlite --force-overwrite true --output OUT.sqlite REPORT

@@ -8,7 +8,7 @@ database in chunks and writes the bundle's ``launches.parquet`` row group by row
 
 1. **Chunks.** The CSV is cut at line ends into blocks of :data:`CSV_BLOCK_BYTES`, each
    parsed by the in-memory importer's fast reader
-   (:func:`~hilsim.analyzer.importers.nsys_stats.fast_table`); a block it does not vouch
+   (:func:`~hilsim.formats.nsys_stats.fast_table`); a block it does not vouch
    for goes to the exact reader with the block's line numbers, so a bad row mid-file is
    one error naming the file and its line. The SQLite launches are read in rowid order
    (no sort: nsys writes them in time order) with ``fetchmany`` chunks of
@@ -27,7 +27,7 @@ database in chunks and writes the bundle's ``launches.parquet`` row group by row
    rewritten row group by row group as ``launches.parquet`` with categorical ``name``,
    ``kernel`` and ``region`` columns: the bundle is the one the in-memory import writes
    (same table read back, same manifest facts and warnings).
-4. **Warnings.** The trace warnings (:mod:`~hilsim.analyzer.tracecheck`) are computed
+4. **Warnings.** The trace warnings (:mod:`~hilsim.formats.tracewarnings`) are computed
    from the four columns they read (``name``, ``duration_ns``, ``start_ns``, ``stream``)
    of the written table.
 
@@ -51,8 +51,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from hilsim.analyzer.importers.profile import csv_manifest, resolve_format
-from hilsim.analyzer.tracecheck import trace_warnings
 
 from hilsim.core import limits
 from hilsim.core.bundle import LAUNCHES, REGIONS, finish_manifest, write_table
@@ -67,8 +65,11 @@ from hilsim.core.schema import (
     missing_category_column,
     normalize_launches,
 )
+from hilsim.formats import FORMATS
+from hilsim.formats.read import resolve_format
+from hilsim.formats.tracewarnings import trace_warnings
 
-#: the launch columns :func:`hilsim.analyzer.tracecheck.trace_warnings` reads
+#: the launch columns :func:`hilsim.formats.tracewarnings.trace_warnings` reads
 WARNING_COLUMNS = ("name", "duration_ns", "start_ns", "stream")
 
 #: profiles at least this large are imported in chunks (smaller ones fit in memory)
@@ -77,9 +78,6 @@ STREAM_MIN_BYTES = 256 << 20
 CSV_BLOCK_BYTES = 256 << 20
 #: SQLite rows fetched at a time
 SQLITE_CHUNK_ROWS = 2_000_000
-
-#: formats this module reads
-STREAMING_FORMATS = ("nsys-gpu-trace-csv", "nsys-kern-exec-csv", "sqlite")
 
 _STAGE = ".launches-ids.parquet"
 
@@ -302,7 +300,7 @@ def _shift_row(exc: HilsimError, offset: int) -> HilsimError:
 
 def _csv_chunks(source: Path, block_bytes: int) -> Iterator[tuple[pd.DataFrame, int]]:
     """(launch columns, memcpy/memset rows dropped) of each block of the CSV."""
-    from hilsim.analyzer.importers import nsys_stats  # lazy: see the note above
+    from hilsim.formats import nsys_stats  # lazy: see the note above
 
     layout = nsys_stats.fast_layout(source)
     if layout is None or not nsys_stats.check_last_row(source, layout):
@@ -353,14 +351,14 @@ def _csv_chunks(source: Path, block_bytes: int) -> Iterator[tuple[pd.DataFrame, 
 
 
 def _import_csv(source: Path, fmt: str, folder: Path, block_bytes: int) -> dict[str, Any]:
+    from hilsim.formats import nsys_stats  # lazy: see the note above
+
     writer = LaunchWriter(folder, str(source))
     dropped = 0
     for out, n_dropped in _csv_chunks(source, block_bytes):
         dropped += n_dropped
         writer.add(out)
     if writer.rows_in == 0:
-        from hilsim.analyzer.importers import nsys_stats  # lazy: see the note above
-
         layout = nsys_stats.fast_layout(source)
         report = layout.report if layout else ""
         raise HilsimError(
@@ -368,7 +366,7 @@ def _import_csv(source: Path, fmt: str, folder: Path, block_bytes: int) -> dict[
             + (f" ({dropped} memcpy/memset rows dropped)" if dropped else "")
         )
     n, columns = writer.finish()
-    manifest = csv_manifest(source, fmt, "nsys stats", dropped)
+    manifest = nsys_stats.csv_manifest(source, fmt, "nsys stats", dropped)
     return {"manifest": manifest, "writer": writer, "n": n, "warning_columns": columns}
 
 
@@ -385,7 +383,7 @@ def _import_sqlite_rows(
     nvtx: tuple[pd.DataFrame, np.ndarray, np.ndarray] | None,
     columnar: bool = True,
 ) -> tuple[LaunchWriter, int]:
-    from hilsim.analyzer.importers import nsys_sqlite  # lazy: see the note above
+    from hilsim.formats import nsys_sqlite  # lazy: see the note above
 
     sql, strings = nsys_sqlite.kernel_query(conn, tables, source)
     string_table = nsys_sqlite.read_string_table(conn, strings)
@@ -414,7 +412,7 @@ def _write_sqlite_chunks(
     kernel_table: str,
     nvtx: tuple[pd.DataFrame, np.ndarray, np.ndarray] | None,
 ) -> tuple[LaunchWriter, int]:
-    from hilsim.analyzer.importers import nsys_sqlite  # lazy: see the note above
+    from hilsim.formats import nsys_sqlite  # lazy: see the note above
 
     last_row: Any = None
     with_region = 0
@@ -444,7 +442,7 @@ def _write_sqlite_chunks(
 
 
 def _import_sqlite(source: Path, folder: Path, chunk_rows: int) -> dict[str, Any]:
-    from hilsim.analyzer.importers import nsys_sqlite  # lazy: see the note above
+    from hilsim.formats import nsys_sqlite  # lazy: see the note above
 
     nsys_sqlite.check_sqlite_file(source)
     conn = nsys_sqlite.connect_read_only(source)
@@ -492,8 +490,10 @@ def _import_sqlite(source: Path, folder: Path, chunk_rows: int) -> dict[str, Any
 
 
 def can_stream(path: Path, fmt: str, ncu: object = None) -> bool:
-    """Is ``path`` (sniffed as ``fmt``) imported in chunks? Large nsys CSV/SQLite, no --ncu."""
-    if ncu is not None or fmt not in STREAMING_FORMATS:
+    """Is ``path`` (sniffed as ``fmt``) imported in chunks? A large file of a format the
+    registry marks ``streams`` (nsys CSV/SQLite), no --ncu."""
+    entry = FORMATS.get(fmt)
+    if ncu is not None or entry is None or not entry.streams:
         return False
     try:
         return path.stat().st_size >= STREAM_MIN_BYTES

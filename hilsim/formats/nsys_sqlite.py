@@ -3,7 +3,7 @@
 :func:`read_nsys_sqlite` reads the kernel launches, the NVTX ranges, the device
 description and the export's schema/tool versions; :func:`bundle_from_nsys_sqlite`
 wraps them as an in-memory :class:`~hilsim.core.bundle.Bundle`. Facts used are in
-``FORMATS.md`` ("Nsight Systems SQLite export"):
+``docs/formats.md`` (``sqlite``):
 
 * Table names are resolved through ``sqlite_master`` (nsys creates tables lazily,
   so a profile without CUDA tracing has no ``CUPTI_ACTIVITY_KIND_KERNEL``).
