@@ -397,3 +397,58 @@ def test_agent_profile_takes_a_native_programs_records(standin, tmp_path, librar
     assert light["mode"] == "injection" and light["backend"] == "cupti"
     assert light["environment"]["CUDA_INJECTION64_PATH"].endswith("libhilsim_cupti.so")
     assert "other_processes" not in light
+
+
+# ------------------------------------------------------------------------- the silicon kit
+
+def _overhead_module():
+    import importlib.util
+
+    path = HERE.parent / "benchmarks" / "silicon" / "overhead.py"
+    spec = importlib.util.spec_from_file_location("silicon_overhead", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_overhead_summary_by_hand():
+    """Bare medians 1.1 s (process) and 0.5 s (loop); injected 2.1 s and 0.7 s over 1,000
+    launches: x1.909 / 1,000 us per launch and x1.4 / 200 us per launch."""
+    summary = _overhead_module().summary(
+        [{"wall_s": 1.0, "loop_s": 0.5}, {"wall_s": 1.2, "loop_s": 0.4},
+         {"wall_s": 1.1, "loop_s": 0.6}],
+        {"injection": [{"wall_s": 2.1, "loop_s": 0.7, "launches": 1000},
+                       {"wall_s": 2.0, "loop_s": 0.8, "launches": 1000},
+                       {"wall_s": 2.2, "loop_s": 0.6, "launches": 1000}]})
+    assert summary["bare"] == {"wall_s": 1.1, "loop_s": 0.5}
+    inj = summary["injection"]
+    assert (inj["wall_ratio"], inj["wall_us_per_launch"]) == (1.9091, 1000.0)
+    assert (inj["loop_ratio"], inj["loop_us_per_launch"]) == (1.4, 200.0)
+
+
+def test_overhead_script_runs_a_program_under_injection(standin, tmp_path, library_cache,
+                                                       monkeypatch, capsys):
+    """The kit's overhead step end to end on the stand-in (it records through its own copy
+    of the library): warm-up, bare and injected runs in turn, every record imported."""
+    monkeypatch.setenv("HILSIM_CACHE", str(library_cache))
+    out = tmp_path / "o.json"
+    code = _overhead_module().main(["-o", str(out), "--runs", "2", "--keep-raw",
+                                    str(tmp_path / "raw"), "--", str(standin), "exit0", "30"])
+    assert code == 0, capsys.readouterr().err
+    result = json.loads(out.read_text())
+    assert len(result["bare_runs"]) == 2 and len(result["profiled_runs"]["injection"]) == 2
+    assert result["summary"]["injection"]["launches"] == 30
+    assert all(r["header"]["counts"]["runtime"] == 30 for r in result["profiled_runs"]["injection"])
+    assert (tmp_path / "raw" / "injection.cupti.jsonl.gz").is_file()
+
+
+def test_overhead_script_without_a_gpu_is_one_line(first_install, tmp_path, library_cache,
+                                                  monkeypatch, capsys):
+    monkeypatch.setenv("HILSIM_CACHE", str(library_cache))
+    code = _overhead_module().main(
+        ["-o", str(tmp_path / "o.json"), "--", sys.executable, "-c",
+         "import sys; print('no CUDA-capable device', file=sys.stderr); sys.exit(3)"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert err[0] == ("overhead.py: error: warm-up bare run failed (exit code 3): "
+                      "no CUDA-capable device")
