@@ -100,6 +100,7 @@ def test_full_profile_with_matching_detailed_pass(fake_tools, tmp_path, capsys, 
     assert bundle.metrics["launch_id"].tolist() == [0, 1, 2]
     assert "gpu__time_duration.sum" in bundle.metrics.columns
     assert manifest["overhead"]["bare_wall_s"] > 0 and manifest["overhead"]["ratio"] > 0
+    assert manifest["overhead"]["warm_up_wall_s"] > 0  # the ratio is against a warm run
     cost = detailed["cost"]
     assert cost["launches_profiled"] == detailed["match"]["ncu_launches"]
     assert cost["baseline_wall_s"] == manifest["overhead"]["bare_wall_s"]
