@@ -3,7 +3,8 @@
 #
 #   run(command="bash benchmarks/silicon/run_on_device.sh gpu1", carry=[".whl"], timeout_s=480)
 #   run(command="bash benchmarks/silicon/run_on_device.sh gpu2 STEP...", carry=[".whl"])
-#   run(command="bash benchmarks/silicon/run_on_device.sh native", carry=[".whl", ".native"])
+#   run(command="HILSIM_KIT_BUDGET_S=260 bash benchmarks/silicon/run_on_device.sh native",
+#       carry=[".whl", ".native"], timeout_s=330)
 #
 # gpu1: versions and clocks, probe, the whole microbenchmark suite, the CuPy workload and
 #       the transformer training loop under cupti (+ ncu for the first 200 launches,
@@ -192,7 +193,7 @@ gpu1)
          cupy-cupti transformer-cupti cupy-torch transformer-torch cupy-auto cupy-nsys
          cupy-cupti-run2 transformer-cupti-run2 clocks-end resnet-cupti resnet-torch) ;;
 native)
-  steps=(clocks-start cupti-build native-build overhead-native overhead-native-cuda13
+  steps=(versions clocks-start cupti-build native-build overhead-native overhead-native-cuda13
          overhead-cupy native-transformer-cupti native-pipeline-cupti transformer-cupti-inject
          clocks-end) ;;
 gpu2)
