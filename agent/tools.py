@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hilsim.agent.cupti_build import injection_status
+
 from hilsim.core.errors import HilsimError
 
 VERSION_TIMEOUT_S = 60
@@ -117,10 +119,23 @@ def _find_spec(name: str) -> bool:
 
 
 def cupti_tool() -> Tool:
-    """cupti-python: usable when ``cupti`` is importable (checked without importing it)."""
-    if not _find_spec("cupti"):
-        return Tool("cupti", False, reason="cupti-python not installed (pip install cupti-python)")
-    return Tool("cupti", True, _dist_version("cupti-python", "cupti_python"))
+    """CUPTI: the injection library for any CUDA program (CUPTI headers and library, a C
+    compiler: :func:`hilsim.agent.cupti_build.injection_status`) and the in-process
+    launcher for Python programs (``cupti`` importable, checked without importing it).
+
+    ``extra``: ``injection`` (bool), ``injection_detail`` (what it builds from, or why it
+    cannot), ``in_process`` (bool).
+    """
+    injection = injection_status()
+    in_process = _find_spec("cupti")
+    extra = {"injection": injection.ready, "injection_detail": injection.detail,
+             "in_process": in_process}
+    version = _dist_version("cupti-python", "cupti_python") if in_process else None
+    if not injection.ready and not in_process:
+        return Tool("cupti", False, reason=(
+            f"no CUPTI injection library ({injection.detail}) and cupti-python not installed "
+            "(pip install cupti-python)"), extra=extra)
+    return Tool("cupti", True, version, extra=extra)
 
 
 def torch_tool() -> Tool:

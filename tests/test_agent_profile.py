@@ -100,6 +100,7 @@ def test_full_profile_with_matching_detailed_pass(fake_tools, tmp_path, capsys, 
     assert bundle.metrics["launch_id"].tolist() == [0, 1, 2]
     assert "gpu__time_duration.sum" in bundle.metrics.columns
     assert manifest["overhead"]["bare_wall_s"] > 0 and manifest["overhead"]["ratio"] > 0
+    assert manifest["overhead"]["warm_up_wall_s"] > 0  # the ratio is against a warm run
     cost = detailed["cost"]
     assert cost["launches_profiled"] == detailed["match"]["ncu_launches"]
     assert cost["baseline_wall_s"] == manifest["overhead"]["bare_wall_s"]
@@ -214,14 +215,18 @@ def test_no_gpu_is_clear_error(fake_tools, tmp_path, capsys, monkeypatch):
 
 # ---------------------------------------------------------------- backend selection
 
-def _tools(nsys=True, export=True, cupti=False, torch=False, ncu=True):
+def _tools(nsys=True, export=True, cupti=False, torch=False, ncu=True, injection=False):
     tools = {
         "nsys": Tool("nsys", nsys, "2024.6", "/x/nsys", None if nsys else "nsys not on PATH"),
         "ncu": Tool("ncu", ncu, "2024.3", "/x/ncu"),
-        "cupti": Tool("cupti", cupti, reason=None if cupti else "cupti-python not installed"),
+        "cupti": Tool("cupti", cupti or injection,
+                      reason=None if cupti or injection else "cupti-python not installed"),
         "torch": Tool("torch", torch, reason=None if torch else "torch not installed"),
     }
     tools["nsys"].extra["export"] = export
+    tools["cupti"].extra.update(injection=injection, in_process=cupti,
+                                injection_detail="CUPTI API 130001" if injection
+                                else "CUPTI not found")
     return tools
 
 
@@ -238,6 +243,67 @@ def test_auto_prefers_nsys_then_cupti_then_torch():
         choose_backend("cupti", ["./a.out"], _tools(cupti=True))
     with pytest.raises(Exception, match="--backend torch: torch not installed"):
         choose_backend("torch", py, _tools())
+
+
+def test_native_programs_get_the_cupti_injection_library():
+    """With the injection library buildable, cupti runs native programs: asked for by name,
+    and picked by auto when nsys is absent; without it, the error says what is missing."""
+    native = ["./a.out", "--n", "3"]
+    assert choose_backend("cupti", native, _tools(injection=True))[0] == ["cupti"]
+    order, reason = choose_backend("auto", native, _tools(nsys=False, injection=True))
+    assert order == ["cupti"] and "nsys not on PATH" in reason
+    assert choose_backend("auto", native, _tools(injection=True))[0] == ["nsys", "cupti"]
+    with pytest.raises(Exception, match="no CUPTI injection library for native programs: "
+                                        "CUPTI not found"):
+        choose_backend("cupti", native, _tools(cupti=True))
+    with pytest.raises(Exception, match="torch: the workload is not a Python program"):
+        choose_backend("auto", native, _tools(nsys=False, torch=True))
+
+
+def test_cupti_mode_by_workload_and_variable(monkeypatch):
+    from hilsim.agent.backends.base import ProfileOptions
+    from hilsim.agent.backends.cupti import cupti_mode, injection_argv
+
+    monkeypatch.delenv("HILSIM_CUPTI_MODE", raising=False)
+    both = _tools(cupti=True, injection=True)["cupti"]
+    opts = ProfileOptions(command=["python", "train.py"], out=Path("b"))
+    assert cupti_mode(opts, both)[0] == "injection"
+    assert cupti_mode(opts, _tools(cupti=True)["cupti"])[0] == "in-process"
+    opts.nvtx_modules = ["model:step"]
+    assert cupti_mode(opts, both) == ("in-process", "--nvtx-module ranges are recorded in-process")
+    monkeypatch.setenv("HILSIM_CUPTI_MODE", "injection")
+    with pytest.raises(Exception, match="--nvtx-module needs the in-process"):
+        cupti_mode(opts, both)
+    native = ProfileOptions(command=["./app"], out=Path("b"))
+    monkeypatch.setenv("HILSIM_CUPTI_MODE", "in-process")
+    with pytest.raises(Exception, match="in-process needs a Python workload"):
+        cupti_mode(native, both)
+    monkeypatch.setenv("HILSIM_CUPTI_MODE", "fast")
+    with pytest.raises(Exception, match="must be one of injection, in-process"):
+        cupti_mode(native, both)
+    assert injection_argv(["train.py", "--lr", "1"]) == [sys.executable, "train.py", "--lr", "1"]
+    assert injection_argv(["python3", "-u", "-m", "pkg", "a"])[1:] == ["-u", "-m", "pkg", "a"]
+    assert injection_argv(["./app", "x"]) == ["./app", "x"]
+
+
+def test_records_picked_by_process(tmp_path):
+    from hilsim.agent.backends.cupti import pick_records
+    from hilsim.agent.runner import RunResult
+
+    run = RunResult(["./app"], 3, 0.1)
+    with pytest.raises(Exception, match="wrote no records .*exited with code 3"):
+        pick_records(tmp_path, run)
+    for pid, kernels, error in ((11, 5, None), (12, 40, None), (13, 0, "CUPTI refused")):
+        head = {"schema": "hilsim.cupti-records/1", "kind": "header", "pid": pid,
+                "counts": {"kernel": kernels}, "error": error}
+        (tmp_path / f"light.{pid}.cupti.jsonl").write_text(json.dumps(head) + "\n")
+    chosen, others = pick_records(tmp_path, run)
+    assert chosen.name == "light.12.cupti.jsonl"
+    assert sorted(o["pid"] for o in others) == [11, 13]
+    for pid in (11, 12):
+        (tmp_path / f"light.{pid}.cupti.jsonl").unlink()
+    with pytest.raises(Exception, match=r"could not start .*process 13, exit code 3.*refused"):
+        pick_records(tmp_path, run)
 
 
 @pytest.mark.slow

@@ -26,7 +26,7 @@ from typing import Any
 
 from hilsim.agent import ncu as ncu_mod
 from hilsim.agent.runner import GRACE_S, RunResult, run_workload
-from hilsim.agent.tools import Tool, require_python_target
+from hilsim.agent.tools import Tool, python_target, require_python_target
 
 from hilsim.core.bundle import Bundle
 from hilsim.core.errors import HilsimError
@@ -119,7 +119,9 @@ class Backend:
     """One profiler backend: one module of :mod:`hilsim.agent.backends` declares it.
 
     * ``detect``: whether it is usable here, without importing a GPU library.
-    * ``needs_python``: only for Python workloads (``script.py ARGS``, ``python -m mod``).
+    * ``needs_python``: only for Python workloads (``script.py ARGS``, ``python -m mod``);
+      ``native_refusal``: when given, why this host's tool cannot run a native program
+      (None: it can), for a backend whose reach depends on what was detected.
     * ``auto_rank``: place in ``--backend auto``'s order (lowest first); None: only when
       asked for by name.
     * ``auto_ready``: whether ``auto`` may pick it (default: the tool is usable);
@@ -134,6 +136,7 @@ class Backend:
     name: str
     detect: Callable[[], Tool] | None = None
     needs_python: bool = False
+    native_refusal: Callable[[Tool], str | None] | None = None
     auto_rank: int | None = None
     auto_ready: Callable[[Tool], bool] = _usable
     not_ready_note: str = "not usable here"
@@ -144,19 +147,32 @@ class Backend:
     claims: Callable[[ProfileOptions], bool] | None = None
     summary: Callable[[Path, dict[str, Any]], str] = light_summary
 
+    def python_only(self, tool: Tool) -> str | None:
+        """Why this backend runs only Python workloads here, or None when it runs any."""
+        if self.needs_python:
+            return self.not_ready_note
+        return self.native_refusal(tool) if self.native_refusal is not None else None
+
     def auto_skip_reason(self, tool: Tool, is_python: bool) -> str | None:
         """None when ``auto`` may use it for this workload, else why not."""
-        if self.auto_ready(tool) and (is_python or not self.needs_python):
+        if not self.auto_ready(tool):
+            return tool.reason or self.not_ready_note
+        if is_python:
             return None
-        return tool.reason or self.not_ready_note
+        return self.python_only(tool)
 
     def check_requested(self, tool: Tool, command: list[str]) -> None:
         """One-line error when ``--backend NAME`` cannot run ``command`` here."""
         if not tool.usable:
             hint = f" ({self.install_hint})" if self.install_hint else ""
             raise HilsimError(f"--backend {self.name}: {tool.reason}{hint}")
-        if self.needs_python:
-            require_python_target(command, f"--backend {self.name}")
+        why = self.python_only(tool)
+        if why is not None and python_target(command) is None:
+            if self.needs_python:
+                require_python_target(command, f"--backend {self.name}")
+            raise HilsimError(
+                f"--backend {self.name} needs a Python workload here ({why}); "
+                f"got {' '.join(command[:3])!r}")
 
 
 def nvtx_options(modules: list[str]) -> list[str]:

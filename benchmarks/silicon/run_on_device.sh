@@ -3,12 +3,19 @@
 #
 #   run(command="bash benchmarks/silicon/run_on_device.sh gpu1", carry=[".whl"], timeout_s=480)
 #   run(command="bash benchmarks/silicon/run_on_device.sh gpu2 STEP...", carry=[".whl"])
+#   run(command="HILSIM_KIT_BUDGET_S=260 bash benchmarks/silicon/run_on_device.sh native",
+#       carry=[".whl", ".native"], timeout_s=330)
 #
 # gpu1: versions and clocks, probe, the whole microbenchmark suite, the CuPy workload and
 #       the transformer training loop under cupti (+ ncu for the first 200 launches,
 #       + the bare run for the overhead ratio) and torch, auto and nsys, second runs for
 #       the run-to-run check, then ResNet-50 while the budget lasts.
 # gpu2: the steps named on the command line (a rerun after a fix), same budget rules.
+# native: the CUPTI injection library (the cupti backend for native programs): built on the
+#       device, its overhead against warm bare runs (overhead.py: medians of 5 runs) on
+#       launch_loop built here with CUDA 11.8 (.native/, carried) and there with CUDA 13,
+#       on the CuPy workload (+ one in-process run), the simulator's native workloads
+#       profiled, and the transformer loop's NVTX steps through the injection library.
 #
 # Every step runs under its own time limit (SIGINT first: the agent keeps what it
 # captured) and is skipped once the stage's budget (HILSIM_KIT_BUDGET_S, default 380 s)
@@ -64,6 +71,8 @@ fi
 export PYTHONPATH=/tmp/site:$ROOT/benchmarks/silicon/workloads
 export PYTHONUNBUFFERED=1
 W=$ROOT/benchmarks/silicon/workloads
+N=$ROOT/.native  # native programs built here (benchmarks/silicon/native/build.sh), carried
+OVERHEAD=$ROOT/benchmarks/silicon/overhead.py
 
 printf 'step\trc\tseconds\n' >"$R/paths.tsv"
 step() {  # step NAME LIMIT_S CMD ARGS...: run under a time limit, log, record rc and seconds
@@ -153,6 +162,24 @@ run_step() {  # the named step of the kit
   resnet-cupti) profile resnet-cupti 120 cupti --detailed-first 200 --detailed-timeout 80 \
       -- python3 "$W/resnet50_infer.py" ;;
   resnet-torch) profile resnet-torch 50 torch -- python3 "$W/resnet50_infer.py" ;;
+  cupti-build) step cupti-build 60 python3 -m hilsim.cli.main agent cupti-build ;;
+  native-build) step native-build 150 bash "$ROOT/benchmarks/silicon/native/build.sh" \
+      /tmp/hilsim-nvcc13 _cuda13 ;;
+  overhead-native) step overhead-native 90 python3 "$OVERHEAD" -o "$R/overhead-native.json" \
+      --runs 5 --keep-raw "$R/overhead-native-raw" -- "$N/launch_loop_sm90" --launches 60000 ;;
+  overhead-native-cuda13) step overhead-native-cuda13 60 python3 "$OVERHEAD" \
+      -o "$R/overhead-native-cuda13.json" --runs 5 -- /tmp/hilsim-nvcc13/launch_loop_sm90_cuda13 \
+      --launches 60000 ;;
+  overhead-cupy) step overhead-cupy 150 python3 "$OVERHEAD" -o "$R/overhead-cupy.json" \
+      --runs 3 --in-process-runs 1 --keep-raw "$R/overhead-cupy-raw" -- python3 "$W/cupy_mix.py" ;;
+  native-transformer-cupti) profile native-transformer-cupti 60 cupti --measure-overhead \
+      --keep-raw "$R/native-transformer-cupti-raw" -- "$N/transformer_step_sm90" ;;
+  native-pipeline-cupti) profile native-pipeline-cupti 60 cupti --measure-overhead \
+      --keep-raw "$R/native-pipeline-cupti-raw" -- "$N/pipeline_step_sm90" ;;
+  transformer-cupti-inject) step transformer-cupti-inject 90 env HILSIM_CUPTI_MODE=injection \
+      python3 -m hilsim.cli.main agent profile -o "$R/transformer-cupti-inject" --backend cupti \
+      --force --measure-overhead --keep-raw "$R/transformer-cupti-inject-raw" \
+      -- python3 "$W/transformer_train.py" ;;
   *) echo "unknown step $1" >&2; printf '%s\tunknown\t0\n' "$1" >>"$R/paths.tsv" ;;
   esac
 }
@@ -165,6 +192,10 @@ gpu1)
   steps=(versions clocks-start ncu-metrics probe microbench clocks-after-microbench
          cupy-cupti transformer-cupti cupy-torch transformer-torch cupy-auto cupy-nsys
          cupy-cupti-run2 transformer-cupti-run2 clocks-end resnet-cupti resnet-torch) ;;
+native)
+  steps=(versions clocks-start cupti-build native-build overhead-native overhead-native-cuda13
+         overhead-cupy native-transformer-cupti native-pipeline-cupti transformer-cupti-inject
+         clocks-end) ;;
 gpu2)
   [ $# -gt 0 ] || { echo "gpu2 needs the steps to run" >&2; exit 2; }
   steps=(clocks-start "$@" clocks-end) ;;

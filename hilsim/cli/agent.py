@@ -162,3 +162,20 @@ def profile(
             f"the workload did not finish ({why}); {result.path} holds the launches captured "
             "so far and is marked incomplete"
         )
+
+
+@agent.command("cupti-build")
+@click.option("--force", is_flag=True, help="Compile again even when the cache holds it.")
+def cupti_build(force: bool) -> None:
+    """Build the CUPTI injection library (the cupti backend for any CUDA program).
+
+    Compiled with gcc against this host's CUPTI (the nvidia-cuda-cupti wheel, a CUDA
+    toolkit, or $HILSIM_CUPTI_ROOT) into $HILSIM_CACHE/cupti-inject; `agent profile
+    --backend cupti` builds it on first use too. Prints the library's path.
+    """
+    from hilsim.agent.cupti_build import build_injection  # lazy: only this command compiles
+
+    library = build_injection(force=force)
+    state = "built" if library.built_now else "cached"
+    click.echo(f"{state}: {library.install.describe()}", err=True)
+    click.echo(str(library.path))
