@@ -240,3 +240,58 @@ def test_the_option_check_catches_an_option_in_params(tmp_path: Path) -> None:
                     '            "n": f"x {n} (-ptx_opcode)"}\n')
     assert simulator_options(path) == [
         "family.py:5: -gpgpu_perf_sim_memcpy 0", "family.py:6: (-ptx_opcode)"]
+
+
+#: the module table's first column -> the folder whose modules its row must name
+TABLE_ROWS = {"hilsim/core/": "core", "hilsim/formats/": "formats", "microbench/": "microbench",
+              "simmodel/": "simmodel", "analyzer/": "analyzer", "agent/": "agent",
+              "hilsim/cli/": "cli"}
+
+
+def _module_table(text: str) -> dict[str, str]:
+    """``docs/architecture.md``'s module table: package cell -> the row's modules cell."""
+    rows = {}
+    for line in text.splitlines():
+        match = re.match(r"\| `([^`]+/)` \| (.*)\|[^|]*\|\s*$", line)
+        if match:
+            rows[match.group(1)] = match.group(2)
+    return rows
+
+
+def _unnamed_modules(rows: dict[str, str]) -> list[str]:
+    """Modules (and sub-packages) of each layer folder that its table row does not name."""
+    missing = []
+    for cell, package in TABLE_ROWS.items():
+        text = rows.get(cell)
+        if text is None:
+            missing.append(f"no row for {cell}")
+            continue
+        folder = FOLDERS[package]
+        for path in sorted(folder.rglob("*.py")):
+            rel = path.relative_to(folder)
+            names = [f"{part}/" for part in rel.parts[:-1]]
+            if path.name != "__init__.py":
+                # a module is named as `x.py`, or as `x` / `x.Name` (families, classes)
+                stem = path.stem
+                if not re.search(rf"`{re.escape(stem)}(\.py|\.[A-Za-z_]\w*)?`", text):
+                    names.append(path.name)
+            missing += [f"{cell}{rel}: {n}" for n in names if n.endswith(".py") or n not in text]
+    return missing
+
+
+def test_every_module_is_in_the_architecture_table() -> None:
+    """Each module of each layer is named in its row of ``docs/architecture.md``'s table."""
+    rows = _module_table((ROOT / "docs" / "architecture.md").read_text(encoding="utf-8"))
+    assert _unnamed_modules(rows) == []
+
+
+def test_the_table_check_catches_an_unnamed_module() -> None:
+    """A row that drops one module (``warmstate.py``) or a sub-package (``tuner/``) is
+    reported."""
+    rows = _module_table((ROOT / "docs" / "architecture.md").read_text(encoding="utf-8"))
+    assert any("warmstate.py" in m for m in _unnamed_modules(
+        {**rows, "analyzer/": rows["analyzer/"].replace("`warmstate.py`", "")}))
+    assert any(m.endswith(": tuner/") for m in _unnamed_modules(
+        {**rows, "simmodel/": rows["simmodel/"].replace("tuner/", "tuning/")}))
+    assert any("no row" in m for m in _unnamed_modules(
+        {k: v for k, v in rows.items() if k != "agent/"}))
