@@ -32,11 +32,11 @@ CARDS = {"QV100": "SM7_QV100", "H100": "SM90_H100", "RTX3070": "SM86_RTX3070"}
 #: smaller inputs of the Rodinia apps for this measurement (``rodinia.py`` has the table's)
 RODINIA_COST_ARGV: dict[str, tuple[str, ...]] = {
     "gaussian": ("-s", "48"),
-    "nw": ("512", "10"),
+    "nw": ("256", "10"),
     "pathfinder": ("1024", "61", "2"),
     "srad_v2": ("64", "64", "0", "31", "0", "31", "0.5", "15"),
     "lud": ("-s", "128", "-v"),
-    "streamcluster": ("10", "20", "16", "1024", "1024", "100", "none", "output.txt", "1"),
+    "streamcluster": ("10", "20", "16", "256", "256", "100", "none", "output.txt", "1"),
 }
 
 

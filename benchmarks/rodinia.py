@@ -96,7 +96,7 @@ APPS: dict[str, RodiniaApp] = {
         "(integers): the result lines",
         line_pattern=r"^(\d+ )+$", defines=("-DBENCH_PRINT",)),
     "srad_v2": RodiniaApp(
-        "srad_v2", ("srad/srad_v2/srad.cu",), ("128", "128", "0", "31", "0", "31", "0.5", "40"),
+        "srad_v2", ("srad/srad_v2/srad.cu",), ("64", "64", "0", "31", "0", "31", "0.5", "32"),
         "-DOUTPUT: prints the diffused image (5 decimals): the result lines; its CPU "
         "reference is the -DCPU build (srad.h defines GPU too: run natively with no device "
         "visible, its CUDA calls fail and it prints the CPU loop's image)",
@@ -325,9 +325,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         rows.append(check_app(APPS[name], args.bin, runs, card, args.timeout))
         print(json.dumps({k: v for k, v in rows[-1].items() if k != "result"}), flush=True)
+        if args.json:  # after each app: an interrupted table keeps the apps it finished
+            args.json.write_text(json.dumps(rows, indent=1) + "\n")
     print_table(rows, f"{args.card} reduced (REDUCED_QV100 overrides)")
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=1) + "\n")
     return 0
 
 

@@ -12,8 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from hilsim.core.errors import HilsimError
 from hilsim.simmodel.gpgpusim.datacheck import (
     check_same_outputs,
     copy_digests,
@@ -30,6 +28,8 @@ from hilsim.simmodel.gpgpusim.fastforward import (
     uids_of_launches,
     write_launch_list,
 )
+
+from hilsim.core.errors import HilsimError
 
 DATA = Path(__file__).parent / "data" / "gpgpusim"
 
