@@ -27,6 +27,16 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from hilsim.simmodel.gpgpusim.build import find_build
+from hilsim.simmodel.gpgpusim.cards import card_config
+from hilsim.simmodel.gpgpusim.fastforward import fast_forward_env, run_fast_forward
+from hilsim.simmodel.gpgpusim.run import run_program
+from hilsim.simmodel.gpgpusim.workloads import (
+    REDUCED_QV100,
+    build_pipeline_step,
+    build_transformer_step,
+)
+
 #: the cards: a shipped (or project) card with the reduced overrides
 CARDS = {"QV100": "SM7_QV100", "H100": "SM90_H100", "RTX3070": "SM86_RTX3070"}
 #: smaller inputs of the Rodinia apps for this measurement (``rodinia.py`` has the table's)
@@ -47,10 +57,6 @@ def _cpu_children() -> float:
 
 def programs(names: list[str], rodinia_bin: Path | None, work: Path) -> dict[str, list[str]]:
     """argv per program name (the shipped workloads compiled into ``work``)."""
-    from hilsim.simmodel.gpgpusim.workloads import (  # noqa: PLC0415 - heavy
-        build_pipeline_step,
-        build_transformer_step,
-    )
 
     out: dict[str, list[str]] = {}
     for name in names:
@@ -69,11 +75,6 @@ def programs(names: list[str], rodinia_bin: Path | None, work: Path) -> dict[str
 
 def measure(argv: list[str], card: Any, run_dir: Path) -> dict[str, float]:
     """CPU seconds of the all-performance and the all-functional run, and the launches."""
-    from hilsim.simmodel.gpgpusim.fastforward import (  # noqa: PLC0415 - heavy
-        fast_forward_env,
-        run_fast_forward,
-    )
-    from hilsim.simmodel.gpgpusim.run import run_program  # noqa: PLC0415
 
     before = _cpu_children()
     full = run_program(argv, card, run_dir / "perf", env=fast_forward_env(None),
@@ -98,9 +99,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rodinia-bin", type=Path, help="the folder rodinia.py build wrote")
     parser.add_argument("--work", type=Path, help="run folders (default: a temp dir)")
     args = parser.parse_args(argv)
-    from hilsim.simmodel.gpgpusim.build import find_build  # noqa: PLC0415 - heavy
-    from hilsim.simmodel.gpgpusim.cards import card_config  # noqa: PLC0415
-    from hilsim.simmodel.gpgpusim.workloads import REDUCED_QV100  # noqa: PLC0415
 
     work = args.work or Path(tempfile.mkdtemp(prefix="ff-cost-"))
     progs = programs([p for p in args.programs.split(",") if p], args.rodinia_bin, work)

@@ -48,6 +48,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hilsim.simmodel.gpgpusim.build import find_build, git_checkout
+from hilsim.simmodel.gpgpusim.cards import card_config
+from hilsim.simmodel.gpgpusim.compile import compile_cuda
+from hilsim.simmodel.gpgpusim.datacheck import find_divergences, program_outputs
+from hilsim.simmodel.gpgpusim.extract import safe_extract
+from hilsim.simmodel.gpgpusim.fastforward import fast_forward_env, run_fast_forward
+from hilsim.simmodel.gpgpusim.run import run_program
+from hilsim.simmodel.gpgpusim.workloads import REDUCED_QV100
+
+from hilsim.core.errors import HilsimError
+
 #: launches of a sampled run (spread evenly over the program's launches)
 SAMPLE_LAUNCHES = 5
 #: the folder of the CUDA apps inside the source tree
@@ -119,10 +130,7 @@ def fetch_source(out: Path, tarball: Path | None = None, git_url: str | None = N
                  commit: str | None = None) -> Path:
     """The Rodinia source tree (its folder holding ``cuda/``) under ``out``: the tarball
     extracted safely, or a clone of ``git_url`` at ``commit``."""
-    from hilsim.simmodel.gpgpusim.build import git_checkout  # noqa: PLC0415 - heavy import
-    from hilsim.simmodel.gpgpusim.extract import safe_extract  # noqa: PLC0415
 
-    from hilsim.core.errors import HilsimError  # noqa: PLC0415
 
     if (tarball is None) == (git_url is None):
         raise HilsimError("rodinia: give exactly one of a tarball or a git url + commit")
@@ -143,7 +151,6 @@ def fetch_source(out: Path, tarball: Path | None = None, git_url: str | None = N
 
 def build_app(app: RodiniaApp, tree: Path, out: Path, *, cpu: bool = False) -> Path:
     """Compile ``app`` (its CPU reference with ``cpu``) from ``tree`` into ``out``."""
-    from hilsim.simmodel.gpgpusim.compile import compile_cuda  # noqa: PLC0415 - heavy
 
     cuda = tree / CUDA_DIR
     defines = app.cpu_defines if cpu else app.defines
@@ -185,12 +192,6 @@ def run_mode(app: RodiniaApp, exe: Path, run_dir: Path, card: Any, launch_ids: l
              timeout_s: float) -> dict[str, Any]:
     """One run of ``app``: ``launch_ids`` None = full, else fast-forwarded with that list.
     Returns CPU seconds, launches, the performance kernels' cycles and the outputs."""
-    from hilsim.simmodel.gpgpusim.datacheck import program_outputs  # noqa: PLC0415
-    from hilsim.simmodel.gpgpusim.fastforward import (  # noqa: PLC0415
-        fast_forward_env,
-        run_fast_forward,
-    )
-    from hilsim.simmodel.gpgpusim.run import run_program  # noqa: PLC0415
 
     if run_dir.exists():
         shutil.rmtree(run_dir)
@@ -232,7 +233,6 @@ def cpu_reference(app: RodiniaApp, exe: Path, run_dir: Path) -> tuple[str, ...]:
 def check_app(app: RodiniaApp, bindir: Path, runs: Path, card: Any,
               timeout_s: float) -> dict[str, Any]:
     """The three runs of ``app`` (and its CPU reference); the table row."""
-    from hilsim.simmodel.gpgpusim.datacheck import find_divergences  # noqa: PLC0415
 
     exe = bindir / app.name
     full = run_mode(app, exe, runs / app.name / "full", card, None, timeout_s)
@@ -280,9 +280,6 @@ def print_table(rows: list[dict[str, Any]], card_name: str) -> None:
 
 
 def _card(name: str) -> Any:
-    from hilsim.simmodel.gpgpusim.build import find_build  # noqa: PLC0415
-    from hilsim.simmodel.gpgpusim.cards import card_config  # noqa: PLC0415
-    from hilsim.simmodel.gpgpusim.workloads import REDUCED_QV100  # noqa: PLC0415
 
     return card_config(name, find_build(), options=REDUCED_QV100)
 
