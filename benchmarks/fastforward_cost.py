@@ -46,7 +46,7 @@ RODINIA_COST_ARGV: dict[str, tuple[str, ...]] = {
     "pathfinder": ("1024", "61", "2"),
     "srad_v2": ("64", "64", "0", "31", "0", "31", "0.5", "15"),
     "lud": ("-s", "128", "-v"),
-    "streamcluster": ("10", "20", "16", "256", "256", "100", "none", "output.txt", "1"),
+    "streamcluster": ("3", "5", "4", "128", "128", "20", "none", "output.txt", "1"),
 }
 
 
