@@ -190,6 +190,43 @@ def stats_uids(log_text: str) -> list[int]:
     return [int(u) for m in _STATS_UIDS.finditer(log_text) for u in m.group(1).split()]
 
 
+def cpu_per_launch(log_text: str, trace: Sequence[tuple[int, float]],
+                   total_cpu_s: float, marks: re.Pattern[str] | None = None
+                   ) -> tuple[np.ndarray, float]:
+    """CPU seconds per launch of a fast-forwarded run (index ``uid - 1``) and the rest (the
+    host: the simulator's start-up, PTX parsing, copies before the first launch).
+
+    ``marks``: the line that starts a launch (default the patch's per-launch mode line;
+    a program's ``hilsim-launch K`` marks for a run of the skip path, index = mark order).
+
+    ``trace`` holds (log bytes, CPU seconds) points about a second apart
+    (:attr:`hilsim.simmodel.gpgpusim.run.SimRun.cpu_trace`); the CPU spent between two
+    points is shared evenly by the launches that ran in between (the one whose start line
+    was the last printed at the first point, and every one started before the second), the
+    CPU after the last point (up to ``total_cpu_s``, the process's whole time) likewise.
+    A launch's line is printed as it starts, so a launch longer than the interval gets its
+    own time to the interval, and short launches share theirs with their neighbours.
+    """
+    starts = np.array([m.start() for m in (marks or _LAUNCH).finditer(log_text)],
+                      dtype=np.int64)
+    if not trace:
+        return np.zeros(len(starts), dtype=np.float64), float(total_cpu_s)
+    offsets = np.array([0, *(p[0] for p in trace), len(log_text)], dtype=np.int64)
+    cpu = np.array([0.0, *(p[1] for p in trace), 0.0], dtype=np.float64)
+    cpu[-1] = max(float(total_cpu_s), float(cpu[-2]))
+    cpu = np.maximum.accumulate(cpu)
+    spent = np.diff(cpu)
+    # the launch running at each point (index + 1; 0: before any launch, the host)
+    owner = np.searchsorted(starts, offsets, side="right")
+    first, last = owner[:-1], owner[1:]
+    share = spent / (last - first + 1)
+    ranges = np.zeros(len(starts) + 2, dtype=np.float64)
+    np.add.at(ranges, first, share)
+    np.add.at(ranges, last + 1, -share)
+    per_owner = np.cumsum(ranges)[:-1]
+    return per_owner[1:], float(per_owner[0])
+
+
 def check_fast_forward(log_text: str, launch_ids: Iterable[int] | np.ndarray,
                        where: str = "<sim log>") -> tuple[int, tuple[int, ...], tuple[str, ...]]:
     """Check a fast-forwarded log against its launch list; (launches, performance uids,

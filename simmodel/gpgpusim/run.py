@@ -50,6 +50,9 @@ class SimRun:
     returncode: int
     wall_s: float
     stdout: str  # the whole log: the program's output interleaved with the simulator's
+    #: (log bytes written, simulator CPU seconds) about once a second while it ran, and
+    #: once at its end (:func:`cpu_trace_point`): which part of the log cost what
+    cpu_trace: tuple[tuple[int, float], ...] = ()
 
     def kernel_cycles(self) -> list[tuple[str, int]]:
         """(kernel name, ``gpu_sim_cycle``) of every kernel the log reports, in order."""
@@ -174,23 +177,44 @@ def _terminate_as_interrupt() -> Any:
             signal.signal(sig, handler)
 
 
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def cpu_trace_point(pid: int, log: Path) -> tuple[int, float] | None:
+    """(bytes in ``log``, user + system CPU seconds of process ``pid``) now, from
+    ``/proc/PID/stat`` (fields 14 and 15, in clock ticks); None where either is unreadable
+    (no ``/proc``, the process gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        fields = stat[stat.rindex(")") + 2:].split()
+        cpu = (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+        return log.stat().st_size, cpu
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _wait(proc: subprocess.Popen, timeout_s: float, log: Path,
-          progress: Callable[[int, float], None] | None) -> int:
-    """``proc.wait(timeout_s)``, calling ``progress`` about once a second meanwhile."""
-    if progress is None:
-        return proc.wait(timeout=timeout_s)
-    follower = LogFollower(log)
+          progress: Callable[[int, float], None] | None,
+          trace: list[tuple[int, float]]) -> int:
+    """``proc.wait(timeout_s)``, calling ``progress`` and appending a
+    :func:`cpu_trace_point` to ``trace`` about once a second meanwhile."""
+    follower = LogFollower(log) if progress is not None else None
     deadline = time.monotonic() + timeout_s
     while True:
+        point = cpu_trace_point(proc.pid, log)
+        if point is not None:
+            trace.append(point)
         try:
             rc = proc.wait(timeout=min(PROGRESS_INTERVAL_S, max(deadline - time.monotonic(),
                                                                 0.0)))
         except subprocess.TimeoutExpired:
             if time.monotonic() >= deadline:
                 raise
-            progress(*follower.poll())
+            if follower is not None and progress is not None:
+                progress(*follower.poll())
             continue
-        progress(*follower.poll())
+        if follower is not None and progress is not None:
+            progress(*follower.poll())
         return rc
 
 
@@ -231,6 +255,7 @@ def run_program(
     full = [stdbuf, "-oL", "-eL", *cmd] if stdbuf else cmd
     what = f"{Path(cmd[0]).name} on {cfg.name}"
     started = time.monotonic()
+    trace: list[tuple[int, float]] = []
     with log.open("wb") as out:
         proc = subprocess.Popen(
             full,
@@ -243,7 +268,7 @@ def run_program(
         )
         try:
             with _terminate_as_interrupt():
-                rc = _wait(proc, timeout_s, log, progress)
+                rc = _wait(proc, timeout_s, log, progress, trace)
         except BaseException as exc:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -272,4 +297,4 @@ def run_program(
             f"{what}: exited without loading GPGPU-Sim's libcudart (compile with "
             f"`-cudart shared`): log {log}"
         )
-    return SimRun(run, log, rc, wall, text)
+    return SimRun(run, log, rc, wall, text, tuple(trace))
