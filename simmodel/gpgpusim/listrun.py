@@ -5,7 +5,8 @@
   simulator CPU time measured;
 * :func:`profile_on_card`: a command run whole and its log written as a profile bundle
   (``hilsim agent profile --backend gpgpusim``), with the digest of every copy to the host
-  in the manifest (the reference of the data check);
+  in the manifest (the reference of the data check) and the program's NVTX ranges as
+  regions (:mod:`hilsim.simmodel.gpgpusim.nvtxmarks`);
 * :class:`ListRunner`: runs of one program on one card, each given a launch list, in one
   of two modes (:data:`LAUNCH_MODES`):
 
@@ -51,6 +52,7 @@ from hilsim.simmodel.gpgpusim.fastforward import (
     write_launch_list,
 )
 from hilsim.simmodel.gpgpusim.logprofile import bundle_from_gpgpusim_log
+from hilsim.simmodel.gpgpusim.nvtxmarks import NVTX_INJECTION_ENV, nvtx_environment
 from hilsim.simmodel.gpgpusim.run import run_program
 from hilsim.simmodel.gpgpusim.simlog import parse_simlog
 
@@ -149,12 +151,13 @@ def profile_on_card(
         raise HilsimError(f"{out}: already exists (use --force to replace it)")
     tmp = tempfile.TemporaryDirectory(prefix="hilsim-gpgpusim-")
     run_dir = Path(tmp.name) if keep_raw is None else keep_raw
+    nvtx, no_nvtx = nvtx_environment()
     try:
         with progress_bar(f"simulating {Path(command[0]).name if command else ''} on {card}",
                           None, progress) as advance:
             run = run_on_card(command, card, run_dir, options, timeout_s,
                               _cycles_progress(advance, "full run"),
-                              env=fast_forward_env(None, copy_digests=True))
+                              env={**fast_forward_env(None, copy_digests=True), **nvtx})
         bundle = bundle_from_gpgpusim_log(run.log_path, card=run.card)
         manifest = bundle.manifest
         manifest["device"]["overrides"] = run.overrides
@@ -169,6 +172,7 @@ def profile_on_card(
             backend="gpgpusim", card=run.card, overrides=run.overrides,
             sim_wall_s=round(run.wall_s, 3), sim_cpu_s=round(run.cpu_s, 3),
             regions=0 if bundle.regions is None else len(bundle.regions),
+            nvtx=nvtx.get(NVTX_INJECTION_ENV) or f"not injected: {no_nvtx}",
         )
         digests = copy_digests(run.text)
         if digests:  # a simulator with the fast-forward patch: the data check's reference
