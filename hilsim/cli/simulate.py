@@ -13,7 +13,7 @@ import click
 from hilsim.analyzer.simulate import simulate_plan
 from hilsim.core.errors import HilsimError
 from hilsim.simmodel.gpgpusim.cards import parse_override
-from hilsim.simmodel.gpgpusim.listrun import FAST_FORWARD, LAUNCHES_PLACEHOLDER, SKIP
+from hilsim.simmodel.gpgpusim.listrun import launch_mode_for
 
 
 @click.command("simulate", context_settings={"ignore_unknown_options": True})
@@ -62,10 +62,9 @@ def simulate_cmd(plan: Path, card: str, overrides: tuple[str, ...], out_dir: Pat
     if not (math.isfinite(timeout_s) and timeout_s > 0):
         raise HilsimError(f"simulate: --timeout {timeout_s}: must be a number of seconds > 0")
     opts = dict(parse_override(o) for o in overrides)
-    skip = skip_launches or any(LAUNCHES_PLACEHOLDER in arg for arg in program)
     result = simulate_plan(plan, list(program), card, out_dir, options=opts,
                            timeout_s=timeout_s, full_cycles=full_cycles, warmup=warmup,
                            profile=profile, force=force,
-                           launch_mode=SKIP if skip else FAST_FORWARD)
+                           launch_mode=launch_mode_for(program, skip_launches))
     for line in result.lines():
         click.echo(line)

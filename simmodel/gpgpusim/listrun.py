@@ -201,6 +201,14 @@ def digests_from_record(rows: Any, where: str) -> tuple[CopyDigest, ...]:
                           f"uid, kernel] rows ({exc})") from None
 
 
+def launch_mode_for(command: Sequence[str], skip_launches: bool = False) -> str:
+    """How a sampled simulation runs ``command``: on its skip path when asked or when an
+    argument holds ``{launches}`` (the program takes the list), else fast-forwarded."""
+    if skip_launches or any(LAUNCHES_PLACEHOLDER in str(a) for a in command):
+        return SKIP
+    return FAST_FORWARD
+
+
 def launch_list_argv(command: Sequence[str], list_path: Path) -> list[str]:
     """The program's argv with the launch list: ``{launches}`` replaced, else appended."""
     argv = [str(a) for a in command]
