@@ -223,15 +223,17 @@ class SimulationResult:
                     if state["placement"] == "profile" else "")
                  + (", placed at the midpoint by a pilot's cold/warm ratios"
                     if state["placement"] == "pilot" else "")]
-        est = (f"estimate {self.estimate_cycles:,.0f} cycles (state correction "
-               f"{100 * (state['state_correction'] or 0.0):+.2f}%")
+        est = (f"estimate {self.estimate_cycles:,.0f} cycles (placed "
+               f"{100 * (state['state_correction'] or 0.0):+.2f}% from the warm runs' "
+               "cycles between warm and cold")
         if self.interval_cycles:
             lo, hi = self.interval_cycles
             est += f"; 95% interval [{lo:,.0f}, {hi:,.0f}], selection and state"
         est += ")"
         if self.full_cycles:
-            whose = ("the profile's total at this card's clock"
-                     if self.full_cycles_from == "profile" else "the full run")
+            whose = {"profile": "the profile's total at this card's clock",
+                     "profile cycles": "the profile's cycles"}.get(self.full_cycles_from or "",
+                                                                   "the full run")
             est += (f" vs {self.full_cycles:,.0f}, {whose} "
                     f"({100 * (self.estimate_error_signed or 0.0):+.2f}%)")
         lines.append(est)
@@ -498,6 +500,24 @@ def card_notes(bundle: Bundle | None, card: str, overrides: Mapping[str, str]) -
             "sampling alone)"]
 
 
+#: the per-launch cycles a simulated profile carries (what ``validate`` compares against)
+CYCLES_METRIC = "gpu__cycles_elapsed.max"
+
+
+def _profiled_cycles(bundle: Bundle | None) -> float | None:
+    """The full run's cycles as the profile counted them, when it was made on the
+    simulator and counts every launch (durations x clock would round each launch)."""
+    if bundle is None or bundle.metrics is None or CYCLES_METRIC not in bundle.metrics:
+        return None
+    prof = (bundle.manifest.get("profilers") or [{}])[0]
+    if not isinstance(prof, dict) or prof.get("backend") != "gpgpusim":
+        return None
+    cycles = bundle.metrics[CYCLES_METRIC].to_numpy(np.float64)
+    if len(cycles) != bundle.n_launches or not np.isfinite(cycles).all():
+        return None
+    return float(cycles.sum())
+
+
 def _profiled_ns(bundle: Bundle | None, launch_ids: np.ndarray) -> float | None:
     """Profiled duration of these launches (the cost unit of ``auto``'s budget)."""
     if bundle is None or len(launch_ids) == 0:
@@ -536,6 +556,9 @@ def _result(plan: Plan, plan_path: Path, spec: Warmup, k: int, runner: ListRunne
     source = plan.source or {}
     n_full = int(source.get("n_launches") or 0)
     full_from = "given" if full_cycles is not None else None
+    if full_cycles is None:
+        full_cycles = _profiled_cycles(bundle)
+        full_from = "profile cycles" if full_cycles is not None else None
     if full_cycles is None and source.get("total_duration_ns"):
         full_cycles = float(source["total_duration_ns"]) * clock / 1000.0
         full_from = "profile"
