@@ -6,6 +6,7 @@ fast-forward, and how well the sample estimates the full run, over many seeds.
     python benchmarks/rodinia_loop.py --bin /tmp/rodinia --work /tmp/loop \\
         [--apps srad_v2,gaussian] [--seeds 20] [--card SM7_QV100] \\
         [--silicon-card drawn:SM75_RTX2060:7] [--json rows.json]
+    python benchmarks/rodinia_loop.py --work /tmp/loop --program "mysolver=./solver -n 64"
 
 Every step is the user's command, run as a user runs it (``python -m hilsim.cli.main``):
 
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import subprocess
 import sys
 import time
@@ -123,36 +125,44 @@ def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     return lo, hi
 
 
-def loop_app(name: str, bindir: Path, work: Path, seeds: int, card: str,
-             silicon: tuple[str, tuple[str, ...]] | None) -> dict[str, Any]:
-    """Profile, plans, sampled simulations of one app; its row."""
+def rodinia_command(name: str, bindir: Path) -> tuple[Path, tuple[str, ...]]:
+    """A Rodinia app's executable and its input (benchmarks/rodinia.py's table sizes)."""
     sys.path.insert(0, str(Path(__file__).parent))
     from rodinia import APPS  # the apps' inputs (benchmarks/rodinia.py)
 
-    app = APPS[name]
-    exe, folder = bindir / name, work / name
+    if name not in APPS:
+        raise HilsimError(f"{name}: not a Rodinia app of benchmarks/rodinia.py "
+                          f"({', '.join(APPS)}); give other programs with --program")
+    return bindir / name, APPS[name].argv
+
+
+def loop_app(name: str, command: tuple[Path, tuple[str, ...]], work: Path, seeds: int,
+             card: str, silicon: tuple[str, tuple[str, ...]] | None) -> dict[str, Any]:
+    """Profile, plans, sampled simulations of one program; its row."""
+    exe, argv = command
+    folder = work / name
     folder.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    full = profile(exe, app.argv, card, REDUCED, folder / "full.bundle")
+    full = profile(exe, argv, card, REDUCED, folder / "full.bundle")
     planned_on = full
     if silicon is not None:
-        planned_on = profile(exe, app.argv, silicon[0], silicon[1], folder / "silicon.bundle")
+        planned_on = profile(exe, argv, silicon[0], silicon[1], folder / "silicon.bundle")
     runs = []
     for seed in range(seeds):
         plan = folder / f"stem{seed}.plan.json"
         if not plan.exists():
             hilsim("plan", str(planned_on["bundle"]), "-m", "stem", "-p", f"seed={seed}",
                    "-o", str(plan))
-        runs.append(sampled(plan, exe, app.argv, card, full, planned_on["bundle"],
+        runs.append(sampled(plan, exe, argv, card, full, planned_on["bundle"],
                             folder / f"stem{seed}"))
     pka_plan = folder / "pka.plan.json"
     if not pka_plan.exists():
         hilsim("plan", str(planned_on["bundle"]), "-m", "pka", "-o", str(pka_plan))
-    pka = sampled(pka_plan, exe, app.argv, card, full, planned_on["bundle"], folder / "pka")
+    pka = sampled(pka_plan, exe, argv, card, full, planned_on["bundle"], folder / "pka")
     errors = np.array([r["error"] for r in runs])
     covered = int(sum(r["covered"] for r in runs))
     row = {
-        "app": name, "argv": " ".join(app.argv), "card": card,
+        "app": name, "argv": " ".join(argv), "card": card,
         "launches": full["launches"], "full_cycles": full["cycles"],
         "full_cpu_s": full["cpu_s"], "copies": full["copies"],
         "seeds": seeds, "errors": errors.tolist(),
@@ -202,10 +212,13 @@ def print_rows(rows: list[dict[str, Any]]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bin", type=Path, required=True, help="benchmarks/rodinia.py build --out")
+    parser.add_argument("--bin", type=Path, default=None, help="benchmarks/rodinia.py build --out")
     parser.add_argument("--work", type=Path, required=True,
                         help="bundles, plans and simulations (reused when present)")
-    parser.add_argument("--apps", default="srad_v2")
+    parser.add_argument("--apps", default="srad_v2", help="Rodinia apps ('' for none)")
+    parser.add_argument("--program", action="append", default=[], metavar="NAME=COMMAND",
+                        help="any other program (linked with -cudart shared) and its "
+                             "arguments, e.g. 'cg=./cg -n 64' (repeatable)")
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--card", default="SM7_QV100")
     parser.add_argument("--silicon-card", default=None,
@@ -215,9 +228,21 @@ def main(argv: list[str] | None = None) -> int:
     args.work.mkdir(parents=True, exist_ok=True)
     silicon = silicon_card(args.silicon_card, args.work) if args.silicon_card else None
     rows = []
-    for name in args.apps.split(","):
+    commands: dict[str, Any] = {}
+    for spec in args.program:
+        name, _, line = spec.partition("=")
+        words = shlex.split(line)
+        if not name or not words:
+            parser.error(f"--program {spec!r}: expected NAME=COMMAND ARGS")
+        commands[name] = (Path(words[0]).resolve(), tuple(words[1:]))
+    for name in [a for a in args.apps.split(",") if a]:
+        if args.bin is None:
+            parser.error("Rodinia apps need --bin (benchmarks/rodinia.py build --out)")
+        commands[name] = None
+    for name, command in commands.items():
         try:
-            rows.append(loop_app(name, args.bin, args.work, args.seeds, args.card, silicon))
+            command = command or rodinia_command(name, args.bin)
+            rows.append(loop_app(name, command, args.work, args.seeds, args.card, silicon))
         except HilsimError as exc:
             print(f"{name}: {exc}", file=sys.stderr)
             continue
