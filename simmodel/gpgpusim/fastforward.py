@@ -64,8 +64,10 @@ MAX_UID = 0xFFFFFFFF
 _HEADER = re.compile(
     r"^GPGPU-Sim PTX: hilsim fast-forward: (\d+) kernel launch uids from (.*) run in "
     r"performance mode", re.M)
+# (not anchored at a line's start: the host thread prints it while the simulation thread
+# may be half-way through a line of the previous kernel's statistics)
 _LAUNCH = re.compile(
-    r"^GPGPU-Sim PTX: hilsim fast-forward: launch uid (\d+) '([^']*)' runs in "
+    r"GPGPU-Sim PTX: hilsim fast-forward: launch uid (\d+) '([^']*)' runs in "
     r"(functional|performance) mode", re.M)
 _STATS_UIDS = re.compile(r"^kernel_launch_uid = ([\d ]*)$", re.M)
 
