@@ -150,3 +150,35 @@ def test_missing_files_extra_copies_and_nothing_to_compare(tmp_path: Path) -> No
         "fast-forwarded run wrote output file out.txt differently (sha256 ")
     with pytest.raises(HilsimError, match="nothing|no copy digests"):
         check_same_outputs(program_outputs("no log"), program_outputs("no log"))
+
+
+def test_host_lines_glued_after_a_statistics_line_are_still_read() -> None:
+    """The host thread prints the next launch's lines while the simulation thread prints
+    the previous kernel's statistics: seen in a real run as ``LD_mem_lat_dist GPGPU-Sim
+    PTX: hilsim fast-forward: launch uid 20 ... runs in functional mode`` (the statistics
+    line's numbers on the lines after). Every launch, push and copy is still found."""
+    log = _log("ff")
+    glued = log.replace("\nGPGPU-Sim PTX: hilsim fast-forward: launch uid 5 ",
+                        "\nLD_mem_lat_dist GPGPU-Sim PTX: hilsim fast-forward: launch uid 5 ")
+    glued = glued.replace("\nGPGPU-Sim PTX: pushing kernel '_Z7scatterPKjPji'",
+                          "\nST_mem_lat_dist GPGPU-Sim PTX: pushing kernel '_Z7scatterPKjPji'", 1)
+    glued = glued.replace("\nGPGPU-Sim API: hilsim copy digest:",
+                          "\nicnt_total GPGPU-Sim API: hilsim copy digest:", 1)
+    assert glued.count("LD_mem_lat_dist GPGPU-Sim PTX") == 1
+    assert [u for u, _k, _m in launch_modes(glued)] == list(range(1, 13))
+    check_fast_forward(glued, [2, 3, 8])
+    assert program_outputs(glued) == program_outputs(log)
+
+
+def test_the_profile_reader_finds_glued_host_lines_too() -> None:
+    from hilsim.simmodel.gpgpusim.logprofile import scan_log
+
+    log = _log("ff")
+    glued = log.replace("\nGPGPU-Sim PTX: pushing kernel '_Z7scatterPKjPji'",
+                        "\nST_mem_lat_dist GPGPU-Sim PTX: pushing kernel '_Z7scatterPKjPji'", 1)
+    glued = glued.replace("\nGPGPU-Sim PTX: pushing kernel '_Z3mixPKjPjij'",
+                          "\nhilsim-region push phase one\nLD_mem hilsim-region pop phase one"
+                          "\nGPGPU-Sim PTX: pushing kernel '_Z3mixPKjPjij'", 1)
+    plain, found = scan_log(log, "ff"), scan_log(glued, "glued")
+    assert found["pushed"] == plain["pushed"] and len(plain["pushed"]) == 12
+    assert [r[0] for r in found["regions"]] == ["phase one"]

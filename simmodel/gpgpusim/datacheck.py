@@ -30,9 +30,11 @@ from pathlib import Path
 
 from hilsim.core.errors import HilsimError
 
+# host-thread lines, found anywhere in a line: the simulation thread may be half-way
+# through a line of a kernel's statistics when the host prints them
 _EVENTS = re.compile(
-    r"^GPGPU-Sim PTX: pushing kernel '([^']*)'"
-    r"|^GPGPU-Sim API: hilsim copy digest: (\S+) (\d+) bytes fnv1a64 ([0-9a-f]{16})$",
+    r"GPGPU-Sim PTX: pushing kernel '([^']*)'"
+    r"|GPGPU-Sim API: hilsim copy digest: (\S+) (\d+) bytes fnv1a64 ([0-9a-f]{16})$",
     re.M)
 
 
@@ -56,6 +58,9 @@ class ProgramOutputs:
     lines: tuple[str, ...]
     files: dict[str, str] = field(default_factory=dict)  # name -> sha256 (None: missing)
     launches: int = 0
+    #: False for a run stopped once it had what it was run for (a chunk of a parallel
+    #: sampled simulation): its copies are compared as a prefix of the reference's
+    complete: bool = True
 
 
 def copy_digests(log_text: str) -> list[CopyDigest]:
@@ -137,7 +142,12 @@ def find_divergences(reference: ProgramOutputs, other: ProgramOutputs,
                      labels: tuple[str, str] = ("full run", "fast-forwarded run")) -> list[str]:
     """Where ``other`` differs from ``reference``: one message per kind of output that
     differs (copies, result lines, each file), the first difference of each; empty when the
-    two computed the same."""
+    two computed the same. A stopped run (``other.complete`` False) is compared on the
+    copies it made: they must be the reference's first ones."""
+    if not other.complete:  # a stopped run: its copies so far, nothing after them
+        made = other.digests
+        return [f for f in [_digest_divergence(reference.digests[:len(made)], made, labels)]
+                if f]
     found = [_digest_divergence(reference.digests, other.digests, labels),
              _line_divergence(reference.lines, other.lines, labels)]
     if reference.launches != other.launches:

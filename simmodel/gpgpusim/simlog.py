@@ -261,8 +261,8 @@ def _scan_blocks(text: str, where: str) -> tuple[list[dict[str, object]], int, b
                 marked = None
             blocks.append(current)
             continue
-        if line.startswith(LAUNCH_MARK):
-            mark = _MARK.match(line)
+        if LAUNCH_MARK in line:  # (the host's mark may follow a statistics line's start)
+            mark = _MARK.search(line)
             if mark:
                 marked = _launch_mark(mark.group(1), where, lineno)
             continue
