@@ -64,6 +64,7 @@ from hilsim.analyzer.warmstate import (
 )
 from hilsim.simmodel.gpgpusim.datacheck import ProgramOutputs, find_divergences
 from hilsim.simmodel.gpgpusim.listrun import (
+    CPU_FACTOR,
     FAST_FORWARD,
     LAUNCH_LIST,
     ListRun,
@@ -94,6 +95,8 @@ PLAN_JSON = "plan.warmup.json"
 SUMMARY_JSON = "simulate.json"
 #: the warm runs ``auto`` added for samples left colder than the profile
 EXTRA_WARM_LOG = "warm-preceding{k}.log"
+#: the logs of a chunked run's second, third, ... process (the first is the run's log)
+PART_LOG = "{run}.part{k}.log"
 #: files simulate_plan writes into its output folder (and replaces only with force)
 OUTPUT_FILES = (SAMPLED_LOG, COLD_LOG, SAMPLES_CSV, PLAN_JSON, LAUNCH_LIST, SUMMARY_JSON)
 #: ``auto``: the warm-up lengths tried, in order
@@ -206,6 +209,11 @@ class SimulationResult:
     data_check: dict[str, Any] = dataclasses.field(default_factory=dict)
     #: what the user should know about this simulation (card vs profile, ...)
     notes: list[str] = dataclasses.field(default_factory=list)
+    #: the parallelism asked for: local worker processes, or a Dask scheduler's address
+    workers: int = 1
+    scheduler: str | None = None
+    #: the simulator processes every run used (1 each without chunks)
+    processes: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         """``simulate.json``'s object."""
@@ -254,11 +262,16 @@ class SimulationResult:
         if self.cpu_time_speedup:
             cpu += (f" (the full run took {self.full_run_cpu_s or 0.0:.1f} CPU s: CPU-time "
                     f"speedup {self.cpu_time_speedup:.1f}x)")
+        if self.processes > len(self.runs):
+            where = f"Dask at {self.scheduler}" if self.scheduler else \
+                f"{self.workers} local workers"
+            cpu += f"; {self.processes} simulator processes on {where}"
         lines.append(cpu + f"; log {self.log}")
         check = self.data_check
         if check.get("reference") and check.get("copies"):
-            lines.append(f"data check: {check['copies']} copies to the host in each of "
-                         f"{check['runs']} run(s) equal to the {check['reference']}'s")
+            lines.append(f"data check: the copies to the host of {check['runs']} simulator "
+                         f"process(es) equal the {check['reference']}'s ({check['copies']} "
+                         "copies)")
         elif check.get("reference"):
             lines.append(f"data check: {check['launches']} simulated launches executed the "
                          "instructions the profile counts")
@@ -283,6 +296,9 @@ def simulate_plan(
     progress: bool = True,
     budget: float = WARMUP_BUDGET,
     launch_mode: str = FAST_FORWARD,
+    workers: int = 1,
+    scheduler: str | None = None,
+    cpu_factor: float = CPU_FACTOR,
 ) -> SimulationResult:
     """Simulate the plan's samples on ``card`` with their state warmed; write ``out_dir``.
 
@@ -295,7 +311,10 @@ def simulate_plan(
     bundle of this card). ``launch_mode``: ``fast-forward`` (any program: every launch
     outside the lists runs functionally, the program's copies to the host checked against
     the profile's or the first run's, :func:`data_check`) or ``skip`` (the program runs only
-    the listed launches itself). Returns what ``simulate.json`` holds
+    the listed launches itself). ``workers`` > 1 (local processes) or ``scheduler`` (a Dask
+    scheduler's address) run each launch list as chunks of consecutive samples in parallel
+    processes, as many as keep the CPU time within ``cpu_factor`` x one process's
+    (:mod:`hilsim.simmodel.gpgpusim.parallel`). Returns what ``simulate.json`` holds
     (:class:`SimulationResult`).
     """
     plan = load_plan(plan_path)
@@ -311,7 +330,7 @@ def simulate_plan(
     found = profiled_misses(bundle, ids) if bundle is not None else None
     metric, miss_column, misses = found if found is not None else (None, "l2_misses", None)
     runner = ListRunner(command, card, options or {}, timeout_s, names, progress,
-                        launch_mode)
+                        launch_mode, workers, scheduler, cpu_factor)
     try:
         warm = warm_run(runner, spec, ids, weights, misses, miss_column, bundle, budget)
         cold = None
@@ -325,6 +344,8 @@ def simulate_plan(
         result = _result(plan, plan_path, spec, k, runner, warm, cold, placement,
                          full_cycles, bundle)
         result.data_check = data_check(runner, bundle)
+        result.workers, result.scheduler = workers, scheduler
+        result.processes = sum(len(r.logs) or 1 for r in runner.runs)
         result.notes = card_notes(bundle, card, runner.runs[0].run.overrides)
         _write_outputs(out_dir, plan, spec, k, warm, cold, placement, result)
     except HilsimError:
@@ -416,27 +437,31 @@ def data_check(runner: ListRunner, bundle: Bundle | None) -> dict[str, Any]:
     are kept. The skip path makes only the listed launches: nothing to compare."""
     if runner.mode != FAST_FORWARD:
         return _skip_path_check(runner, bundle)
-    runs = [r for r in runner.runs if r.outputs is not None]
+    processes = [(f"{r.name} run ({r.warmup})" + (f", chunk {i + 1}" if len(r.outputs) > 1
+                                                    else ""), out)
+                 for r in runner.runs for i, out in enumerate(r.outputs)]
     reference, label = None, ""
     prof = (bundle.manifest.get("profilers") or [{}])[0] if bundle is not None else {}
     if isinstance(prof, dict) and prof.get("copy_digests"):
         digests = digests_from_record(prof["copy_digests"], "the profile's manifest")
         reference = ProgramOutputs(digests, (), {}, bundle.n_launches if bundle else 0)
         label = "profiled full run"
-    elif len(runs) > 1:
-        reference, label, runs = runs[0].outputs, f"{runs[0].name} run", runs[1:]
+    elif len(processes) > 1:
+        # a process that ran to the program's end, else the one that went farthest
+        best = max(range(len(processes)), key=lambda i: (processes[i][1].complete,
+                                                         len(processes[i][1].digests)))
+        label, reference = processes.pop(best)
     if reference is None:
         return {"reference": None, "why": "one run and a profile without copy digests"}
     if not reference.digests:
         return {"reference": None, "why": f"the {label} made no copies to the host"}
-    for run in runs:
-        found = find_divergences(reference, run.outputs,
-                                 (label, f"{run.name} run ({run.warmup})"))
+    for name, outputs in processes:
+        found = find_divergences(reference, outputs, (label, name))
         if found:
             raise HilsimError(
                 "data check: " + "; ".join(found) + ": the sampled simulation computed "
                 f"other data than the full run (logs kept in {runner.work})")
-    return {"reference": label, "runs": len(runs), "copies": len(reference.digests),
+    return {"reference": label, "runs": len(processes), "copies": len(reference.digests),
             "launches": reference.launches}
 
 
@@ -620,6 +645,13 @@ def _write_outputs(out_dir: Path, plan: Plan, spec: Warmup, k: int, warm: WarmRu
     """Every output file, each written to a temporary name and renamed (module doc)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     _copy_log(warm.base.run.log_path, out_dir / SAMPLED_LOG)
+    for old in out_dir.glob(PART_LOG.format(run="*", k="*")):  # a replaced simulation's
+        old.unlink()
+    named = [(warm.base, "sampled"), (cold, "cold"),
+             *((run, f"warm-preceding{run.preceding}") for run in warm.extra)]
+    for run, name in named:
+        for k, log in enumerate(run.logs[1:] if run is not None else (), start=2):
+            _copy_log(log, out_dir / PART_LOG.format(run=name, k=k))
     for old in out_dir.glob(EXTRA_WARM_LOG.format(k="*")):  # a replaced simulation's
         old.unlink()
     for run in warm.extra:

@@ -110,8 +110,8 @@ def test_srad_goes_through_profile_plan_simulate_and_validate_unmodified(sim, sr
     _cli("plan", str(bundle), "-m", "stem", "-p", "seed=0", "-o", str(plan))
     printed = _cli("simulate", str(plan), "--card", "SM7_QV100", *reduced, "-o", str(out),
                    "--warmup", "l2-fill+preceding:1", *program)
-    assert "data check: 10 copies to the host in each of 1 run(s) equal to the profiled " \
-           "full run's" in printed
+    assert "data check: the copies to the host of 1 simulator process(es) equal the " \
+           "profiled full run's (10 copies)" in printed
     summary = json.loads((out / "simulate.json").read_text())
     assert summary["launch_mode"] == "fast-forward"
     run = summary["runs"][0]

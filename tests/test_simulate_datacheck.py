@@ -38,7 +38,7 @@ def _log(name: str) -> str:
 
 def _run(name: str, log: str, mode: str = FAST_FORWARD, stats: pd.DataFrame | None = None):
     return SimpleNamespace(name=name, warmup="l2-fill", stats=stats,
-                           outputs=program_outputs(log) if mode == FAST_FORWARD else None)
+                           outputs=(program_outputs(log),) if mode == FAST_FORWARD else ())
 
 
 def _runner(runs: list, mode: str = FAST_FORWARD):
@@ -92,8 +92,9 @@ def test_a_run_that_computed_other_data_is_refused_naming_the_copy() -> None:
 def test_without_profiled_digests_the_runs_are_checked_against_the_first() -> None:
     same = data_check(_runner([_run("warm", _log("ff")), _run("cold", _log("full"))]),
                       _bundle(None))
-    assert same["reference"] == "warm run" and same["runs"] == 1
-    with pytest.raises(HilsimError, match=r"cold run \(l2-fill\) differs from the warm run"):
+    assert same["reference"] == "warm run (l2-fill)" and same["runs"] == 1
+    with pytest.raises(HilsimError, match=r"cold run \(l2-fill\) differs from the warm run "
+                       r"\(l2-fill\)"):
         data_check(_runner([_run("warm", _log("full-clock")), _run("cold", _log("ff-clock"))]),
                    _bundle(None))
     alone = data_check(_runner([_run("warm", _log("ff"))]), None)

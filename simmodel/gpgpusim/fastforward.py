@@ -229,6 +229,39 @@ def cpu_per_launch(log_text: str, trace: Sequence[tuple[int, float]],
     return per_owner[1:], float(per_owner[0])
 
 
+_BLOCK_END = b"gpgpu_simulation_time"
+
+
+def stop_after_launch(log: Path, uid: int) -> Callable[[], bool]:
+    """A ``run_program`` stop condition: true once the log holds the whole statistics
+    block of launch ``uid`` (its ``kernel_launch_uid`` line, then the block's closing
+    ``gpgpu_simulation_time`` line). Reads only what was appended since the last call."""
+    wanted = re.compile(rb"^kernel_launch_uid = (?:\d+ )*" + str(int(uid)).encode()
+                        + rb"(?: \d+)* ?$", re.M)
+    state = {"offset": 0, "tail": b"", "seen": False}
+
+    def stop() -> bool:
+        try:
+            with log.open("rb") as handle:
+                handle.seek(state["offset"])
+                chunk = handle.read()
+        except OSError:
+            return False
+        state["offset"] += len(chunk)
+        data = state["tail"] + chunk
+        cut = data.rfind(b"\n") + 1
+        state["tail"], whole = data[cut:], data[:cut]
+        if not state["seen"]:
+            found = wanted.search(whole)
+            if found is None:
+                return False
+            state["seen"] = True
+            whole = whole[found.end():]
+        return _BLOCK_END in whole
+
+    return stop
+
+
 def check_fast_forward(log_text: str, launch_ids: Iterable[int] | np.ndarray,
                        where: str = "<sim log>") -> tuple[int, tuple[int, ...], tuple[str, ...]]:
     """Check a fast-forwarded log against its launch list; (launches, performance uids,

@@ -26,12 +26,12 @@
 
 from __future__ import annotations
 
-import re
 import resource
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,18 +53,31 @@ from hilsim.simmodel.gpgpusim.fastforward import (
 )
 from hilsim.simmodel.gpgpusim.logprofile import bundle_from_gpgpusim_log
 from hilsim.simmodel.gpgpusim.nvtxmarks import NVTX_INJECTION_ENV, nvtx_environment
+from hilsim.simmodel.gpgpusim.parallel import (
+    CPU_FACTOR,
+    FUNCTIONAL_COST,
+    ChunkPlan,
+    ChunkResult,
+    chunk_tasks,
+    dask_workers,
+    plan_chunks,
+    run_chunks_dask,
+    run_chunks_local,
+)
 from hilsim.simmodel.gpgpusim.run import run_program
 from hilsim.simmodel.gpgpusim.simlog import parse_simlog
+from hilsim.simmodel.gpgpusim.skippath import (
+    LAUNCH_LIST,
+    SKIP_MARK,
+    launch_list_argv,
+    takes_launch_list,
+)
 
 from hilsim.core.bundle import write_bundle
 from hilsim.core.console import progress_bar
 from hilsim.core.errors import HilsimError
 from hilsim.core.schema import names_agree
 
-#: what replaces this in the program's arguments (else ``--launches FILE`` is appended)
-LAUNCHES_PLACEHOLDER = "{launches}"
-#: the launch list a run is given (one launch id a line)
-LAUNCH_LIST = "launches.txt"
 #: how a launch list is run: every other launch functional, or skipped by the program
 FAST_FORWARD, SKIP = "fast-forward", "skip"
 LAUNCH_MODES = (FAST_FORWARD, SKIP)
@@ -114,8 +127,8 @@ def run_on_card(
                       progress=progress, env=env)
     cpu = _children_cpu_s() - cpu0
     name = Path(card).parent.name if card.endswith(".config") else card
-    return CardRun(run.log_path, run.stdout, run.wall_s, cpu, name, overrides, run.run_dir,
-                   run.cpu_trace)
+    return CardRun(run.log_path, run.stdout, run.wall_s, run.cpu_s or cpu, name, overrides,
+                   run.run_dir, run.cpu_trace)
 
 
 def _cycles_progress(advance: Callable[..., None], label: str) -> Callable[[int, float], None]:
@@ -204,17 +217,9 @@ def digests_from_record(rows: Any, where: str) -> tuple[CopyDigest, ...]:
 def launch_mode_for(command: Sequence[str], skip_launches: bool = False) -> str:
     """How a sampled simulation runs ``command``: on its skip path when asked or when an
     argument holds ``{launches}`` (the program takes the list), else fast-forwarded."""
-    if skip_launches or any(LAUNCHES_PLACEHOLDER in str(a) for a in command):
+    if skip_launches or takes_launch_list(command):
         return SKIP
     return FAST_FORWARD
-
-
-def launch_list_argv(command: Sequence[str], list_path: Path) -> list[str]:
-    """The program's argv with the launch list: ``{launches}`` replaced, else appended."""
-    argv = [str(a) for a in command]
-    if any(LAUNCHES_PLACEHOLDER in a for a in argv):
-        return [a.replace(LAUNCHES_PLACEHOLDER, str(list_path)) for a in argv]
-    return [*argv, "--launches", str(list_path)]
 
 
 def names_disagree(named: np.ndarray, profiled: np.ndarray) -> np.ndarray:
@@ -257,7 +262,10 @@ class ListRun:
     code between launches' lines), ``fast_forward`` (functional launches), ``warmup`` and
     ``sample`` (performance launches), to the trace's resolution
     (:func:`hilsim.simmodel.gpgpusim.fastforward.cpu_per_launch`). ``outputs``: what the
-    program computed (copy digests, launches made), fast-forward runs only.
+    program computed (copy digests, launches made), one per simulator process,
+    fast-forward runs only. ``chunks``: the split into parallel processes
+    (:meth:`hilsim.simmodel.gpgpusim.parallel.ChunkPlan.summary`), None for one process;
+    ``logs``: every process's log, in launch order.
     """
 
     name: str
@@ -269,7 +277,9 @@ class ListRun:
     preceding: int = 0
     mode: str = FAST_FORWARD
     cpu_parts: dict[str, float] | None = None
-    outputs: ProgramOutputs | None = None
+    outputs: tuple[ProgramOutputs, ...] = ()
+    chunks: dict[str, Any] | None = None
+    logs: tuple[Path, ...] = ()
 
     @property
     def cycles(self) -> float:
@@ -295,19 +305,48 @@ class ListRun:
             "launches": int(len(self.launch_ids)),
             "samples": int(self.is_sample.sum()),
             "warmup_launches": int((~self.is_sample).sum()),
-            "functional_launches": (None if self.outputs is None
-                                    else max(self.outputs.launches - len(self.launch_ids), 0)),
+            "functional_launches": (None if not self.outputs else sum(
+                max(o.launches - len(self.launch_ids), 0) for o in self.outputs[-1:])),
+            "processes": 1 if self.chunks is None else self.chunks["chunks"],
             "cycles": self.cycles,
             "sample_cycles": self.sample_cycles,
             "warmup_cycles": self.cycles - self.sample_cycles,
             "sim_cpu_s": round(self.run.cpu_s, 3),
             "sim_wall_s": round(self.run.wall_s, 3),
             **{f"{part}_cpu_s": round(v, 3) for part, v in parts.items()},
+            **({"chunks": self.chunks} if self.chunks is not None else {}),
         }
 
 
-#: a launch of the skip path starts at its mark
-_SKIP_MARK = re.compile(r"^hilsim-launch +[0-9]+", re.M)
+#: CPU seconds a run part needs before its cost ratio is trusted (the trace ticks once a
+#: second)
+MIN_MEASURED_CPU_S = 2.0
+
+
+@dataclass
+class _Piece:
+    """One simulator process of a run: its run, statistics, outputs, the wall time of the
+    run it belongs to, and its own listed launches."""
+
+    run: CardRun
+    stats: pd.DataFrame
+    outputs: ProgramOutputs | None
+    wall_s: float
+    launch_ids: np.ndarray
+    is_sample: np.ndarray
+
+
+def _summed(parts: Sequence[dict[str, float]]) -> dict[str, float]:
+    keys = ("host", "fast_forward", "warmup", "sample")
+    return {k: float(sum(p.get(k, 0.0) for p in parts)) for k in keys}
+
+
+def _merged_run(runs: Sequence[CardRun], wall_s: float) -> CardRun:
+    """The processes of one chunked run as one: the first's log and options (the card is
+    the same), CPU seconds summed, the wall time of the parallel section."""
+    first = runs[0]
+    return CardRun(first.log_path, first.text, wall_s, float(sum(r.cpu_s for r in runs)),
+                   first.card, first.overrides, first.run_dir, ())
 
 
 def cpu_parts(run: CardRun, launch_ids: np.ndarray, is_sample: np.ndarray,
@@ -324,7 +363,7 @@ def cpu_parts(run: CardRun, launch_ids: np.ndarray, is_sample: np.ndarray,
         listed[launch_ids[inside]] = True
         sampled[launch_ids[inside & is_sample]] = True
     else:  # the program's marks, one per listed launch in list order
-        per_launch, host = cpu_per_launch(run.text, run.cpu_trace, run.cpu_s, _SKIP_MARK)
+        per_launch, host = cpu_per_launch(run.text, run.cpu_trace, run.cpu_s, SKIP_MARK)
         listed = np.ones(len(per_launch), dtype=bool)
         sampled = np.zeros(len(per_launch), dtype=bool)
         n = min(len(per_launch), len(is_sample))
@@ -338,16 +377,27 @@ def cpu_parts(run: CardRun, launch_ids: np.ndarray, is_sample: np.ndarray,
 class ListRunner:
     """Runs launch lists of one program on one card in a temporary work folder
     (``run(name, launch_ids, is_sample, warmup_label, options, preceding) -> ListRun``),
-    fast-forwarded or on the program's skip path (``mode``, :data:`LAUNCH_MODES`)."""
+    fast-forwarded or on the program's skip path (``mode``, :data:`LAUNCH_MODES`); with
+    ``workers`` > 1 or a Dask ``scheduler``, as chunks in parallel processes
+    (:mod:`hilsim.simmodel.gpgpusim.parallel`) where the cost model allows."""
 
     def __init__(self, command: Sequence[str], card: str, options: Mapping[str, str],
                  timeout_s: float, names: np.ndarray | None, progress: bool,
-                 mode: str = FAST_FORWARD) -> None:
+                 mode: str = FAST_FORWARD, workers: int = 1, scheduler: str | None = None,
+                 cpu_factor: float = CPU_FACTOR) -> None:
         if mode not in LAUNCH_MODES:
             raise HilsimError(f"launch mode {mode!r}: one of {', '.join(LAUNCH_MODES)}")
+        if workers < 1:
+            raise HilsimError(f"workers {workers}: at least 1")
         self.command, self.card, self.options = list(command), card, dict(options)
         self.timeout_s, self.names, self.progress = timeout_s, names, progress
-        self.mode = mode
+        if scheduler is not None and workers == 1:  # as many chunks as the cluster runs
+            workers = dask_workers(scheduler)
+        self.mode, self.workers, self.scheduler = mode, workers, scheduler
+        self.cpu_factor = cpu_factor
+        #: a functional launch's CPU over a performance one's: the prior until a run
+        #: measured it (:meth:`_learn_costs`)
+        self.functional_cost = FUNCTIONAL_COST
         self.work = Path(tempfile.mkdtemp(prefix="hilsim-simulate-"))
         self.runs: list[ListRun] = []
 
@@ -358,6 +408,34 @@ class ListRunner:
         label = f"{name} run ({warmup}): {int(is_sample.sum())} samples"
         if (~is_sample).any():
             label += f" + {int((~is_sample).sum())} warm-up launches"
+        options = {**self.options, **extra}
+        plan = None
+        if self.workers > 1 or self.scheduler is not None:
+            plan = plan_chunks(launch_ids, is_sample, self.workers, self.functional_cost,
+                               self.cpu_factor)
+        if plan is not None and len(plan.bounds) > 1:
+            pieces = self._run_chunks(folder, label, launch_ids, is_sample, options, plan)
+        else:
+            pieces = [self._run_one(folder, label, launch_ids, is_sample, options)]
+        stats = pd.concat([p.stats for p in pieces], ignore_index=True).sort_values(
+            "launch_id", kind="stable").reset_index(drop=True)
+        self._check_ran(stats, launch_ids, pieces[0].run.log_path)
+        runs = [p.run for p in pieces]
+        merged = runs[0] if len(runs) == 1 else _merged_run(runs, pieces[0].wall_s)
+        parts = _summed([cpu_parts(p.run, p.launch_ids, p.is_sample, self.mode)
+                         for p in pieces])
+        outputs = tuple(p.outputs for p in pieces if p.outputs is not None)
+        result = ListRun(name, warmup, launch_ids, is_sample, stats, merged, preceding,
+                         self.mode, parts, outputs,
+                         plan.summary() if plan is not None and len(plan.bounds) > 1 else None,
+                         tuple(r.log_path for r in runs))
+        self._learn_costs(result)
+        self.runs.append(result)
+        return result
+
+    def _run_one(self, folder: Path, label: str, launch_ids: np.ndarray,
+                 is_sample: np.ndarray, options: Mapping[str, str]) -> _Piece:
+        """The whole list in one simulator process, to the program's end."""
         if self.mode == FAST_FORWARD:
             list_path = write_launch_list(folder / LIST_NAME, launch_ids)
             argv, env = self.command, fast_forward_env(list_path, copy_digests=True)
@@ -366,24 +444,67 @@ class ListRunner:
             list_path.write_text("\n".join(str(int(i)) for i in launch_ids) + "\n")
             argv, env = launch_list_argv(self.command, list_path.resolve()), None
         with progress_bar(label, len(launch_ids), self.progress) as advance:
-            run = run_on_card(argv, self.card, folder / "run", {**self.options, **extra},
-                              self.timeout_s, _cycles_progress(advance, label), env=env)
+            run = run_on_card(argv, self.card, folder / "run", options, self.timeout_s,
+                              _cycles_progress(advance, label), env=env)
+        stats, outputs = self._read(run, launch_ids)
+        return _Piece(run, stats, outputs, run.wall_s, launch_ids, is_sample)
+
+    def _run_chunks(self, folder: Path, label: str, launch_ids: np.ndarray,
+                    is_sample: np.ndarray, options: Mapping[str, str], plan: ChunkPlan
+                    ) -> list[_Piece]:
+        """The list as ``plan``'s chunks, each a process of its own (local or Dask)."""
+        tasks = chunk_tasks(self.command, self.card, normalize_options(options), launch_ids,
+                            plan, self.mode == FAST_FORWARD, self.timeout_s)
+        folders = [folder / f"chunk{t.index}" for t in tasks]
+        started = time.monotonic()
+        where = f"Dask at {self.scheduler}" if self.scheduler else "local processes"
+        with progress_bar(f"{label} in {len(tasks)} chunks ({where})", len(tasks),
+                          self.progress) as advance:
+            def done(_result: ChunkResult) -> None:
+                advance(1)
+
+            if self.scheduler is not None:
+                results = run_chunks_dask(tasks, self.scheduler, done)
+            else:
+                results = run_chunks_local(tasks, folders, done)
+        wall = time.monotonic() - started
+        pieces = []
+        card_name = Path(self.card).parent.name if self.card.endswith(".config") else self.card
+        for task, result, chunk_folder, (begin, end) in zip(tasks, results, folders,
+                                                            plan.bounds, strict=True):
+            log = chunk_folder / "run" / "sim.log"
+            if not log.exists():  # a Dask worker's log comes back as text
+                log.parent.mkdir(parents=True, exist_ok=True)
+                log.write_text(result.log_text)
+            run = CardRun(log, result.log_text, result.wall_s, result.cpu_s, card_name,
+                          dict(result.overrides), log.parent, result.cpu_trace)
+            ids = np.asarray(task.launch_ids, dtype=np.int64)
+            stats, outputs = self._read(run, ids, complete=not result.stopped)
+            pieces.append(_Piece(run, stats, outputs, wall, ids, is_sample[begin:end]))
+        return pieces
+
+    def _read(self, run: CardRun, launch_ids: np.ndarray, complete: bool = True
+              ) -> tuple[pd.DataFrame, ProgramOutputs | None]:
+        """A run's statistics placed by launch id and, fast-forwarded, its outputs."""
         stats = parse_simlog(run.text, str(run.log_path))
-        outputs = None
         if self.mode == FAST_FORWARD:
             check_fast_forward(run.text, launch_ids, str(run.log_path))
             stats["launch_id"] = stats["uid"].to_numpy(np.int64) - 1
-            outputs = program_outputs(run.text)
-        elif "launch_id" not in stats.columns:
+            return stats, replace(program_outputs(run.text), complete=complete)
+        if "launch_id" not in stats.columns:
             raise HilsimError(
                 f"{run.log_path}: the program printed no 'hilsim-launch K' marks: the skip "
                 "path needs a program that takes the launch list and marks each launch "
                 "(see the workloads README); without it, fast-forward runs any program"
             )
+        return stats, None
+
+    def _check_ran(self, stats: pd.DataFrame, launch_ids: np.ndarray, log: Path) -> None:
+        """Every listed launch simulated, each with the profile's kernel name."""
         missing = np.setdiff1d(launch_ids, stats["launch_id"].to_numpy())
         if len(missing):
             raise HilsimError(
-                f"{run.log_path}: the program did not run {len(missing)} of the "
+                f"{log}: the program did not run {len(missing)} of the "
                 f"{len(launch_ids)} listed launches (first: launch {int(missing[0])})"
             )
         if self.names is not None:
@@ -392,10 +513,19 @@ class ListRunner:
             inside = ids < len(self.names)
             check_simulated_names(self.names[ids[inside]],
                                   listed["kernel"].to_numpy()[inside], ids[inside])
-        result = ListRun(name, warmup, launch_ids, is_sample, stats, run, preceding,
-                         self.mode, cpu_parts(run, launch_ids, is_sample, self.mode), outputs)
-        self.runs.append(result)
-        return result
+
+    def _learn_costs(self, run: ListRun) -> None:
+        """The functional cost the next run's chunk plan uses, measured on this run: its
+        fast-forward CPU per functional launch over its performance CPU per listed launch
+        (kept when the run had too little of either to tell)."""
+        parts = run.cpu_parts or {}
+        functional = sum(max(o.launches - len(run.launch_ids), 0) for o in run.outputs[:1])
+        perf_cpu = parts.get("warmup", 0.0) + parts.get("sample", 0.0)
+        if functional and perf_cpu > MIN_MEASURED_CPU_S and \
+                parts.get("fast_forward", 0.0) > MIN_MEASURED_CPU_S:
+            per_functional = parts["fast_forward"] / functional
+            per_listed = perf_cpu / len(run.launch_ids)
+            self.functional_cost = float(np.clip(per_functional / per_listed, 0.001, 1.0))
 
     def cleanup(self, keep_logs: bool = False) -> None:
         """Remove the work folder; with ``keep_logs`` keep it when a run wrote a log (the
