@@ -299,6 +299,7 @@ def simulate_plan(
     workers: int = 1,
     scheduler: str | None = None,
     cpu_factor: float = CPU_FACTOR,
+    run_to_end: bool = False,
 ) -> SimulationResult:
     """Simulate the plan's samples on ``card`` with their state warmed; write ``out_dir``.
 
@@ -314,8 +315,10 @@ def simulate_plan(
     the listed launches itself). ``workers`` > 1 (local processes) or ``scheduler`` (a Dask
     scheduler's address) run each launch list as chunks of consecutive samples in parallel
     processes, as many as keep the CPU time within ``cpu_factor`` x one process's
-    (:mod:`hilsim.simmodel.gpgpusim.parallel`). Returns what ``simulate.json`` holds
-    (:class:`SimulationResult`).
+    (:mod:`hilsim.simmodel.gpgpusim.parallel`). A fast-forwarded run stops once its last
+    listed launch is simulated (the program's tail costs CPU and measures nothing; the
+    data check covers the copies made until then) unless ``run_to_end``. Returns what
+    ``simulate.json`` holds (:class:`SimulationResult`).
     """
     plan = load_plan(plan_path)
     _check_output(out_dir, force)
@@ -330,7 +333,7 @@ def simulate_plan(
     found = profiled_misses(bundle, ids) if bundle is not None else None
     metric, miss_column, misses = found if found is not None else (None, "l2_misses", None)
     runner = ListRunner(command, card, options or {}, timeout_s, names, progress,
-                        launch_mode, workers, scheduler, cpu_factor)
+                        launch_mode, workers, scheduler, cpu_factor, run_to_end)
     try:
         warm = warm_run(runner, spec, ids, weights, misses, miss_column, bundle, budget)
         cold = None

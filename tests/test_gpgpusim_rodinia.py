@@ -115,7 +115,8 @@ def test_srad_goes_through_profile_plan_simulate_and_validate_unmodified(sim, sr
     summary = json.loads((out / "simulate.json").read_text())
     assert summary["launch_mode"] == "fast-forward"
     run = summary["runs"][0]
-    assert run["functional_launches"] == 20 - run["launches"] > 0
+    # stopped once its last listed launch was simulated: the launches after it never ran
+    assert 0 < run["functional_launches"] <= 20 - run["launches"]
     parts = summary["sim_cpu_parts"]
     assert parts["fast_forward"] > 0 and parts["sample"] > 0
     assert sum(parts.values()) == pytest.approx(summary["sim_cpu_s"], rel=0.05)
@@ -136,7 +137,8 @@ def test_a_timing_dependent_program_is_named_by_the_data_check(sim, tmp_path,
                                                                capsys) -> None:
     """ffchain with `clock` adds the simulated clock into its data after launch 5: run
     functionally in the sampled simulation, that launch computes another value than in the
-    profiled full run, and simulate refuses in one line naming the copy that differs."""
+    profiled full run, and simulate refuses in one line naming the copy that differs when
+    a sample comes after it (or with --run-to-end); a sample before it is right."""
     from hilsim.simmodel.gpgpusim.compile import compile_cuda
 
     from hilsim.core.plan import Plan
@@ -150,17 +152,30 @@ def test_a_timing_dependent_program_is_named_by_the_data_check(sim, tmp_path,
          "-o", str(bundle), *program)
     import pandas as pd
 
-    plan = tmp_path / "plan.json"
-    Plan(method="hand", params={}, source={"n_launches": 13, "path": str(bundle)},
-         clusters=[], samples=pd.DataFrame({"launch_id": [2], "weight": [13.0],
-                                            "cluster": [0], "draws": [1],
-                                            "name": ["_Z3mixPKjPjij"]})).save(plan)
+    names = pd.read_parquet(bundle / "launches.parquet")["name"].tolist()
     from hilsim.cli.main import main
 
-    code = main(["simulate", str(plan), "--card", "SM7_QV100", *one_sm, "-o",
+    def plan_of(launch: int) -> Path:
+        path = tmp_path / f"plan{launch}.json"
+        Plan(method="hand", params={}, source={"n_launches": 13, "path": str(bundle)},
+             clusters=[], samples=pd.DataFrame({"launch_id": [launch], "weight": [13.0],
+                                                "cluster": [0], "draws": [1],
+                                                "name": [names[launch]]})).save(path)
+        return path
+
+    # a sample after the stamp computes on other data: refused, naming the copy
+    code = main(["simulate", str(plan_of(9)), "--card", "SM7_QV100", *one_sm, "-o",
                  str(tmp_path / "sim"), "--warmup", "none", *program])
     err = capsys.readouterr().err
     assert code == 2, err
     assert "data check: warm run (none) differs from the profiled full run at copy to the " \
-           "host 2 of 4" in err
+           "host 2 of" in err
     assert "_Z5stampPj" in err and "Traceback" not in err and len(err.splitlines()) == 1
+    # a sample before it: the run stops after the sample, its data were right
+    assert main(["simulate", str(plan_of(2)), "--card", "SM7_QV100", *one_sm, "-o",
+                 str(tmp_path / "sim2"), "--warmup", "none", *program]) == 0
+    capsys.readouterr()
+    # ... and run to the program's end, the later divergence is still named
+    code = main(["simulate", str(plan_of(2)), "--card", "SM7_QV100", *one_sm, "-o",
+                 str(tmp_path / "sim3"), "--warmup", "none", "--run-to-end", *program])
+    assert code == 2 and "_Z5stampPj" in capsys.readouterr().err

@@ -57,11 +57,15 @@ from hilsim.simmodel.gpgpusim.parallel import CPU_FACTOR
 @click.option("--cpu-factor", type=click.FloatRange(min=1.0), default=CPU_FACTOR,
               show_default=True,
               help="The chunked runs' CPU time may reach this multiple of one process's.")
+@click.option("--run-to-end", is_flag=True,
+              help="Run the program to its end (functionally) after the last sampled "
+                   "launch, so every copy to the host is checked; by default a "
+                   "fast-forwarded run stops once its last listed launch is simulated.")
 @click.argument("program", nargs=-1, required=True, type=click.UNPROCESSED)
 def simulate_cmd(plan: Path, card: str, overrides: tuple[str, ...], out_dir: Path,
                  warmup: str | None, profile: Path | None, full_cycles: float | None,
                  timeout_s: float, force: bool, skip_launches: bool, workers: int,
-                 scheduler: str | None, cpu_factor: float,
+                 scheduler: str | None, cpu_factor: float, run_to_end: bool,
                  program: tuple[str, ...]) -> None:
     """Run only PLAN's launches of PROGRAM on a simulated card (sampled simulation).
 
@@ -79,6 +83,7 @@ def simulate_cmd(plan: Path, card: str, overrides: tuple[str, ...], out_dir: Pat
                            timeout_s=timeout_s, full_cycles=full_cycles, warmup=warmup,
                            profile=profile, force=force,
                            launch_mode=launch_mode_for(program, skip_launches),
-                           workers=workers, scheduler=scheduler, cpu_factor=cpu_factor)
+                           workers=workers, scheduler=scheduler, cpu_factor=cpu_factor,
+                           run_to_end=run_to_end)
     for line in result.lines():
         click.echo(line)

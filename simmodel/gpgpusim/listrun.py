@@ -49,6 +49,7 @@ from hilsim.simmodel.gpgpusim.fastforward import (
     check_fast_forward,
     cpu_per_launch,
     fast_forward_env,
+    stop_after_launch,
     write_launch_list,
 )
 from hilsim.simmodel.gpgpusim.logprofile import bundle_from_gpgpusim_log
@@ -64,7 +65,7 @@ from hilsim.simmodel.gpgpusim.parallel import (
     run_chunks_dask,
     run_chunks_local,
 )
-from hilsim.simmodel.gpgpusim.run import run_program
+from hilsim.simmodel.gpgpusim.run import LOG_NAME, run_program
 from hilsim.simmodel.gpgpusim.simlog import parse_simlog
 from hilsim.simmodel.gpgpusim.skippath import (
     LAUNCH_LIST,
@@ -101,6 +102,8 @@ class CardRun:
     run_dir: Path
     #: (log bytes, CPU seconds) while it ran (:attr:`.SimRun.cpu_trace`)
     cpu_trace: tuple[tuple[int, float], ...] = ()
+    #: ended by its ``stop`` condition once it had what it ran for (not at the program's end)
+    stopped: bool = False
 
 
 def run_on_card(
@@ -111,6 +114,7 @@ def run_on_card(
     timeout_s: float = 4 * 3600,
     progress: Callable[[int, float], None] | None = None,
     env: Mapping[str, str] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> CardRun:
     """Run ``command`` on ``card`` (+ ``options`` overrides, ``env`` variables) in
     ``run_dir``; CPU time measured.
@@ -124,11 +128,11 @@ def run_on_card(
     overrides = normalize_options(options)
     cpu0 = _children_cpu_s()
     run = run_program(list(command), card, run_dir, options=overrides, timeout_s=timeout_s,
-                      progress=progress, env=env)
+                      progress=progress, env=env, stop=stop)
     cpu = _children_cpu_s() - cpu0
     name = Path(card).parent.name if card.endswith(".config") else card
     return CardRun(run.log_path, run.stdout, run.wall_s, run.cpu_s or cpu, name, overrides,
-                   run.run_dir, run.cpu_trace)
+                   run.run_dir, run.cpu_trace, run.stopped)
 
 
 def _cycles_progress(advance: Callable[..., None], label: str) -> Callable[[int, float], None]:
@@ -384,7 +388,7 @@ class ListRunner:
     def __init__(self, command: Sequence[str], card: str, options: Mapping[str, str],
                  timeout_s: float, names: np.ndarray | None, progress: bool,
                  mode: str = FAST_FORWARD, workers: int = 1, scheduler: str | None = None,
-                 cpu_factor: float = CPU_FACTOR) -> None:
+                 cpu_factor: float = CPU_FACTOR, run_to_end: bool = False) -> None:
         if mode not in LAUNCH_MODES:
             raise HilsimError(f"launch mode {mode!r}: one of {', '.join(LAUNCH_MODES)}")
         if workers < 1:
@@ -394,7 +398,7 @@ class ListRunner:
         if scheduler is not None and workers == 1:  # as many chunks as the cluster runs
             workers = dask_workers(scheduler)
         self.mode, self.workers, self.scheduler = mode, workers, scheduler
-        self.cpu_factor = cpu_factor
+        self.cpu_factor, self.run_to_end = cpu_factor, run_to_end
         #: a functional launch's CPU over a performance one's: the prior until a run
         #: measured it (:meth:`_learn_costs`)
         self.functional_cost = FUNCTIONAL_COST
@@ -435,18 +439,22 @@ class ListRunner:
 
     def _run_one(self, folder: Path, label: str, launch_ids: np.ndarray,
                  is_sample: np.ndarray, options: Mapping[str, str]) -> _Piece:
-        """The whole list in one simulator process, to the program's end."""
+        """The whole list in one simulator process; fast-forwarded, stopped once its last
+        listed launch is simulated unless ``run_to_end``."""
+        stop = None
         if self.mode == FAST_FORWARD:
             list_path = write_launch_list(folder / LIST_NAME, launch_ids)
             argv, env = self.command, fast_forward_env(list_path, copy_digests=True)
+            if not self.run_to_end:
+                stop = stop_after_launch(folder / "run" / LOG_NAME, int(launch_ids.max()) + 1)
         else:
             list_path = folder / LAUNCH_LIST
             list_path.write_text("\n".join(str(int(i)) for i in launch_ids) + "\n")
             argv, env = launch_list_argv(self.command, list_path.resolve()), None
         with progress_bar(label, len(launch_ids), self.progress) as advance:
             run = run_on_card(argv, self.card, folder / "run", options, self.timeout_s,
-                              _cycles_progress(advance, label), env=env)
-        stats, outputs = self._read(run, launch_ids)
+                              _cycles_progress(advance, label), env=env, stop=stop)
+        stats, outputs = self._read(run, launch_ids, complete=not run.stopped)
         return _Piece(run, stats, outputs, run.wall_s, launch_ids, is_sample)
 
     def _run_chunks(self, folder: Path, label: str, launch_ids: np.ndarray,
