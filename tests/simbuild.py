@@ -34,3 +34,16 @@ def require_sim_build() -> Any:
     if build is None:
         unavailable("no GPGPU-Sim build found (run `hilsim gpgpusim setup`)")
     return build
+
+
+def require_fast_forward_sim_build() -> Any:
+    """The cached simulator build, with the fast-forward patch (a skip, or a failure in
+    CI, without it)."""
+    from hilsim.simmodel.gpgpusim.fastforward import require_fast_forward_build  # noqa: PLC0415
+
+    build = require_sim_build()
+    try:
+        require_fast_forward_build(build)
+    except HilsimError as exc:
+        unavailable(str(exc))
+    return build

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from hilsim.core.errors import HilsimError
-from tests.simbuild import require_sim_build, unavailable
+from tests.simbuild import require_fast_forward_sim_build
 
 pytestmark = pytest.mark.gpgpusim
 DATA = Path(__file__).parent / "data" / "gpgpusim"
@@ -26,14 +26,7 @@ MIX, SCATTER, STAMP = "_Z3mixPKjPjij", "_Z7scatterPKjPji", "_Z5stampPj"
 
 @pytest.fixture(scope="module")
 def sim():
-    from hilsim.simmodel.gpgpusim.fastforward import require_fast_forward_build
-
-    build = require_sim_build()
-    try:
-        require_fast_forward_build(build)
-    except HilsimError as exc:
-        unavailable(str(exc))
-    return build
+    return require_fast_forward_sim_build()
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from hilsim.core.errors import HilsimError
-from tests.simbuild import require_sim_build, unavailable
+from tests.simbuild import require_fast_forward_sim_build
 
 pytestmark = pytest.mark.gpgpusim
 DATA = Path(__file__).parent / "data" / "gpgpusim"
@@ -29,16 +28,11 @@ SAMPLES = [2, 5, 9, 14, 18, 21]
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory) -> dict:
     from hilsim.simmodel.gpgpusim.compile import compile_cuda
-    from hilsim.simmodel.gpgpusim.fastforward import require_fast_forward_build
     from hilsim.simmodel.gpgpusim.listrun import profile_on_card
 
     from hilsim.core.plan import Plan
 
-    build = require_sim_build()
-    try:
-        require_fast_forward_build(build)
-    except HilsimError as exc:
-        unavailable(str(exc))
+    require_fast_forward_sim_build()
     root = tmp_path_factory.mktemp("par")
     program = compile_cuda(DATA / "ffchain.cu", root / "ffchain", extra_flags=("-O2",))
     bundle, _m = profile_on_card([str(program), *ARGS], "SM7_QV100", root / "p.bundle",
