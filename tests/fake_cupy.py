@@ -142,7 +142,11 @@ class Kernels:
 
     def init(self, g: int, b: int, a: Any, bb: Any, n: Any, magic: Any, out: FakeArray,
              cyc: FakeArray) -> None:
-        _v(cyc, np.int64)[:2] = [int(n) * 1024 + 7, 5]
+        # every 4th warp works (one scheduler's); they finish one after the other, as a
+        # greedy scheduler runs them: warp k stops after (k + 1) x 1024 n cycles
+        stamps = _v(cyc, np.int64)
+        for k in range(b // 128):
+            stamps[2 * k : 2 * k + 2] = [100 + 5 * k, 100 + (k + 1) * int(n) * 1024 + 7]
 
     def mma_tput(self, g: int, b: int, av: Any, n: Any, magic: Any, out: FakeArray,
                  rec: FakeArray, flops: FakeArray) -> None:
