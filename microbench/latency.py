@@ -23,9 +23,10 @@ one 2 MiB GPU page (TLB misses amortised to < 0.2 %: DRAM latency proper).
 ``latency.dram_page_stride`` places nodes one 2 MiB page + 4 KiB apart (stride >
 page) in random order, so every step also touches a new page: DRAM latency plus the
 TLB-miss cost once the pages exceed the TLB reach. The difference of the two is the
-page-walk penalty. Both run one cold lap after writing a 2 x L2 buffer: a chain
-touches one line per node, so without the flush its nodes (written at setup) would
-still sit in L2.
+page-walk penalty. Both run one cold lap after reading a 2 x L2 buffer through L2: a
+chain touches one line per node, so without the flush its nodes (written at setup) would
+still sit in L2; the flush reads (:data:`FLUSH_READ`), so the lines it leaves are clean
+and a timed miss pays no write-back.
 
 On a simulated device (:attr:`hilsim.microbench.device.Device.simulated`: deterministic,
 ~10^4 simulated cycles per CPU second) the same kernels run shorter: each chase times
@@ -114,8 +115,28 @@ extern "C" __global__ void chase_shared(const unsigned int* __restrict__ next, i
 }
 """
 
+#: the cold-lap flush: every 32-bit word of ``buf`` read through L2 (``ld.global.cg``), so
+#: L2 ends holding the buffer's last lines clean (a flush that writes leaves them dirty:
+#: the timed misses would then also pay their write-backs)
+FLUSH_READ = r"""
+extern "C" __global__ void flush_read(const unsigned int* __restrict__ buf, long long words,
+                                      unsigned int magic, unsigned int* __restrict__ out)
+{
+    unsigned int acc = 0u;
+    const long long step = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < words; i += step) {
+        unsigned int v;
+        asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(v) : "l"(buf + i));
+        acc ^= v;
+    }
+    if (acc == magic) out[0] = acc;
+}
+"""
+#: the flush kernel's grid (blocks of 256 threads, grid-stride)
+FLUSH_GRID = 1024
+
 SOURCES: dict[str, str] = {
-    "chase": _CHASE_TEMPLATE.format(op="ca") + _CHASE_TEMPLATE.format(op="cg"),
+    "chase": _CHASE_TEMPLATE.format(op="ca") + _CHASE_TEMPLATE.format(op="cg") + FLUSH_READ,
     "shared_chase": SHARED_CHASE,
 }
 
@@ -215,13 +236,21 @@ def _l2_bytes(device: Device) -> int:
     return int(device.facts.get("l2_cache_bytes") or (4 << 20))
 
 
+def add_flush(program: Program, words: int) -> None:
+    """A buffer of ``words`` 32-bit words and one ``flush_read`` launch over it: every line
+    of the chain (written at setup) leaves L2, and what L2 holds after is clean."""
+    program.buf("flush", 4 * words).buf("flush_out", 4)
+    program.launch("flush_read", FLUSH_GRID, 256,
+                   [("buf", "flush"), ("i64", words), ("u32", 0xFFFFFFFF), ("buf", "flush_out")])
+
+
 def _run_chase(
     device: Device, bench: str, op: str, chase: Chase, flush_words: int = 0
 ) -> tuple[float, bool, str]:
-    """One run of one chase (after writing a flush buffer of ``flush_words`` words)."""
+    """One run of one chase (after reading a flush buffer of ``flush_words`` words)."""
     program = Program("latency.chase").chain(chase.name, chase.stride, chase.nxt)
     if flush_words:
-        program.buf("flush", 4 * flush_words).fill32("flush", 1)
+        add_flush(program, flush_words)
     add_chase_launch(program, chase, op)
     result = device.run(bench, program, Setup.ONE_SM)
     return chase.check(result.array(chase.out, np.uint64), result.address(chase.name))
@@ -246,7 +275,7 @@ def chase_latency(
 
     The timed loop is a pure chain (an accumulate in it sits on the dependent-load path);
     the checksum is taken over the untimed warm lap, and one untimed check lap first
-    validates the chain. With ``flush_l2`` every run is one cold lap after writing a
+    validates the chain. With ``flush_l2`` every run is one cold lap after reading a
     buffer of 2 x L2 (the chain's own initialisation writes would otherwise leave its
     nodes in L2: a chain of N nodes touches only N lines, however large its footprint).
     """
@@ -396,7 +425,7 @@ def footprint_sweep(
     """Chase with ``.ca`` over growing footprints: the latency-vs-footprint curve.
 
     One node per 128 B line, random order, a warm lap first while the footprint can
-    still fit L2; beyond 1.5 x L2 one cold lap after writing a 2 x L2 buffer (the
+    still fit L2; beyond 1.5 x L2 one cold lap after reading a 2 x L2 buffer (the
     chain's own initialisation writes would leave ~L2 bytes of it resident). Returns
     the curve as one measurement (``latency_footprint_sweep``, arrays in params) plus
     ``l1_capacity_bytes`` / ``l2_capacity_bytes`` read off it by

@@ -91,6 +91,12 @@ class Kernels:
         lat = 30 if size <= (256 << 10) else 200 if size <= (1 << 20) else 500
         _v(out, np.uint64)[:4] = [p, total, int(iters) * lat + 7, 7]
 
+    def flush_read(self, g: int, b: int, buf: FakeArray, words: Any, magic: Any,
+                   out: FakeArray) -> None:
+        acc = int(np.bitwise_xor.reduce(_v(buf, np.uint32)[: int(words)], initial=0))
+        if acc == int(magic):
+            _v(out, np.uint32)[0] = acc
+
     def chase_shared(self, g: int, b: int, nxt: FakeArray, n: Any, iters: Any,
                      out: FakeArray) -> None:
         nodes, base = _v(nxt, np.uint32)[: int(n)], 0x400

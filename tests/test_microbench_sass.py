@@ -132,6 +132,34 @@ def test_chain_check_flags_an_accumulating_chase() -> None:
     assert chain_violations(k)
 
 
+def flush_problems(k: sass.Kernel) -> list[str]:
+    """The cold-lap flush (``flush_read``) only reads: every loop of it loads, none
+    stores (a flush that writes leaves L2 dirty, and the timed misses pay write-backs)."""
+    # a one-instruction loop is the kernel's trailing ``BRA`` to itself
+    loops = [(s, e) for s, e in _loops(k, 0, len(k.instrs) - 1) if e > s]
+    if not loops:
+        return [f"{k.name}: no loop"]
+    bodies = [k.instrs[s : e + 1] for s, e in loops]
+    out = [] if any(i.base == "LDG" for b in bodies for i in b) else [f"{k.name}: no load"]
+    for body in bodies:  # sm_70/75: a second loop, the warp's reconvergence (VOTE, YIELD)
+        out += [f"{i.addr:04x} {i.text}: a store in the flush loop" for i in body
+                if i.base in ("STG", "ST", "RED", "REDG", "ATOMG", "ATOM")]
+    return out
+
+
+@pytest.mark.parametrize("arch", sass.TARGETS)
+def test_cold_lap_flush_only_reads(arch: int) -> None:
+    assert flush_problems(_kernel("latency.chase", "flush_read", arch)) == []
+
+
+@pytest.mark.parametrize("arch", [75, 90])
+def test_flush_check_rejects_a_writing_flush(arch: int) -> None:
+    """The flush as it was: every word written (``fill32``), nothing read."""
+    old = 'asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(v) : "l"(buf + i));'
+    new = "v = (unsigned int)i; ((unsigned int*)buf)[i] = 1u;"
+    assert flush_problems(_mutant("latency.chase", old, new, arch)["flush_read"])
+
+
 _GPU_ADD = r"\.ADD.*\.STRONG\.GPU"  # device-scope atomic add
 
 # the cache operator each measured level needs (each checked against the SASS by hand once)
@@ -139,6 +167,7 @@ CACHE_OPS = [
     ("latency.chase", "chase_ca", "LDG", {70: r"\.STRONG\.CTA", 75: r"\.STRONG\.CTA",
                                           86: r"\.STRONG\.SM", 90: r"\.STRONG\.SM"}),
     ("latency.chase", "chase_cg", "LDG", dict.fromkeys(sass.TARGETS, r"\.STRONG\.GPU")),
+    ("latency.chase", "flush_read", "LDG", dict.fromkeys(sass.TARGETS, r"\.STRONG\.GPU")),
     ("bandwidth.grid", "grid_read_cg", "LDG", dict.fromkeys(sass.TARGETS, r"\.128\.STRONG\.GPU")),
     ("bandwidth.onchip", "l1_read", "LDG", {70: r"\.128\.STRONG\.CTA", 75: r"\.128\.STRONG\.CTA",
                                             86: r"\.128\.STRONG\.SM", 90: r"\.128\.STRONG\.SM"}),
