@@ -298,6 +298,9 @@ RECORDED_FACTS: frozenset[str] = frozenset({
     # a simulated card (simmodel/gpgpusim/simdevice.py): which config, and the runs
     "backend", "card", "config", "config_source", "config_sha256", "simulation",
     "l1_cache_bytes",
+    # HBM / GDDR from the bus width (microbench.gpu.memory_type_from_bus): the base card
+    # choice compares it (simmodel/tuner/basecard.py), no timing field is set from it
+    "memory_family", "memory_family_from",
 })
 
 
