@@ -29,11 +29,13 @@ still sit in L2; the flush reads (:data:`FLUSH_READ`), so the lines it leaves ar
 and a timed miss pays no write-back.
 
 On a simulated device (:attr:`hilsim.microbench.device.Device.simulated`: deterministic,
-~10^4 simulated cycles per CPU second) the same kernels run shorter: each chase times
-:data:`CHASE_STEPS` dependent loads after its warm lap (no noise to average) and is
-validated along its exact path (end node and warm-lap checksum for any number of steps,
-:meth:`Chase.check`); the L1, L2 and DRAM chases share one program on one SM whose
-uploads leave L2 cold (the DRAM chase's one cold lap misses L2 with no flush); the
+~10^4 simulated cycles per CPU second) the same kernels run shorter: each chase runs
+:data:`CHASE_STEPS` and twice as many dependent loads after its warm lap (no noise to
+average), the value is the slope of the two (the stop clock waits on no load: a single
+count of s loads reads (s - 1)/s of the latency, 1.6% low at 64), and each is validated
+along its exact path (end node and warm-lap checksum for any number of steps,
+:meth:`Chase.check`); the L1, L2 and DRAM chases share one program per step count on one
+SM whose uploads leave L2 cold (the DRAM chase's one cold lap misses L2 with no flush); the
 footprint sweep is reduced to 8 KiB .. 4 x the unified L1 (:func:`reduced_sweep_points`),
 which finds the L1 capacity but not L2's (recorded as not measured: the device facts
 give the L2 size). A device without a TLB model or without the budget for 10^5-load
@@ -142,9 +144,10 @@ SOURCES: dict[str, str] = {
 
 _MASK64 = (1 << 64) - 1
 PAGE = 2 << 20  # GPU large page (2 MiB)
-#: timed loads per chase on a simulated device. The kernel's last load is not waited for
-#: inside the timed interval, so a chase of s steps reads (s - 1)/s of the latency plus a
-#: constant: the simulator's latency calibration is measured with the same count.
+#: timed loads of the shorter of the two chases on a simulated device (the longer runs
+#: twice as many). The kernel's last load is not waited for inside the timed interval (the
+#: stop clock waits on no load), so one chase of s steps reads (s - 1)/s of the latency
+#: plus a constant; the slope of the two counts reads the latency.
 CHASE_STEPS = 64
 _LAP_NOTE = "chase did not visit every node exactly once per lap"
 _PATH_NOTE = "chase left its path"
@@ -316,79 +319,110 @@ def chase_latency(
 
 
 def chase_latencies(device: Device, steps: int = CHASE_STEPS) -> list[Measurement]:
-    """``l1_hit_latency``, ``l2_hit_latency``, ``dram_latency`` as one program of
-    ``steps`` timed loads each, on one SM whose uploads leave L2 cold (a simulated
-    device: the DRAM chase's one cold lap misses L2 with no flush)."""
-    program = Program("latency.chase")
+    """``l1_hit_latency``, ``l2_hit_latency``, ``dram_latency``, each the slope of two runs
+    of one program, at ``steps`` and 2 x ``steps`` timed loads per chase
+    (:func:`slope_of_chases`: the stop clock does not wait for the last load, so one count
+    reads ``(s - 1) / s`` of the latency plus a constant). Each run starts from the same
+    state: one SM whose uploads leave L2 cold (a simulated device: the DRAM chase's one
+    cold lap of ``s`` nodes misses L2 with no flush; in one run, the second DRAM chain
+    would find the DRAM rows the first left open)."""
     l2 = _l2_bytes(device)
+    l2_footprint = min(32 << 10, l2 // 4, steps * 128)
+    runs = []
+    for s in (steps, 2 * steps):
+        program = Program("latency.chase")
 
-    def chase(name: str, op: str, footprint: int, stride: int, salt: int | None) -> Chase:
-        n = max(2, footprint // stride)
-        nxt = single_cycle(n, None if salt is None else device.rng(salt))
-        return add_chase(program, name, op, nxt, stride, n if salt is not None else 0, steps)
+        def chase(name: str, op: str, footprint: int, stride: int, salt: int | None,
+                  program: Program = program, s: int = s) -> Chase:
+            n = max(2, footprint // stride)
+            nxt = single_cycle(n, None if salt is None else device.rng(salt))
+            return add_chase(program, name, op, nxt, stride, n if salt is not None else 0, s)
 
+        chases = [chase(mn.L1_HIT_LATENCY, "ca", 8 << 10, 64, 1),
+                  chase(mn.L2_HIT_LATENCY, "cg", l2_footprint, 128, 2),
+                  chase(mn.DRAM_LATENCY, "cg", s * 4096, 4096, None)]
+        result = device.run("latency.chase", program, Setup.ONE_SM)
+        runs.append([(c, c.check(result.array(c.out, np.uint64), result.address(c.name)))
+                     for c in chases])
     warm = {"order": "random", "warm_lap": True}
-    chases = [
-        (chase(mn.L1_HIT_LATENCY, "ca", 8 << 10, 64, 1), "ca", warm),
-        (chase(mn.L2_HIT_LATENCY, "cg", min(32 << 10, l2 // 4, steps * 128), 128, 2), "cg", warm),
-        (
-            chase(mn.DRAM_LATENCY, "cg", steps * 4096, 4096, None),
-            "cg",
-            {"order": "sequential", "warm_lap": False, "cold": device.cold_l2_note},
-        ),
-    ]
-    result = device.run("latency.chase", program, Setup.ONE_SM)
+    extras = {mn.L1_HIT_LATENCY: ("ca", warm), mn.L2_HIT_LATENCY: ("cg", warm),
+              mn.DRAM_LATENCY: ("cg", {"order": "sequential", "warm_lap": False,
+                                       "cold": device.cold_l2_note})}
     out = []
-    for c, op, extra in chases:
-        value, ok, note = c.check(result.array(c.out, np.uint64), result.address(c.name))
+    for (a, check_a), (b, check_b) in zip(*runs, strict=True):
+        op, extra = extras[a.name]
+        value = slope_of_chases((a, b), [check_a[0], check_b[0]])
+        notes = {check_a[2], check_b[2]} - {""}
         params = {
             "load": f"ld.global.{op}",
-            "footprint_bytes": c.n * c.stride,
-            "stride_bytes": c.stride,
-            "nodes": c.n,
-            "warm_steps": c.warm,
-            "steps": c.steps,
+            "footprint_bytes": [a.n * a.stride, b.n * b.stride],
+            "stride_bytes": a.stride,
+            "nodes": [a.n, b.n],
+            "warm_steps": [a.warm, b.warm],
+            "steps": [a.steps, b.steps],
+            "method": "slope of two runs (cycles difference / loads difference)",
             **device.kernel_clock_params,
             **extra,
         }
-        out.append(Measurement(c.name, value, "cycles", params, [value], 0.0, ok, note))
+        out.append(Measurement(a.name, value, "cycles", params, [value], 0.0,
+                               check_a[1] and check_b[1], "; ".join(sorted(notes))))
     return out
+
+
+def slope_of_chases(pair: tuple[Chase, Chase] | list[Chase], per_load: list[float]) -> float:
+    """Cycles per load from two chases' per-load readings (each ``(cycles - overhead) /
+    steps``): what a chase pays once (the last load the stop clock does not wait for,
+    the clock reads) cancels."""
+    (a, b), (va, vb) = pair, per_load
+    return (vb * b.steps - va * a.steps) / (b.steps - a.steps)
 
 
 def shared_latency(
     device: Device, n: int = 256, min_steps: int = 16384, steps: int | None = None
 ) -> Measurement:
     """Shared-memory load-to-use latency (Accel-Sim ``shd-lat``): one warp, thread 0
-    chases ``n`` nodes; whole laps of at least ``min_steps`` loads, or ``steps`` loads
-    (:data:`CHASE_STEPS` on a simulated device)."""
+    chases ``n`` nodes; whole laps of at least ``min_steps`` loads on a GPU; on a simulated
+    device the slope of two launches of ``steps`` (:data:`CHASE_STEPS`) and 2 x ``steps``
+    loads, as :func:`chase_latencies`."""
     nxt = single_cycle(n, device.rng(7))
     if steps is None:
         steps = CHASE_STEPS if device.simulated else _laps_for(n, min_steps) * n
+    counts = (steps, 2 * steps) if device.simulated else (steps,)
     program = Program("latency.shared_chase")
-    program.data("next", nxt.astype("<u4")).buf("out", 40)
-    args = [("buf", "next"), ("i32", n), ("i64", steps), ("buf", "out")]
-    program.launch("chase_shared", 1, 32, args, smem=4 * n)
-    program.read("out")
-    node = walk(nxt, steps, walk(nxt, n)[0])[0]  # the untimed lap, then the timed steps
+    program.data("next", nxt.astype("<u4"))
+    for s in counts:
+        program.buf(f"out_s{s}", 40)
+        args = [("buf", "next"), ("i32", n), ("i64", s), ("buf", f"out_s{s}")]
+        program.launch("chase_shared", 1, 32, args, smem=4 * n)
+        program.read(f"out_s{s}")
     lap_sum = walk(nxt, n)[1]
-    whole_laps = steps % n == 0
+    after_lap = walk(nxt, n)[0]
     failures: list[str] = []
 
     def once() -> float:
-        out = device.run(mn.SHARED_LATENCY, program, Setup.ONE_SM).array("out", np.uint64)
-        end, total, cycles, overhead, base = (int(v) for v in out[:5])
-        if end != base + 4 * node or total != (n * base + 4 * lap_sum) & _MASK64:
-            failures.append("shared " + (_LAP_NOTE if whole_laps else _PATH_NOTE))
-        return (cycles - overhead) / steps
+        result = device.run(mn.SHARED_LATENCY, program, Setup.ONE_SM)
+        raw = []
+        for s in counts:
+            end, total, cycles, overhead, base = (
+                int(v) for v in result.array(f"out_s{s}", np.uint64)[:5])
+            node = walk(nxt, s, after_lap)[0]  # the untimed lap, then the timed steps
+            if end != base + 4 * node or total != (n * base + 4 * lap_sum) & _MASK64:
+                failures.append("shared " + (_LAP_NOTE if s % n == 0 else _PATH_NOTE))
+            raw.append(cycles - overhead)
+        if len(counts) == 1:
+            return raw[0] / steps
+        return (raw[1] - raw[0]) / (counts[1] - counts[0])
 
     stab = device.sample(once, 8, 0.03, 3)
     params = {
         "load": "ld.shared.u32",
         "nodes": n,
         "stride_bytes": 4,
-        "steps": steps,
+        "steps": steps if len(counts) == 1 else list(counts),
         **device.kernel_clock_params,
     }
+    if len(counts) > 1:
+        params["method"] = "slope of two step counts (cycles difference / loads difference)"
     return measurement_from_stability(
         mn.SHARED_LATENCY, stab, "cycles", params, not failures, "; ".join(sorted(set(failures)))
     )

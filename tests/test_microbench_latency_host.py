@@ -136,3 +136,23 @@ def test_cold_sweep_points_flush_l2_first(monkeypatch) -> None:
     cold = [i for i, e in enumerate(order) if e == "cold"]
     assert cold and all(order[i - 1] == "read" for i in cold)
     assert "write" not in order and "short" not in order
+
+
+def test_simulated_chases_read_the_slope_of_two_step_counts() -> None:
+    """The stop clock does not wait for the last load: a chase of s loads reads
+    ``(s - 1) x latency + c``. One count gives ``(63 x 40 + c) / 64``; the slope of two
+    counts gives the latency."""
+    launches: list[int] = []
+
+    def unwaited(grid, block, args, shared_mem=0):
+        chase(grid, block, args)
+        iters = int(args[2])
+        launches.append(iters)
+        args[3].view(np.uint64)[2] = 40 * (iters - 1) + 23  # the last load not waited for
+
+    device = make_device(unwaited)
+    ms = {m.name: m for m in latency.chase_latencies(device, steps=64)}
+    for name in ("l1_hit_latency", "l2_hit_latency", "dram_latency"):
+        assert ms[name].valid and ms[name].value == pytest.approx(40.0), ms[name]
+        assert ms[name].params["steps"] == [64, 128]
+    assert sorted(set(launches)) == [64, 128]
