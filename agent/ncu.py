@@ -3,10 +3,16 @@
 ncu runs as a second pass of the workload::
 
     ncu --target-processes all --launch-skip S --launch-count N --metrics LIST
-        --clock-control none -f -o REP CMD ARGS
+        --cache-control none --clock-control none -f -o REP CMD ARGS
     ncu --import REP.ncu-rep --csv --page raw --print-units base
 
-and the CSV is read with :func:`hilsim.formats.ncu_csv.read_ncu_csv`. The k-th launch
+and the CSV is read with :func:`hilsim.formats.ncu_csv.read_ncu_csv`. Caches and clocks
+are left as the workload leaves them (:data:`DEFAULT_CACHE_CONTROL`): ncu's own default,
+``--cache-control all``, flushes every cache before each profiled launch, so the memory
+counters that PKA's features, ``validate``'s DRAM traffic and the warm-state placement
+(``analyzer/warmstate.py``) read would be a cold-cache kernel's, not the run's (H100
+bundles with the flush: a median L2 read hit rate of 17% for small kernels that read
+what the previous kernel wrote). The bundle's manifest records the choice. The k-th launch
 ncu profiled is matched to light launch ``S + k`` by order *and* kernel name (and
 grid/block where both sides know them). Mismatches are never joined silently
 (:func:`match_detailed`):
@@ -43,6 +49,8 @@ EXTRA_METRICS: tuple[str, ...] = (
     "dram__bytes_write.sum",
     "lts__t_sectors_op_read.sum",
     "lts__t_sectors_op_write.sum",
+    "dram__sectors_read.sum",
+    "lts__t_sectors_lookup_miss.sum",
     "l1tex__t_sector_hit_rate.pct",
     "lts__t_sector_hit_rate.pct",
     "lts__t_sector_op_read_hit_rate.pct",
@@ -61,6 +69,11 @@ EXTRA_METRICS: tuple[str, ...] = (
     "launch__registers_per_thread",
 )
 DEFAULT_METRICS: tuple[str, ...] = tuple(dict.fromkeys((*TABLE2_METRICS, *EXTRA_METRICS)))
+#: ncu's ``--cache-control`` values: ``none`` keeps the caches the workload left (the
+#: warm state the counters should describe), ``all`` flushes them before every profiled
+#: launch (each kernel measured from cold caches, ncu's default)
+CACHE_CONTROLS = ("none", "all")
+DEFAULT_CACHE_CONTROL = "none"
 
 PERMISSION_MARK = "ERR_NVGPUCTRPERM"
 PERMISSION_HINT = (
@@ -139,15 +152,26 @@ def selection(first: int | None, launches: str | None, every: bool) -> DetailedS
 
 
 def profile_command(
-    ncu: str, report: Path, sel: DetailedSelection, metrics: list[str], command: list[str]
+    ncu: str,
+    report: Path,
+    sel: DetailedSelection,
+    metrics: list[str],
+    command: list[str],
+    cache_control: str = DEFAULT_CACHE_CONTROL,
 ) -> list[str]:
-    """The ncu collection command (argument list, no shell)."""
+    """The ncu collection command (argument list, no shell): clocks as the GPU runs them,
+    caches flushed only when ``cache_control`` is ``all``."""
+    if cache_control not in CACHE_CONTROLS:
+        raise HilsimError(
+            f"ncu cache control {cache_control!r}: one of {', '.join(CACHE_CONTROLS)}"
+        )
     argv = [ncu, "--target-processes", "all"]
     if sel.skip:
         argv += ["--launch-skip", str(sel.skip)]
     if sel.count is not None:
         argv += ["--launch-count", str(sel.count)]
-    argv += ["--metrics", ",".join(metrics), "--clock-control", "none", "-f", "-o", str(report)]
+    argv += ["--metrics", ",".join(metrics), "--cache-control", cache_control,
+             "--clock-control", "none", "-f", "-o", str(report)]
     return [*argv, *command]
 
 
@@ -298,6 +322,8 @@ def detailed_cost(
 
 
 __all__ = [
+    "CACHE_CONTROLS",
+    "DEFAULT_CACHE_CONTROL",
     "DEFAULT_METRICS",
     "PERMISSION_HINT",
     "DetailedSelection",

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hilsim.agent.tools import all_tools
-from hilsim.microbench.gpu import gpu_extra_for, nvml_handle
+from hilsim.microbench.gpu import gpu_extra_for, nvml_handle, with_memory_family
 
 from hilsim.core.errors import HilsimError
 
@@ -169,9 +169,9 @@ def probe_device(index: int = 0, tools: bool = True) -> dict[str, Any]:
 
     Keys: name, uuid, compute_capability, sm_count, max_sm_clock_mhz, max_mem_clock_mhz,
     bus_width_bits, memory_bytes, l2_bytes, driver, cuda_runtime, cuda_driver_version,
-    ... , ``sources`` (which libraries answered) and ``tools`` (nsys / ncu / cupti /
-    torch: usable, version, reason). Raises :class:`HilsimError` when neither pynvml nor
-    cupy is installed, or when no GPU answers.
+    ... , ``memory_family`` (HBM / GDDR from the bus width), ``sources`` (which libraries
+    answered) and ``tools`` (nsys / ncu / cupti / torch: usable, version, reason). Raises
+    :class:`HilsimError` when neither pynvml nor cupy is installed, or when no GPU answers.
     """
     facts: dict[str, Any] = {}
     sources: list[str] = []
@@ -213,6 +213,7 @@ def probe_device(index: int = 0, tools: bool = True) -> dict[str, Any]:
         hint = f" ({', '.join(missing)} not installed)" if missing else ""
         raise HilsimError(f"agent probe: no usable NVIDIA GPU: {detail}{hint}")
     facts["sources"] = sources
+    with_memory_family(facts, "bus_width_bits")  # the base card choice compares families
     driver = str(facts.get("cuda_driver_version") or "")
     facts["pip_extra"] = gpu_extra_for(
         facts.get("compute_capability"), int(driver.split(".")[0]) if driver[:1].isdigit() else None

@@ -134,7 +134,8 @@ def _detailed(
         )
     rep = raw / "detailed"
     argv = ncu_mod.profile_command(
-        tool.path, rep, sel, opts.metrics, workload_argv(opts.command, opts.nvtx_modules)
+        tool.path, rep, sel, opts.metrics, workload_argv(opts.command, opts.nvtx_modules),
+        opts.cache_control,
     )
     log = raw / "ncu.log"
     say(f"detailed pass (ncu, {sel.mode}): {' '.join(argv[:9])} ... (log: {log})")
@@ -169,7 +170,8 @@ def _detailed(
         "version": tool.version,
         "command": argv,
         "import_command": ncu_mod.import_command(tool.path, report),
-        "options": {"clock_control": "none", "metrics": opts.metrics, **sel.as_dict()},
+        "options": {"clock_control": "none", "cache_control": opts.cache_control,
+                    "metrics": opts.metrics, **sel.as_dict()},
         "run": run.as_dict(),
         "launches_with_metrics": 0 if match.metrics is None else len(match.metrics),
         "match": match.report,

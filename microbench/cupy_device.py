@@ -93,7 +93,8 @@ class CupyDevice:
     unsupported: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), init=False)
     backend_params: dict[str, Any] = field(default_factory=dict, init=False)
     kernel_clock_params: dict[str, Any] = field(default_factory=dict, init=False)
-    cold_l2_note: str = field(default="a 2 x L2 buffer written first (flush_l2)", init=False)
+    cold_l2_note: str = field(default="a 2 x L2 buffer read through L2 first (flush_l2)",
+                              init=False)
     memory_scale_note: str = field(default="the whole GPU (no slice)", init=False)
     _modules: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
     _functions: dict[tuple[str, str], Any] = field(default_factory=dict, init=False, repr=False)

@@ -174,14 +174,47 @@ def _attribute(runtime: Any, name: str, device: int) -> int | None:
         return None
 
 
+#: a memory bus this wide or wider is HBM (each stack has a 1024-bit interface: TITAN V
+#: 3072, V100 / GV100 4096, A100 / H100 5120 bits); GDDR buses are 512 bits or narrower
+HBM_MIN_BUS_BITS = 1024
+GDDR_MAX_BUS_BITS = 512
+
+
+def memory_type_from_bus(bus_width_bits: float | None) -> tuple[str | None, str]:
+    """The memory family (``HBM`` / ``GDDR``, or None) and how it was found. Neither NVML
+    nor the CUDA device attributes report the memory type; the bus width tells the two
+    families apart (no card has a bus between 512 and 1024 bits)."""
+    if not bus_width_bits:
+        return None, "no memory bus width reported"
+    bits = int(bus_width_bits)
+    if bits >= HBM_MIN_BUS_BITS:
+        return "HBM", f"memory bus of {bits} bits (HBM stacks are 1024 bits wide each)"
+    if bits <= GDDR_MAX_BUS_BITS:
+        return "GDDR", f"memory bus of {bits} bits (GDDR: 512 bits or narrower)"
+    return None, f"memory bus of {bits} bits: neither HBM's nor GDDR's width"
+
+
+def with_memory_family(facts: dict[str, Any], bus_key: str) -> dict[str, Any]:
+    """``facts`` with ``memory_family`` (where the bus width tells it) and
+    ``memory_family_from`` from its bus width (under ``bus_key``). A family, not a
+    ``memory_type``: the generation (HBM2e, GDDR6X) is not known, and ``memory_type`` is
+    what sets a tuned card's DRAM model."""
+    kind, how = memory_type_from_bus(facts.get(bus_key))
+    if kind is not None:
+        facts["memory_family"] = kind
+    facts["memory_family_from"] = how
+    return facts
+
+
 def device_facts(device: int = 0) -> dict[str, Any]:
     """Facts about CUDA device ``device``: CuPy device properties + NVML clocks/bus width.
 
     Keys: index, name, compute_capability ("9.0"), sm_count, l2_cache_bytes,
     shared_mem_per_sm_bytes, max_threads_per_sm, regs_per_sm, total_memory_bytes,
     memory_bus_width_bits, max_sm_clock_mhz, max_mem_clock_mhz, peak_dram_gbs, cuda
-    runtime/driver versions, cupy version, and NVML's uuid/driver version where
-    available. Raises ``HilsimError("no CUDA GPU/driver found: ...")`` without a GPU.
+    runtime/driver versions, cupy version, NVML's uuid/driver version where available, and
+    ``memory_family`` (HBM / GDDR from the bus width: :func:`memory_type_from_bus`).
+    Raises ``HilsimError("no CUDA GPU/driver found: ...")`` without a GPU.
     """
     cp = require_cupy()
     count = int(cp.cuda.runtime.getDeviceCount())
@@ -237,4 +270,4 @@ def device_facts(device: int = 0) -> dict[str, Any]:
     facts["peak_dram_gbs"] = theoretical_dram_gbs(
         facts.get("max_mem_clock_mhz"), facts.get("memory_bus_width_bits")
     )
-    return facts
+    return with_memory_family(facts, "memory_bus_width_bits")

@@ -23,16 +23,19 @@ one 2 MiB GPU page (TLB misses amortised to < 0.2 %: DRAM latency proper).
 ``latency.dram_page_stride`` places nodes one 2 MiB page + 4 KiB apart (stride >
 page) in random order, so every step also touches a new page: DRAM latency plus the
 TLB-miss cost once the pages exceed the TLB reach. The difference of the two is the
-page-walk penalty. Both run one cold lap after writing a 2 x L2 buffer: a chain
-touches one line per node, so without the flush its nodes (written at setup) would
-still sit in L2.
+page-walk penalty. Both run one cold lap after reading a 2 x L2 buffer through L2: a
+chain touches one line per node, so without the flush its nodes (written at setup) would
+still sit in L2; the flush reads (:data:`FLUSH_READ`), so the lines it leaves are clean
+and a timed miss pays no write-back.
 
 On a simulated device (:attr:`hilsim.microbench.device.Device.simulated`: deterministic,
-~10^4 simulated cycles per CPU second) the same kernels run shorter: each chase times
-:data:`CHASE_STEPS` dependent loads after its warm lap (no noise to average) and is
-validated along its exact path (end node and warm-lap checksum for any number of steps,
-:meth:`Chase.check`); the L1, L2 and DRAM chases share one program on one SM whose
-uploads leave L2 cold (the DRAM chase's one cold lap misses L2 with no flush); the
+~10^4 simulated cycles per CPU second) the same kernels run shorter: each chase runs
+:data:`CHASE_STEPS` and twice as many dependent loads after its warm lap (no noise to
+average), the value is the slope of the two (the stop clock waits on no load: a single
+count of s loads reads (s - 1)/s of the latency, 1.6% low at 64), and each is validated
+along its exact path (end node and warm-lap checksum for any number of steps,
+:meth:`Chase.check`); the L1, L2 and DRAM chases share one program per step count on one
+SM whose uploads leave L2 cold (the DRAM chase's one cold lap misses L2 with no flush); the
 footprint sweep is reduced to 8 KiB .. 4 x the unified L1 (:func:`reduced_sweep_points`),
 which finds the L1 capacity but not L2's (recorded as not measured: the device facts
 give the L2 size). A device without a TLB model or without the budget for 10^5-load
@@ -114,16 +117,37 @@ extern "C" __global__ void chase_shared(const unsigned int* __restrict__ next, i
 }
 """
 
+#: the cold-lap flush: every 32-bit word of ``buf`` read through L2 (``ld.global.cg``), so
+#: L2 ends holding the buffer's last lines clean (a flush that writes leaves them dirty:
+#: the timed misses would then also pay their write-backs)
+FLUSH_READ = r"""
+extern "C" __global__ void flush_read(const unsigned int* __restrict__ buf, long long words,
+                                      unsigned int magic, unsigned int* __restrict__ out)
+{
+    unsigned int acc = 0u;
+    const long long step = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < words; i += step) {
+        unsigned int v;
+        asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(v) : "l"(buf + i));
+        acc ^= v;
+    }
+    if (acc == magic) out[0] = acc;
+}
+"""
+#: the flush kernel's grid (blocks of 256 threads, grid-stride)
+FLUSH_GRID = 1024
+
 SOURCES: dict[str, str] = {
-    "chase": _CHASE_TEMPLATE.format(op="ca") + _CHASE_TEMPLATE.format(op="cg"),
+    "chase": _CHASE_TEMPLATE.format(op="ca") + _CHASE_TEMPLATE.format(op="cg") + FLUSH_READ,
     "shared_chase": SHARED_CHASE,
 }
 
 _MASK64 = (1 << 64) - 1
 PAGE = 2 << 20  # GPU large page (2 MiB)
-#: timed loads per chase on a simulated device. The kernel's last load is not waited for
-#: inside the timed interval, so a chase of s steps reads (s - 1)/s of the latency plus a
-#: constant: the simulator's latency calibration is measured with the same count.
+#: timed loads of the shorter of the two chases on a simulated device (the longer runs
+#: twice as many). The kernel's last load is not waited for inside the timed interval (the
+#: stop clock waits on no load), so one chase of s steps reads (s - 1)/s of the latency
+#: plus a constant; the slope of the two counts reads the latency.
 CHASE_STEPS = 64
 _LAP_NOTE = "chase did not visit every node exactly once per lap"
 _PATH_NOTE = "chase left its path"
@@ -215,13 +239,21 @@ def _l2_bytes(device: Device) -> int:
     return int(device.facts.get("l2_cache_bytes") or (4 << 20))
 
 
+def add_flush(program: Program, words: int) -> None:
+    """A buffer of ``words`` 32-bit words and one ``flush_read`` launch over it: every line
+    of the chain (written at setup) leaves L2, and what L2 holds after is clean."""
+    program.buf("flush", 4 * words).buf("flush_out", 4)
+    program.launch("flush_read", FLUSH_GRID, 256,
+                   [("buf", "flush"), ("i64", words), ("u32", 0xFFFFFFFF), ("buf", "flush_out")])
+
+
 def _run_chase(
     device: Device, bench: str, op: str, chase: Chase, flush_words: int = 0
 ) -> tuple[float, bool, str]:
-    """One run of one chase (after writing a flush buffer of ``flush_words`` words)."""
+    """One run of one chase (after reading a flush buffer of ``flush_words`` words)."""
     program = Program("latency.chase").chain(chase.name, chase.stride, chase.nxt)
     if flush_words:
-        program.buf("flush", 4 * flush_words).fill32("flush", 1)
+        add_flush(program, flush_words)
     add_chase_launch(program, chase, op)
     result = device.run(bench, program, Setup.ONE_SM)
     return chase.check(result.array(chase.out, np.uint64), result.address(chase.name))
@@ -246,7 +278,7 @@ def chase_latency(
 
     The timed loop is a pure chain (an accumulate in it sits on the dependent-load path);
     the checksum is taken over the untimed warm lap, and one untimed check lap first
-    validates the chain. With ``flush_l2`` every run is one cold lap after writing a
+    validates the chain. With ``flush_l2`` every run is one cold lap after reading a
     buffer of 2 x L2 (the chain's own initialisation writes would otherwise leave its
     nodes in L2: a chain of N nodes touches only N lines, however large its footprint).
     """
@@ -287,79 +319,110 @@ def chase_latency(
 
 
 def chase_latencies(device: Device, steps: int = CHASE_STEPS) -> list[Measurement]:
-    """``l1_hit_latency``, ``l2_hit_latency``, ``dram_latency`` as one program of
-    ``steps`` timed loads each, on one SM whose uploads leave L2 cold (a simulated
-    device: the DRAM chase's one cold lap misses L2 with no flush)."""
-    program = Program("latency.chase")
+    """``l1_hit_latency``, ``l2_hit_latency``, ``dram_latency``, each the slope of two runs
+    of one program, at ``steps`` and 2 x ``steps`` timed loads per chase
+    (:func:`slope_of_chases`: the stop clock does not wait for the last load, so one count
+    reads ``(s - 1) / s`` of the latency plus a constant). Each run starts from the same
+    state: one SM whose uploads leave L2 cold (a simulated device: the DRAM chase's one
+    cold lap of ``s`` nodes misses L2 with no flush; in one run, the second DRAM chain
+    would find the DRAM rows the first left open)."""
     l2 = _l2_bytes(device)
+    l2_footprint = min(32 << 10, l2 // 4, steps * 128)
+    runs = []
+    for s in (steps, 2 * steps):
+        program = Program("latency.chase")
 
-    def chase(name: str, op: str, footprint: int, stride: int, salt: int | None) -> Chase:
-        n = max(2, footprint // stride)
-        nxt = single_cycle(n, None if salt is None else device.rng(salt))
-        return add_chase(program, name, op, nxt, stride, n if salt is not None else 0, steps)
+        def chase(name: str, op: str, footprint: int, stride: int, salt: int | None,
+                  program: Program = program, s: int = s) -> Chase:
+            n = max(2, footprint // stride)
+            nxt = single_cycle(n, None if salt is None else device.rng(salt))
+            return add_chase(program, name, op, nxt, stride, n if salt is not None else 0, s)
 
+        chases = [chase(mn.L1_HIT_LATENCY, "ca", 8 << 10, 64, 1),
+                  chase(mn.L2_HIT_LATENCY, "cg", l2_footprint, 128, 2),
+                  chase(mn.DRAM_LATENCY, "cg", s * 4096, 4096, None)]
+        result = device.run("latency.chase", program, Setup.ONE_SM)
+        runs.append([(c, c.check(result.array(c.out, np.uint64), result.address(c.name)))
+                     for c in chases])
     warm = {"order": "random", "warm_lap": True}
-    chases = [
-        (chase(mn.L1_HIT_LATENCY, "ca", 8 << 10, 64, 1), "ca", warm),
-        (chase(mn.L2_HIT_LATENCY, "cg", min(32 << 10, l2 // 4, steps * 128), 128, 2), "cg", warm),
-        (
-            chase(mn.DRAM_LATENCY, "cg", steps * 4096, 4096, None),
-            "cg",
-            {"order": "sequential", "warm_lap": False, "cold": device.cold_l2_note},
-        ),
-    ]
-    result = device.run("latency.chase", program, Setup.ONE_SM)
+    extras = {mn.L1_HIT_LATENCY: ("ca", warm), mn.L2_HIT_LATENCY: ("cg", warm),
+              mn.DRAM_LATENCY: ("cg", {"order": "sequential", "warm_lap": False,
+                                       "cold": device.cold_l2_note})}
     out = []
-    for c, op, extra in chases:
-        value, ok, note = c.check(result.array(c.out, np.uint64), result.address(c.name))
+    for (a, check_a), (b, check_b) in zip(*runs, strict=True):
+        op, extra = extras[a.name]
+        value = slope_of_chases((a, b), [check_a[0], check_b[0]])
+        notes = {check_a[2], check_b[2]} - {""}
         params = {
             "load": f"ld.global.{op}",
-            "footprint_bytes": c.n * c.stride,
-            "stride_bytes": c.stride,
-            "nodes": c.n,
-            "warm_steps": c.warm,
-            "steps": c.steps,
+            "footprint_bytes": [a.n * a.stride, b.n * b.stride],
+            "stride_bytes": a.stride,
+            "nodes": [a.n, b.n],
+            "warm_steps": [a.warm, b.warm],
+            "steps": [a.steps, b.steps],
+            "method": "slope of two runs (cycles difference / loads difference)",
             **device.kernel_clock_params,
             **extra,
         }
-        out.append(Measurement(c.name, value, "cycles", params, [value], 0.0, ok, note))
+        out.append(Measurement(a.name, value, "cycles", params, [value], 0.0,
+                               check_a[1] and check_b[1], "; ".join(sorted(notes))))
     return out
+
+
+def slope_of_chases(pair: tuple[Chase, Chase] | list[Chase], per_load: list[float]) -> float:
+    """Cycles per load from two chases' per-load readings (each ``(cycles - overhead) /
+    steps``): what a chase pays once (the last load the stop clock does not wait for,
+    the clock reads) cancels."""
+    (a, b), (va, vb) = pair, per_load
+    return (vb * b.steps - va * a.steps) / (b.steps - a.steps)
 
 
 def shared_latency(
     device: Device, n: int = 256, min_steps: int = 16384, steps: int | None = None
 ) -> Measurement:
     """Shared-memory load-to-use latency (Accel-Sim ``shd-lat``): one warp, thread 0
-    chases ``n`` nodes; whole laps of at least ``min_steps`` loads, or ``steps`` loads
-    (:data:`CHASE_STEPS` on a simulated device)."""
+    chases ``n`` nodes; whole laps of at least ``min_steps`` loads on a GPU; on a simulated
+    device the slope of two launches of ``steps`` (:data:`CHASE_STEPS`) and 2 x ``steps``
+    loads, as :func:`chase_latencies`."""
     nxt = single_cycle(n, device.rng(7))
     if steps is None:
         steps = CHASE_STEPS if device.simulated else _laps_for(n, min_steps) * n
+    counts = (steps, 2 * steps) if device.simulated else (steps,)
     program = Program("latency.shared_chase")
-    program.data("next", nxt.astype("<u4")).buf("out", 40)
-    args = [("buf", "next"), ("i32", n), ("i64", steps), ("buf", "out")]
-    program.launch("chase_shared", 1, 32, args, smem=4 * n)
-    program.read("out")
-    node = walk(nxt, steps, walk(nxt, n)[0])[0]  # the untimed lap, then the timed steps
+    program.data("next", nxt.astype("<u4"))
+    for s in counts:
+        program.buf(f"out_s{s}", 40)
+        args = [("buf", "next"), ("i32", n), ("i64", s), ("buf", f"out_s{s}")]
+        program.launch("chase_shared", 1, 32, args, smem=4 * n)
+        program.read(f"out_s{s}")
     lap_sum = walk(nxt, n)[1]
-    whole_laps = steps % n == 0
+    after_lap = walk(nxt, n)[0]
     failures: list[str] = []
 
     def once() -> float:
-        out = device.run(mn.SHARED_LATENCY, program, Setup.ONE_SM).array("out", np.uint64)
-        end, total, cycles, overhead, base = (int(v) for v in out[:5])
-        if end != base + 4 * node or total != (n * base + 4 * lap_sum) & _MASK64:
-            failures.append("shared " + (_LAP_NOTE if whole_laps else _PATH_NOTE))
-        return (cycles - overhead) / steps
+        result = device.run(mn.SHARED_LATENCY, program, Setup.ONE_SM)
+        raw = []
+        for s in counts:
+            end, total, cycles, overhead, base = (
+                int(v) for v in result.array(f"out_s{s}", np.uint64)[:5])
+            node = walk(nxt, s, after_lap)[0]  # the untimed lap, then the timed steps
+            if end != base + 4 * node or total != (n * base + 4 * lap_sum) & _MASK64:
+                failures.append("shared " + (_LAP_NOTE if s % n == 0 else _PATH_NOTE))
+            raw.append(cycles - overhead)
+        if len(counts) == 1:
+            return raw[0] / steps
+        return (raw[1] - raw[0]) / (counts[1] - counts[0])
 
     stab = device.sample(once, 8, 0.03, 3)
     params = {
         "load": "ld.shared.u32",
         "nodes": n,
         "stride_bytes": 4,
-        "steps": steps,
+        "steps": steps if len(counts) == 1 else list(counts),
         **device.kernel_clock_params,
     }
+    if len(counts) > 1:
+        params["method"] = "slope of two step counts (cycles difference / loads difference)"
     return measurement_from_stability(
         mn.SHARED_LATENCY, stab, "cycles", params, not failures, "; ".join(sorted(set(failures)))
     )
@@ -396,7 +459,7 @@ def footprint_sweep(
     """Chase with ``.ca`` over growing footprints: the latency-vs-footprint curve.
 
     One node per 128 B line, random order, a warm lap first while the footprint can
-    still fit L2; beyond 1.5 x L2 one cold lap after writing a 2 x L2 buffer (the
+    still fit L2; beyond 1.5 x L2 one cold lap after reading a 2 x L2 buffer (the
     chain's own initialisation writes would leave ~L2 bytes of it resident). Returns
     the curve as one measurement (``latency_footprint_sweep``, arrays in params) plus
     ``l1_capacity_bytes`` / ``l2_capacity_bytes`` read off it by

@@ -27,6 +27,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import math
 import os
 import re
 import shutil
@@ -599,3 +600,99 @@ def counter_step(body: list[Instr]) -> int | None:
             if value is not None:
                 steps.append(abs(value))
     return steps[0] if len(steps) == 1 else None
+
+
+@dataclass(frozen=True)
+class ScoreboardWait:
+    """An instruction of a loop body waiting on a scoreboard, and that scoreboard's last
+    setter before it (the loop wrapped around): ``cycles`` is the static issue distance
+    between them (the setter's and every later instruction's stall counts)."""
+
+    setter: Instr
+    waiter: Instr
+    scoreboard: int
+    cycles: int
+
+
+def scoreboard_waits(body: list[Instr]) -> list[ScoreboardWait]:
+    """Every wait of a loop body on a scoreboard a write barrier set, with the wait-to-setter
+    distance (Jia et al. 2018, Section 2.3: a variable-latency instruction sets a write
+    barrier when it issues and clears it when its result is written; an instruction that
+    waits on it issues no earlier). A result the unit returns later than the distance
+    stalls the warp for the difference."""
+    out = []
+    n = len(body)
+    for j, ins in enumerate(body):
+        for board in sorted(ins.wait_mask):
+            cycles = 0
+            for back in range(1, n + 1):
+                setter = body[(j - back) % n]
+                cycles += setter.stall
+                if setter.write_barrier == board:
+                    out.append(ScoreboardWait(setter, ins, board, cycles))
+                    break
+    return out
+
+
+def issue_cycles(
+    body: list[Instr],
+    is_unit: Callable[[Instr], bool],
+    latency: int,
+    warps: int,
+    iterations: int,
+    interval: int | None = None,
+) -> int:
+    """Cycles for ``warps`` warps on one scheduler to run ``iterations`` passes of a loop
+    body, replayed from its control bits: an instruction issues no sooner than its
+    predecessor's stall count, than every scoreboard it waits on clears, and, when it is
+    a unit instruction (``is_unit``), than the unit's ``interval`` (default: the unit
+    instructions' largest stall count, ptxas's own spacing) after the unit's last issue;
+    one instruction per cycle, the last warp to issue again first, else the oldest ready
+    (greedy-then-oldest, the policy least kind to a latency-bound warp). A write barrier
+    clears ``latency`` cycles after its setter issues, a read barrier 2. A model of the
+    issue, not of the machine: the SASS tier compares the same kernel at two latencies."""
+    stream = body * iterations
+    if interval is None:
+        interval = max((i.stall for i in body if is_unit(i)), default=1)
+    pc = [0] * warps
+    ready = [0] * warps
+    boards = [[0] * 6 for _ in range(warps)]
+    unit_free = now = end = 0
+    last = -1
+    while True:
+        best: tuple[tuple[int, bool, int], int] | None = None
+        for w in range(warps):
+            if pc[w] >= len(stream):
+                continue
+            ins = stream[pc[w]]
+            start = max([now, ready[w], *(boards[w][b] for b in ins.wait_mask)])
+            if is_unit(ins):
+                start = max(start, unit_free)
+            key = (start, w != last, w)
+            if best is None or key < best[0]:
+                best = (key, w)
+        if best is None:
+            return end
+        (now, _, w) = best[0]
+        ins = stream[pc[w]]
+        ready[w] = now + max(1, ins.stall)
+        if ins.write_barrier is not None:
+            boards[w][ins.write_barrier] = max(boards[w][ins.write_barrier], now + latency)
+        if ins.read_barrier is not None:
+            boards[w][ins.read_barrier] = max(boards[w][ins.read_barrier], now + 2)
+        if is_unit(ins):
+            unit_free = now + interval
+        pc[w] += 1
+        last = w
+        end = max(end, ready[w])
+        now += 1
+
+
+def issue_cycles_per_op(
+    body: list[Instr], is_unit: Callable[[Instr], bool], latency: int, warps: int
+) -> float:
+    """Cycles per unit instruction of :func:`issue_cycles`, as the suite reads a probe: the
+    slope between 2 and 4 passes of the body (what one launch pays once cancels)."""
+    ops = sum(bool(is_unit(i)) for i in body) * warps
+    short, long_ = (issue_cycles(body, is_unit, latency, warps, k) for k in (2, 4))
+    return (long_ - short) / (2 * ops) if ops else math.nan

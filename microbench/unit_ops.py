@@ -1,21 +1,40 @@
-"""Latency and per-warp initiation interval of the operations outside the FMA pipes: the
-special-function unit, integer and FP32 division, integer, FP32 and FP64 min/max, warp
-shuffle, FP64 add and multiply (Accel-Sim, Khairy et al., ISCA 2020, Section II-C: one
+"""Latency and initiation interval of single operations beside the multiply-add chains of
+:mod:`hilsim.microbench.compute`: FP32 add and multiply, the special-function unit,
+integer and FP32 division, integer, FP32 and FP64 min/max, warp shuffle, FP64 add and
+multiply (Accel-Sim, Khairy et al., ISCA 2020, Section II-C: one
 microbenchmark per configured latency; GPGPU-Sim's ``-ptx_opcode_latency_{int,fp,dp,sfu}``
 and ``-ptx_opcode_initiation_{int,dp,sfu}`` lists, whose entries are
 ``<ADD,MAX,MUL,MAD,DIV,SHFL>`` for int, ``<ADD,MAX,MUL,MAD,DIV>`` for fp and dp).
 
-Latency: one warp runs one dependent chain of the operation; initiation: one warp runs
-:data:`INDEPENDENT` independent chains of it, so it issues as fast as the unit accepts
-its instructions (one warp is one scheduler's: on sm_70+ and in GPGPU-Sim's sub-core
-model it feeds one of the SM's four units). Both are slopes: the same kernel is launched
-with ``n1`` and ``n2`` loop iterations and the value is the difference of the two
-``clock64()`` intervals over the difference in operations, so what one launch pays once
-(the clock reads, the first iteration's instruction-cache misses, the last operation's
-drain) cancels.
+Latency: one warp runs one dependent chain of the operation. Initiation:
+:data:`INITIATION_WARPS` warps on one scheduler each run :data:`INDEPENDENT` independent
+chains of it, so the scheduler issues as fast as the unit accepts its instructions (on
+sm_70+ and in GPGPU-Sim's sub-core model warp ``w`` of a block runs on scheduler
+``w % 4``, which feeds one of the SM's four units; the block has :data:`SCHEDULERS` x
+:data:`INITIATION_WARPS` warps and those not on scheduler 0 return at once). One warp is
+not enough on silicon: a warp has 6 scoreboards for its variable-latency results, so
+ptxas makes each of the 32 chains' next operation wait on a scoreboard whose last setter
+issued ~24 cycles earlier (and drains them at the loop's back edge); a unit slower than
+that would read ``interval + (latency - 24) / 32``. While one warp waits, the others
+issue: ``tests/test_microbench_sass.py`` replays each kernel's scoreboards
+(:func:`hilsim.microbench.sass.issue_cycles`) and requires the same cycles per operation
+on a unit of latency :data:`COVERED_LATENCY` as on one of no latency. Each working warp
+stamps its own start and stop clocks; the span is the earliest start to the latest stop.
+
+Both are slopes: the same kernel is launched with ``n1`` and ``n2`` loop iterations and
+the value is the difference of the two ``clock64()`` spans over the difference in
+operations, so what one launch pays once (the clock reads, the first iteration's
+instruction-cache misses, the last operation's drain) cancels.
 
 What each chain is (checked in SASS on sm_70/75/86/90 by ``tests/test_microbench_sass.py``):
 
+* ``fp_add`` / ``fp_mul``: ``x = x + a`` in ``add.rn.f32`` -> ``FADD``, ``x = x * a`` in
+  ``mul.rn.f32`` -> ``FMUL`` (``a`` a kernel argument, 1.0; ``.rn`` keeps ptxas from
+  contracting or folding): the ADD and MUL entries of the fp list, which share the FMA
+  pipe with ``fma`` on sm_70+. Latency only. The integer ADD and MUL have no probe:
+  ptxas reassociates a chain of ``add.s32`` by a loop-invariant operand (64 adds become
+  35 ``IMAD`` + 29 ``LEA``) and folds ``mul.lo.s32`` pairs into one multiply by ``a*a``
+  on sm_70-86; ``mul.lo.s32`` is ``IMAD``, the MAD chain's instruction.
 * ``sfu``: ``x = ex2.approx.ftz.f32(x)`` -> ``MUFU.EX2`` (the value reaches +inf after a
   few steps; MUFU's latency does not depend on it). ``rcp`` would be folded: ptxas
   cancels ``rcp(rcp(x))``.
@@ -51,9 +70,9 @@ What each chain is (checked in SASS on sm_70/75/86/90 by ``tests/test_microbench
   serial chain through every step; 6 x the interval still covers the latency of the
   simulated cards' dp MAX entries (19 at interval 4 on SM75_RTX2060_S).
 
-On a simulated device all probes are one program (:func:`simulated`): latency at 1 and 2
-iterations of 64 operations, initiation at 2 and 4 iterations of :data:`INDEPENDENT` x
-``U`` operations, on one SM and one memory channel (nothing between the clock reads
+On a simulated device all probes are one program (:func:`simulated`): latency at 2 and 4
+iterations of 64 operations, initiation at 4 and 8 iterations of :data:`INDEPENDENT` x
+``U`` operations per warp, on one SM and one memory channel (nothing between the clock reads
 touches memory; what the launch's loads and stores cost outside them cancels in the
 slope).
 """
@@ -71,10 +90,20 @@ from hilsim.microbench.program import Program, scalar_arg
 from hilsim.core import measurement_names as mn
 from hilsim.core.measurement import Measurement, Stability, measurement_from_stability
 
-#: independent chains of an initiation kernel: enough to cover a latency of
-#: INDEPENDENT x the initiation interval (GPGPU-Sim's 145-cycle QV100 DIV at 8 per issue
-#: needs ~20)
+#: independent chains per warp of an initiation kernel: enough to cover a latency of
+#: INDEPENDENT x the initiation interval where results are tracked per register
+#: (GPGPU-Sim: its 145-cycle QV100 DIV at 8 per issue needs ~20)
 INDEPENDENT = 32
+#: warps of an initiation kernel on the one scheduler it measures (silicon tracks a
+#: warp's variable-latency results on 6 scoreboards: the other warps issue while one waits)
+INITIATION_WARPS = 4
+#: schedulers per SM: warp ``w`` runs on scheduler ``w % SCHEDULERS`` (sm_70-90, and
+#: GPGPU-Sim's ``shader_core_ctx``: ``schedulers[i % gpgpu_num_sched_per_core]``); a card
+#: with 1 or 2 schedulers still puts every working warp on one
+SCHEDULERS = 4
+#: the unit latency an initiation kernel must hide (the SASS tier's scoreboard replay):
+#: twice the largest of these units' latencies in the shipped configs (SHFL 32, TITAN V)
+COVERED_LATENCY = 64
 #: dependent operations per iteration of a latency kernel
 CHAIN_OPS = 64
 
@@ -156,6 +185,12 @@ OPS: dict[str, UnitOp] = {
                "max.f64 + min.f64", 2, mn.DP_MAX_LATENCY, mn.DP_MAX_INITIATION, 4,
                np.float64(0.5), np.float64(1.0e6), np.float64(-12345.5),
                "(double)(threadIdx.x + j)", chains=6),
+        UnitOp("fp_add", "float", 'asm volatile("add.rn.f32 %0, %0, %1;" : "+f"(X) : "f"(A));',
+               "add.rn.f32", 1, mn.FP_ADD_LATENCY, None, 1,
+               _f32(1.0), _f32(0.0), _f32(-12345.5), "B + (float)(threadIdx.x + j)"),
+        UnitOp("fp_mul", "float", 'asm volatile("mul.rn.f32 %0, %0, %1;" : "+f"(X) : "f"(A));',
+               "mul.rn.f32", 1, mn.FP_MUL_LATENCY, None, 1,
+               _f32(1.0), _f32(0.0), _f32(-12345.5), "1.0f + (float)(threadIdx.x + j)"),
     )
 }
 
@@ -181,22 +216,29 @@ _INIT_KERNEL = r"""
 extern "C" __global__ void init_{key}({t} A, {t} B, int n, {t} magic,
                                        {t}* __restrict__ out, long long* __restrict__ cyc)
 {{
+    const unsigned int warp = threadIdx.x / 32u;
+    if (warp % {schedulers}u != 0u) return;  // the working warps share scheduler 0
     {t} x[{chains}];
 #pragma unroll
     for (unsigned int j = 0; j < {chains}; ++j) x[j] = {init};
-    long long t0 = clock64();
     long long t1 = clock64();
     for (int i = 0; i < n; ++i) {{
 #pragma unroll
         for (int u = 0; u < {unroll}; ++u) {{{steps_xj}
         }}
     }}
+    // the working warps stop together: one done early would otherwise run the code
+    // after the loop (the sum below) on the unit a slower warp still needs
+    asm volatile("bar.sync 1, {threads};" ::: "memory");
     long long t2 = clock64();
     {t} r = x[0];
 #pragma unroll
     for (int j = 1; j < {chains}; ++j) r = r + x[j];
     if (r == magic) out[threadIdx.x] = r;
-    if (threadIdx.x == 0) {{ cyc[0] = t2 - t1; cyc[1] = t1 - t0; }}
+    if (threadIdx.x % 32u == 0u) {{
+        cyc[2u * (warp / {schedulers}u)] = t1;
+        cyc[2u * (warp / {schedulers}u) + 1u] = t2;
+    }}
 }}
 """
 
@@ -214,7 +256,8 @@ def _source() -> str:
                 f"\n#pragma unroll\n            for (int j = 0; j < {op.independent}; ++j) "
                 f"{{ {stmt.replace('X', 'x[j]')} }}" for stmt in op.statements)
             parts.append(_INIT_KERNEL.format(key=op.key, t=op.ctype, init=op.init,
-                                             chains=op.independent,
+                                             chains=op.independent, schedulers=SCHEDULERS,
+                                             threads=32 * INITIATION_WARPS,
                                              unroll=op.initiation_unroll, steps_xj=steps))
     return "".join(parts)
 
@@ -230,20 +273,42 @@ def ops_per_iteration(op: UnitOp, kind: str) -> int:
     return op.independent * op.initiation_unroll * op.ops_per_step
 
 
+def working_warps(kind: str) -> int:
+    """Warps that run the chains: 1 (latency), :data:`INITIATION_WARPS` (initiation)."""
+    return 1 if kind == "latency" else INITIATION_WARPS
+
+
+def threads_per_block(kind: str) -> int:
+    """The block of a probe: one warp, or :data:`SCHEDULERS` x :data:`INITIATION_WARPS`
+    warps of which every :data:`SCHEDULERS`-th works (one scheduler's)."""
+    return 32 if kind == "latency" else 32 * SCHEDULERS * INITIATION_WARPS
+
+
 def _args(op: UnitOp, n: int, out: str, cyc: str) -> list[tuple[str, Any]]:
     return [scalar_arg(op.a), scalar_arg(op.b), ("i32", n), scalar_arg(op.magic),
             ("buf", out), ("buf", cyc)]
 
 
 def add_probe(program: Program, op: UnitOp, kind: str, n: int, tag: str) -> str:
-    """One launch of ``lat_``/``init_{key}`` with ``n`` iterations (one warp); returns the
-    buffer its two clock intervals are read back from."""
+    """One launch of ``lat_``/``init_{key}`` with ``n`` iterations; returns the buffer its
+    clocks are read back from (:func:`span`)."""
     kernel = f"{'lat' if kind == 'latency' else 'init'}_{op.key}"
     out, cyc = f"out_{tag}", f"cyc_{tag}"
-    program.buf(out, 8 * 32).buf(cyc, 16)
-    program.launch(kernel, 1, 32, _args(op, n, out, cyc))
+    block = threads_per_block(kind)
+    program.buf(out, 8 * block).buf(cyc, 16 * working_warps(kind))
+    program.launch(kernel, 1, block, _args(op, n, out, cyc))
     program.read(cyc)
     return cyc
+
+
+def span(cyc: np.ndarray, kind: str) -> int:
+    """Cycles of one launch: the latency kernel's timed interval (``cyc[0]``); the
+    initiation kernel's earliest start to latest stop over its working warps (each
+    stamps ``start, stop`` at ``cyc[2k], cyc[2k + 1]``)."""
+    if kind == "latency":
+        return int(cyc[0])
+    stamps = np.asarray(cyc[: 2 * working_warps(kind)], dtype=np.int64).reshape(-1, 2)
+    return int(stamps[:, 1].max() - stamps[:, 0].min())
 
 
 def slope(cycles_short: int, cycles_long: int, ops_short: int, ops_long: int) -> float:
@@ -254,11 +319,11 @@ def slope(cycles_short: int, cycles_long: int, ops_short: int, ops_long: int) ->
 
 def _params(op: UnitOp, kind: str, n1: int, n2: int, device: Device,
             intervals: list[int]) -> dict[str, Any]:
-    per = ops_per_iteration(op, kind)
+    per = ops_per_iteration(op, kind) * working_warps(kind)
     params: dict[str, Any] = {
         "instruction": op.ptx,
         "kernel": f"{'lat' if kind == 'latency' else 'init'}_{op.key}",
-        "warps": 1,
+        "warps": working_warps(kind),
         "iterations": [n1, n2],
         "operations": [n1 * per, n2 * per],
         "method": "slope of two launches (cycles difference / operations difference)",
@@ -267,6 +332,8 @@ def _params(op: UnitOp, kind: str, n1: int, n2: int, device: Device,
     }
     if kind == "initiation":
         params["independent_chains"] = op.independent
+        params["warps_on_one_scheduler"] = INITIATION_WARPS
+        params["threads_per_block"] = threads_per_block(kind)
     else:
         params["chain_length"] = [n1 * per, n2 * per]
     return params
@@ -287,12 +354,12 @@ def probe(device: Device, op: UnitOp, kind: str, n1: int = 64, n2: int = 128) ->
     program = Program("compute.ops")
     short = add_probe(program, op, kind, n1, "short")
     long_ = add_probe(program, op, kind, n2, "long")
-    per = ops_per_iteration(op, kind)
+    per = ops_per_iteration(op, kind) * working_warps(kind)
     seen: list[int] = []
 
     def once() -> float:
         res = device.run(f"compute.ops.{op.key}.{kind}", program, Setup.ONE_SM_ONE_CHANNEL)
-        a, b = (int(res.array(c, np.int64)[0]) for c in (short, long_))
+        a, b = (span(res.array(c, np.int64), kind) for c in (short, long_))
         seen[:] = [a, b]
         return slope(a, b, n1 * per, n2 * per)
 
@@ -302,8 +369,13 @@ def probe(device: Device, op: UnitOp, kind: str, n1: int = 64, n2: int = 128) ->
     return _measurement(name, float(stab.value), _params(op, kind, n1, n2, device, seen), stab)
 
 
-#: iterations of the two launches on a simulated device (latency, initiation)
-SIM_ITERATIONS = {"latency": (1, 2), "initiation": (2, 4)}
+#: iterations of the two launches on a simulated device (latency, initiation): multiples
+#: of the outer loop's unrolling (NVVM unrolls it 2x, 4x for the small initiation bodies),
+#: so both launches run the unrolled loop and neither its remainder. Launches on two paths
+#: do not cancel: at 1 and 2 iterations the chain's initialising ``add.f64`` overlapped
+#: each path's prologue differently (its latency leaked into the dp MUL slope); at 2 and 4
+#: the ``div.u32`` initiation read its interval + 1.7
+SIM_ITERATIONS = {"latency": (2, 4), "initiation": (4, 8)}
 
 
 def simulated(
@@ -324,8 +396,8 @@ def simulated(
     res = device.run("compute.ops", program, Setup.ONE_SM_ONE_CHANNEL)
     out = []
     for op, kind, n1, n2, (b1, b2) in probes:
-        a, b = (int(res.array(c, np.int64)[0]) for c in (b1, b2))
-        per = ops_per_iteration(op, kind)
+        a, b = (span(res.array(c, np.int64), kind) for c in (b1, b2))
+        per = ops_per_iteration(op, kind) * working_warps(kind)
         name = op.latency_name if kind == "latency" else op.initiation_name
         assert name is not None
         params = _params(op, kind, n1, n2, device, [a, b])

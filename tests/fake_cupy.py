@@ -91,6 +91,12 @@ class Kernels:
         lat = 30 if size <= (256 << 10) else 200 if size <= (1 << 20) else 500
         _v(out, np.uint64)[:4] = [p, total, int(iters) * lat + 7, 7]
 
+    def flush_read(self, g: int, b: int, buf: FakeArray, words: Any, magic: Any,
+                   out: FakeArray) -> None:
+        acc = int(np.bitwise_xor.reduce(_v(buf, np.uint32)[: int(words)], initial=0))
+        if acc == int(magic):
+            _v(out, np.uint32)[0] = acc
+
     def chase_shared(self, g: int, b: int, nxt: FakeArray, n: Any, iters: Any,
                      out: FakeArray) -> None:
         nodes, base = _v(nxt, np.uint32)[: int(n)], 0x400
@@ -142,7 +148,11 @@ class Kernels:
 
     def init(self, g: int, b: int, a: Any, bb: Any, n: Any, magic: Any, out: FakeArray,
              cyc: FakeArray) -> None:
-        _v(cyc, np.int64)[:2] = [int(n) * 1024 + 7, 5]
+        # every 4th warp works (one scheduler's); they finish one after the other, as a
+        # greedy scheduler runs them: warp k stops after (k + 1) x 1024 n cycles
+        stamps = _v(cyc, np.int64)
+        for k in range(b // 128):
+            stamps[2 * k : 2 * k + 2] = [100 + 5 * k, 100 + (k + 1) * int(n) * 1024 + 7]
 
     def mma_tput(self, g: int, b: int, av: Any, n: Any, magic: Any, out: FakeArray,
                  rec: FakeArray, flops: FakeArray) -> None:

@@ -318,3 +318,36 @@ def test_gpu_extras_pull_nvrtc():
         toolkit = next(d for d in deps if d.startswith("cuda-toolkit["))
         parts = re.fullmatch(r"cuda-toolkit\[([a-z,]+)\]==(\d+)\.\*", toolkit)
         assert parts and "nvrtc" in parts.group(1).split(",") and int(parts.group(2)) == major
+
+
+@pytest.mark.parametrize(("bus", "family"), [(5120, "HBM"), (4096, "HBM"), (3072, "HBM"),
+                                             (384, "GDDR"), (256, "GDDR"), (192, "GDDR"),
+                                             (768, None), (None, None)])
+def test_memory_family_from_the_bus_width(bus, family):
+    from hilsim.microbench import gpu
+
+    assert gpu.memory_type_from_bus(bus)[0] == family
+
+
+def test_the_probe_and_the_suite_give_the_family_the_base_choice_compares(monkeypatch):
+    """An A100-like device (cc 8.0, 5120-bit bus): both fact sources say HBM, and the base
+    choice, whose nearest card by compute capability is a GDDR6 one, says the families
+    differ (without the family it chose silently)."""
+    from hilsim.agent import probe
+    from hilsim.microbench import gpu
+    from hilsim.simmodel.tuner.basecard import CardKey, choose, device_key
+
+    monkeypatch.setitem(sys.modules, "cupy", _fake_cupy())
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    suite = gpu.device_facts(0)
+    probed = probe.probe_device(0, tools=False)
+    assert suite["memory_family"] == probed["memory_family"] == "HBM"
+    assert "5120 bits" in suite["memory_family_from"]
+    assert "memory_type" not in suite  # the generation is not known: no DRAM model from it
+    bases = [CardKey("SM86_RTX3070", "8.6", "GDDR6", 46), CardKey("SM7_QV100", "7.0", "HBM", 80)]
+    for facts in (suite, probed):
+        a100 = {**facts, "compute_capability": "8.0", "sm_count": 108}
+        choice = choose(device_key(a100), bases)
+        assert choice.name == "SM86_RTX3070"
+        assert any("HBM memory" in m or "GDDR6 memory" in m for m in choice.mismatches), choice
+        assert "memory HBM" in choice.reason

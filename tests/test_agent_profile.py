@@ -93,6 +93,10 @@ def test_full_profile_with_matching_detailed_pass(fake_tools, tmp_path, capsys, 
     assert light["version"] == "2021.5.2.53"  # what the export records
     assert detailed["version"] == "2024.3.2.0"
     assert "--launch-count" in detailed["command"] and "--clock-control" in detailed["command"]
+    command = detailed["command"]
+    assert command[command.index("--cache-control") + 1] == "none"
+    assert command[command.index("--clock-control") + 1] == "none"
+    assert detailed["options"]["cache_control"] == "none"
     assert detailed["import_command"][-5:] == ["--csv", "--page", "raw", "--print-units",
                                                "base"]
     assert detailed["match"]["mismatched"] == 0 and detailed["match"]["joined"] == 3
@@ -374,3 +378,26 @@ def test_nsys_traces_cuda_graph_nodes() -> None:
     from hilsim.agent.backends.nsys import NSYS_PROFILE_ARGS
 
     assert "--cuda-graph-trace=node" in NSYS_PROFILE_ARGS
+
+
+def test_ncu_keeps_the_workloads_caches_and_collects_the_warm_state_counters() -> None:
+    """ncu's default (``--cache-control all``) flushes every cache before each profiled
+    launch: the detailed pass passes ``none`` unless asked, and collects the counters the
+    warm-state placement reads."""
+    from hilsim.agent.backends.base import ProfileOptions
+    from hilsim.analyzer.warmstate import MISS_METRICS
+
+    from hilsim.core.errors import HilsimError
+
+    sel = ncu_mod.DetailedSelection("first", 0, 3)
+    argv = ncu_mod.profile_command("ncu", Path("rep"), sel, ["m"], ["prog"])
+    assert argv[argv.index("--cache-control") + 1] == "none"
+    assert argv[argv.index("--clock-control") + 1] == "none"
+    argv = ncu_mod.profile_command("ncu", Path("rep"), sel, ["m"], ["prog"], "all")
+    assert argv[argv.index("--cache-control") + 1] == "all"
+    with pytest.raises(HilsimError, match="cache control"):
+        ncu_mod.profile_command("ncu", Path("rep"), sel, ["m"], ["prog"], "some")
+    wanted = {metric for metric, _column in MISS_METRICS}
+    assert wanted == {"dram__sectors_read.sum", "lts__t_sectors_lookup_miss.sum"}
+    assert wanted <= set(ncu_mod.DEFAULT_METRICS)
+    assert ProfileOptions(command=["prog"], out=Path("o")).cache_control == "none"

@@ -73,7 +73,8 @@ def test_suite_writes_what_the_h100_run_wrote(fake: FakeCupy) -> None:
     # not the host's round trip (its perf_counter advances 1 us a call)
     assert by_name["launch_latency_us"].value == pytest.approx(4.0)
     assert by_name["launch_roundtrip_us"].value != pytest.approx(4.0)
-    # lat_*: 64 n x 4 + 5 cycles, a slope of 4 per operation; init_*: 1024 n + 7 cycles
+    # lat_*: 64 n x 4 + 5 cycles, a slope of 4 per operation; init_*: 4 warps, the last
+    # stopping 4 x 1024 n cycles after the first starts (the span, not warp 0's time)
     assert by_name["sfu_latency"].value == 4.0 and by_name["int_max_latency"].value == 4.0
     assert by_name["shfl_initiation"].value == pytest.approx(1024 / (32 * 4))
     assert by_name["int_div_initiation"].value == pytest.approx(1024 / 32)

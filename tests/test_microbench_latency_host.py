@@ -37,9 +37,19 @@ def chase(grid, block, args, shared_mem=0):
     out.view(np.uint64)[:4] = [p, total, 40 * int(iters) + 5, 5]
 
 
-def make_device(kernel=chase, array=FakeArray) -> CupyDevice:
-    """A CuPy device whose CuPy is numpy and whose module runs ``kernel``."""
-    module = types.SimpleNamespace(get_function=lambda name: kernel)
+def flush_read(grid, block, args, shared_mem=0):
+    """``flush_read`` on the host: reads every word, writes its one-word result only."""
+    buf, words, magic, out = args
+    acc = int(np.bitwise_xor.reduce(buf.view(np.uint32)[: int(words)], initial=0))
+    if acc == int(magic):
+        out.view(np.uint32)[0] = acc
+
+
+def make_device(kernel=chase, array=FakeArray, flush=flush_read) -> CupyDevice:
+    """A CuPy device whose CuPy is numpy and whose module runs ``kernel`` (the chases) and
+    ``flush`` (the cold-lap flush)."""
+    module = types.SimpleNamespace(
+        get_function=lambda name: flush if name == "flush_read" else kernel)
     cp = types.SimpleNamespace(
         zeros=lambda n, dtype: np.zeros(n, dtype=dtype).view(array),
         asarray=np.asarray,
@@ -102,19 +112,47 @@ def test_sweep_reaches_eight_times_l2() -> None:
 
 
 def test_cold_sweep_points_flush_l2_first(monkeypatch) -> None:
-    """Every run past 1.5 x L2 writes the 2 x L2 flush buffer before its cold lap."""
+    """Every run past 1.5 x L2 reads the 2 x L2 flush buffer (every word) before its cold
+    lap, and nothing writes it but its allocation: a flush that writes leaves L2 dirty."""
     order: list[str] = []
+    l2 = 16 << 10
 
     class Flush(FakeArray):
         def fill(self, value):  # noqa: D401
-            order.append("flush")
+            order.append("write")
 
     def logged(grid, block, args, shared_mem=0):
         order.append("cold" if int(args[1]) == 0 and int(args[2]) > 0 else "other")
         chase(grid, block, args)
 
-    device = make_device(logged, Flush)
-    device.facts["l2_cache_bytes"] = 16 << 10
+    def reading(grid, block, args, shared_mem=0):
+        buf, words = args[0], int(args[1])
+        order.append("read" if 4 * words >= 2 * l2 and buf.nbytes >= 4 * words else "short")
+        flush_read(grid, block, args)
+
+    device = make_device(logged, Flush, reading)
+    device.facts["l2_cache_bytes"] = l2
     latency.footprint_sweep(device, footprints=[8 << 10, 64 << 10])
     cold = [i for i, e in enumerate(order) if e == "cold"]
-    assert cold and all(order[i - 1] == "flush" for i in cold)
+    assert cold and all(order[i - 1] == "read" for i in cold)
+    assert "write" not in order and "short" not in order
+
+
+def test_simulated_chases_read_the_slope_of_two_step_counts() -> None:
+    """The stop clock does not wait for the last load: a chase of s loads reads
+    ``(s - 1) x latency + c``. One count gives ``(63 x 40 + c) / 64``; the slope of two
+    counts gives the latency."""
+    launches: list[int] = []
+
+    def unwaited(grid, block, args, shared_mem=0):
+        chase(grid, block, args)
+        iters = int(args[2])
+        launches.append(iters)
+        args[3].view(np.uint64)[2] = 40 * (iters - 1) + 23  # the last load not waited for
+
+    device = make_device(unwaited)
+    ms = {m.name: m for m in latency.chase_latencies(device, steps=64)}
+    for name in ("l1_hit_latency", "l2_hit_latency", "dram_latency"):
+        assert ms[name].valid and ms[name].value == pytest.approx(40.0), ms[name]
+        assert ms[name].params["steps"] == [64, 128]
+    assert sorted(set(launches)) == [64, 128]

@@ -132,6 +132,34 @@ def test_chain_check_flags_an_accumulating_chase() -> None:
     assert chain_violations(k)
 
 
+def flush_problems(k: sass.Kernel) -> list[str]:
+    """The cold-lap flush (``flush_read``) only reads: every loop of it loads, none
+    stores (a flush that writes leaves L2 dirty, and the timed misses pay write-backs)."""
+    # a one-instruction loop is the kernel's trailing ``BRA`` to itself
+    loops = [(s, e) for s, e in _loops(k, 0, len(k.instrs) - 1) if e > s]
+    if not loops:
+        return [f"{k.name}: no loop"]
+    bodies = [k.instrs[s : e + 1] for s, e in loops]
+    out = [] if any(i.base == "LDG" for b in bodies for i in b) else [f"{k.name}: no load"]
+    for body in bodies:  # sm_70/75: a second loop, the warp's reconvergence (VOTE, YIELD)
+        out += [f"{i.addr:04x} {i.text}: a store in the flush loop" for i in body
+                if i.base in ("STG", "ST", "RED", "REDG", "ATOMG", "ATOM")]
+    return out
+
+
+@pytest.mark.parametrize("arch", sass.TARGETS)
+def test_cold_lap_flush_only_reads(arch: int) -> None:
+    assert flush_problems(_kernel("latency.chase", "flush_read", arch)) == []
+
+
+@pytest.mark.parametrize("arch", [75, 90])
+def test_flush_check_rejects_a_writing_flush(arch: int) -> None:
+    """The flush as it was: every word written (``fill32``), nothing read."""
+    old = 'asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(v) : "l"(buf + i));'
+    new = "v = (unsigned int)i; ((unsigned int*)buf)[i] = 1u;"
+    assert flush_problems(_mutant("latency.chase", old, new, arch)["flush_read"])
+
+
 _GPU_ADD = r"\.ADD.*\.STRONG\.GPU"  # device-scope atomic add
 
 # the cache operator each measured level needs (each checked against the SASS by hand once)
@@ -139,6 +167,7 @@ CACHE_OPS = [
     ("latency.chase", "chase_ca", "LDG", {70: r"\.STRONG\.CTA", 75: r"\.STRONG\.CTA",
                                           86: r"\.STRONG\.SM", 90: r"\.STRONG\.SM"}),
     ("latency.chase", "chase_cg", "LDG", dict.fromkeys(sass.TARGETS, r"\.STRONG\.GPU")),
+    ("latency.chase", "flush_read", "LDG", dict.fromkeys(sass.TARGETS, r"\.STRONG\.GPU")),
     ("bandwidth.grid", "grid_read_cg", "LDG", dict.fromkeys(sass.TARGETS, r"\.128\.STRONG\.GPU")),
     ("bandwidth.onchip", "l1_read", "LDG", {70: r"\.128\.STRONG\.CTA", 75: r"\.128\.STRONG\.CTA",
                                             86: r"\.128\.STRONG\.SM", 90: r"\.128\.STRONG\.SM"}),
@@ -521,6 +550,10 @@ def _unit_marker(key: str, arch: int) -> tuple[str, set[str] | None]:
     the operation is a multi-instruction sequence)."""
     if key == "sfu":
         return "MUFU.EX2", {"MUFU.EX2"}
+    if key == "fp_add":
+        return "FADD", {"FADD"}
+    if key == "fp_mul":
+        return "FMUL", {"FMUL"}
     if key in ("int_div", "fp_div"):
         return "MUFU.RCP", None
     if key == "shfl":
@@ -644,6 +677,11 @@ UNIT_MUTANTS = {
         ('"mul.rn.f64 %0, %0, %1;"', '"mul.rn.f64 %0, %1, %1;"')]),
     "dmax_off_chain": ("dp_max", "latency", [
         ('"max.f64 %0, %0, %1;"', '"max.f64 %0, %1, %1;"')]),
+    # the FP32 add and multiply: replaced by a multiply-add, or off the chain
+    "fadd_replaced_by_ffma": ("fp_add", "latency", [
+        ('"add.rn.f32 %0, %0, %1;"', '"fma.rn.f32 %0, %0, %1, %1;"')]),
+    "fmul_off_chain": ("fp_mul", "latency", [
+        ('"mul.rn.f32 %0, %0, %1;"', '"mul.rn.f32 %0, %1, %1;"')]),
     # ... and the max.f64 initiation kernel at 8 chains: ptxas saves predicates in
     # registers (P2R/R2P on sm_90), one serial chain through every step
     "dmax_predicates_spilled": ("dp_max", "initiation", [("x[6]", "x[8]"),
@@ -698,3 +736,69 @@ def test_unit_check_rejects_an_initiation_kernel_of_fewer_chains(arch: int) -> N
            ': "=f"(x[j]) : "f"(x[j ^ (j & 1)])); }')
     k = _mutant("compute.ops", old, new, arch)["init_sfu"]
     assert _unit_problems_or_none(k, "sfu", "initiation", arch)
+
+
+# --- the initiation kernels' scoreboards --------------------------------------------------
+#: initiation probes of one instruction (int_div and dp_max time a SASS sequence's issue)
+_ONE_INSTRUCTION = ("sfu", "shfl", "dp_add", "dp_mul")
+
+
+def initiation_window_problems(k: sass.Kernel, key: str, arch: int, warps: int) -> list[str]:
+    """The initiation kernel hides a unit latency of ``unit_ops.COVERED_LATENCY``: its
+    loop body replayed from the control bits (``warps`` warps on one scheduler,
+    :func:`hilsim.microbench.sass.issue_cycles`) reads the same cycles per operation
+    (within 1 %) as on a unit with no latency. A warp's 6 scoreboards make each wait's
+    distance to its setter the most latency that warp hides; its other warps must cover
+    the rest."""
+    from hilsim.microbench import unit_ops  # noqa: PLC0415  (the module under test)
+
+    marker, _ = _unit_marker(key, arch)
+    body = _loop_body(k)
+
+    def is_unit(i: sass.Instr) -> bool:
+        return i.op == marker or i.op.startswith(marker + ".")
+
+    waits = [w for w in sass.scoreboard_waits(body) if is_unit(w.setter)]
+    if not waits:  # fixed latency (DADD/DMUL on sm_90): the stall counts already wait
+        return []
+    free = sass.issue_cycles_per_op(body, is_unit, 0, warps)
+    covered = unit_ops.COVERED_LATENCY
+    slow = sass.issue_cycles_per_op(body, is_unit, covered, warps)
+    if slow <= free * 1.01:
+        return []
+    near = min(waits, key=lambda w: w.cycles)
+    return [f"{k.name}: {slow:.2f} cycles per {marker} at latency {covered} against "
+            f"{free:.2f} at 0 with {warps} warp(s); nearest wait {near.cycles} cycles after "
+            f"its setter ({near.setter.addr:04x} -> {near.waiter.addr:04x}, SB{near.scoreboard})"]
+
+
+@pytest.mark.parametrize("arch", sass.TARGETS)
+@pytest.mark.parametrize("key", _ONE_INSTRUCTION)
+def test_initiation_kernel_hides_the_unit_latency(key: str, arch: int) -> None:
+    from hilsim.microbench import unit_ops  # noqa: PLC0415  (the module under test)
+
+    k = _kernel("compute.ops", f"init_{key}", arch)
+    assert initiation_window_problems(k, key, arch, unit_ops.INITIATION_WARPS) == []
+
+
+@pytest.mark.parametrize(("key", "arch"), [("sfu", 75), ("sfu", 90), ("shfl", 70),
+                                           ("shfl", 90), ("dp_add", 70)])
+def test_window_check_rejects_one_warp(key: str, arch: int) -> None:
+    """The same kernel launched as before, one warp: its 32 chains share 6 scoreboards and
+    each wait is ~24 cycles after its setter (6 at the loop's back edge)."""
+    k = _kernel("compute.ops", f"init_{key}", arch)
+    assert initiation_window_problems(k, key, arch, 1)
+
+
+@pytest.mark.parametrize(("key", "arch"), [("sfu", 70), ("shfl", 86), ("shfl", 90)])
+def test_window_check_rejects_one_chain_per_warp(key: str, arch: int) -> None:
+    """Every step on chain 0: the four warps hold 4 operations in flight, not 128."""
+    from hilsim.microbench import unit_ops  # noqa: PLC0415  (the module under test)
+
+    _kernels("compute.ops", arch)
+    kernel = f"init_{key}"
+    stmt = unit_ops.OPS[key].statements[0]
+    broken = _edit_kernel(all_sources()["compute.ops"], kernel,
+                          [(stmt.replace("X", "x[j]"), stmt.replace("X", "x[0]"))])
+    k = sass.disassemble(sass.compile_cubin(broken, arch), arch)[kernel]
+    assert initiation_window_problems(k, key, arch, unit_ops.INITIATION_WARPS)

@@ -42,6 +42,8 @@ ENTRIES = {
     mn.DP_MAX_INITIATION: ("-ptx_opcode_initiation_dp", 1),
     mn.DP_MUL_LATENCY: ("-ptx_opcode_latency_dp", 2),
     mn.DP_MUL_INITIATION: ("-ptx_opcode_initiation_dp", 2),
+    mn.FP_ADD_LATENCY: ("-ptx_opcode_latency_fp", 0),
+    mn.FP_MUL_LATENCY: ("-ptx_opcode_latency_fp", 2),
 }
 
 
@@ -81,12 +83,13 @@ def test_each_probe_follows_its_own_entry() -> None:
     rng = np.random.default_rng(26)
     steps = (int(v) for v in rng.permutation(np.arange(3, 3 + 4 * len(lat_names), 4)))
     lat_shift = dict(zip(lat_names, steps, strict=True))
-    # the dp MAX entry is the DP pipeline's depth (GPGPU-Sim sizes it by MAX): it keeps
-    # the largest shift of the dp entries, so ADD and MUL stay within it
-    dp = [mn.DP_ADD_LATENCY, mn.DP_MAX_LATENCY, mn.DP_MUL_LATENCY]
-    top = max(dp, key=lat_shift.__getitem__)
-    lat_shift[top], lat_shift[mn.DP_MAX_LATENCY] = (lat_shift[mn.DP_MAX_LATENCY],
-                                                    lat_shift[top])
+    # the dp and fp MAX entries are the DP and SP pipelines' depths (GPGPU-Sim sizes them
+    # by MAX, shader.cc max_dp_latency / max_sp_latency): each keeps the largest shift of
+    # its list's entries, so ADD and MUL stay within it
+    for unit in ((mn.DP_ADD_LATENCY, mn.DP_MAX_LATENCY, mn.DP_MUL_LATENCY),
+                 (mn.FP_ADD_LATENCY, mn.FP_MAX_LATENCY, mn.FP_MUL_LATENCY)):
+        top = max(unit, key=lat_shift.__getitem__)
+        lat_shift[top], lat_shift[unit[1]] = lat_shift[unit[1]], lat_shift[top]
     # an interval above its latency crashes GPGPU-Sim: dp ADD and MUL (latency 8,
     # interval 4) move by 1 and 2, SFU, DIV and SHFL by 3-5, dp MAX by 7, each by its
     # own amount. The max.f64 initiation kernel runs 6 chains (unit_ops): its rate sits
@@ -101,10 +104,15 @@ def test_each_probe_follows_its_own_entry() -> None:
     assert set(init_shift) == set(init_names)
     moved_lat, _ = _measure(build, _moved(card, lat_shift), ("latency",))
     moved_init, _ = _measure(build, _moved(card, init_shift), ("initiation",))
+    # within 0.1: a 4-cycle chain shares a writeback slot with the loop's counter now and
+    # then (QV100 fp ADD/MUL at 4: 9.07, at 23: 28.0), the steps are 4 apart
     for name, step in lat_shift.items():
-        assert abs(moved_lat[name] - base[name] - step) <= 0.05, (name, step, moved_lat[name])
+        assert abs(moved_lat[name] - base[name] - step) <= 0.1, (name, step, moved_lat[name])
     for name, step in init_shift.items():
-        slack = (-0.5, 1.5) if name == mn.DP_MAX_INITIATION else (-0.5, 0.5)
+        # 4 warps of 32 div.u32 chains on one SFU read up to a cycle above the DIV interval
+        # (QV100: 8 -> 8.0, 10 -> 10.9, 13 -> 13.8, 16 -> 16.8, 24 -> 25.0)
+        wide = (mn.DP_MAX_INITIATION, mn.INT_DIV_INITIATION)
+        slack = (-0.5, 1.5) if name in wide else (-0.5, 0.5)
         moved = moved_init[name] - base[name]
         assert step + slack[0] <= moved <= step + slack[1], (name, step, moved_init[name])
 

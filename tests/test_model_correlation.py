@@ -23,14 +23,15 @@ DATA = Path(__file__).parent / "data" / "model-correlation"
 #: (card, program or None for all) -> (max MAE, max NRMSE, min Pearson r): measured + margin
 #: (benchmarks/model_vs_sim.py, model.FIT as committed, latencies measured on each card,
 #: long-latency instruction counts charged at the card's DIV/SFU latencies):
-#: QV100 transformer_step (held-out kernels) MAE 19.7%, NRMSE 35.3%, r 0.983; RTX 3070 all
-#: (held-out card) 24.4%, 107.2%, 0.909; RTX 3070 transformer_step 17.8%, 31.8%, 0.980;
-#: QV100 calib_kernels (training) 20.3%, 67.1%, 0.949
+#: QV100 transformer_step (held-out kernels) MAE 19.9%, NRMSE 35.1%, r 0.983; RTX 3070 all
+#: (held-out card) 24.3%, 108.5%, 0.907; RTX 3070 transformer_step 17.9%, 31.7%, 0.981;
+#: QV100 calib_kernels (training) 20.2%, 69.1%, 0.946 (with the latencies of the two-count
+#: chases; model.FIT was fitted with the one-count ones: 20.3%, 67.1%, 0.949 then)
 BOUNDS: dict[tuple[str, str | None], tuple[float, float, float]] = {
     ("SM7_QV100", "transformer_step"): (0.21, 0.37, 0.97),
     ("SM86_RTX3070", None): (0.26, 1.10, 0.89),
     ("SM86_RTX3070", "transformer_step"): (0.19, 0.33, 0.97),
-    ("SM7_QV100", "calib_kernels"): (0.22, 0.69, 0.94),
+    ("SM7_QV100", "calib_kernels"): (0.22, 0.71, 0.94),
 }
 
 
@@ -89,7 +90,7 @@ def test_card_timing_has_the_cards_measured_latencies() -> None:
 
     q = model_params(corr.card_timing("SM7_QV100", 4, 0.0))
     r = model_params(corr.card_timing("SM86_RTX3070", 4, 0.0))
-    assert q.l1_latency.value == pytest.approx(24.42, abs=0.01)
+    assert q.l1_latency.value == pytest.approx(24.0, abs=0.01)
     assert "measured" in q.l1_latency.source and "SM7_QV100" in q.l1_latency.source
     assert q.l1_latency.value < q.l2_latency.value < q.dram_latency.value
     assert r.dram_latency.value - q.dram_latency.value > 100

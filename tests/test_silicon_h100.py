@@ -133,7 +133,10 @@ def test_ncu_raw_csv_on_sm90_matches_the_bundle_metrics(tmp_path, workload):
 
     table = read_ncu_csv(_gunzip(f"{workload}.ncu-raw.csv.gz", tmp_path))
     assert len(table.launches) == 200
-    assert set(DEFAULT_METRICS) <= set(table.metrics.columns)
+    # the kept run predates the warm-state placement's two counters (their names exist on
+    # sm_90: test_hilsim_metric_names_exist_on_sm90); every other default was collected
+    later = {"dram__sectors_read.sum", "lts__t_sectors_lookup_miss.sum"}
+    assert set(DEFAULT_METRICS) - set(table.metrics.columns) == later
     metrics = _bundle(f"{workload}-cupti").metrics
     assert metrics is not None and len(metrics) == 200
     column = "smsp__inst_executed.sum"
@@ -368,3 +371,18 @@ def test_annotate_is_not_emitted_through_nvtx_under_the_cupti_recorder(monkeypat
         agent_nvtx.remove_range_hook(recorder)
     assert calls == ["plain"]
     assert [r["name"] for r in recorder.ranges] == ["train_step"]
+
+
+def test_the_docs_overhead_figures_are_the_kept_runs() -> None:
+    """The transformer's CUPTI overhead before and after the fix divides by two bare runs
+    33% apart (gpu1, gpu2): docs/silicon.md gives each run's own seconds, read here from
+    the kept manifests, not two ratios side by side."""
+    before = json.loads((H100 / "bundles" / "transformer-cupti" / "manifest.json").read_text())
+    after = json.loads((H100 / "manifests" / "transformer-cupti-light-gpu2.json").read_text())
+    b, a = before["overhead"], after["overhead"]
+    assert a["bare_wall_s"] / b["bare_wall_s"] > 1.3  # the baselines differ
+    doc = (Path(__file__).parents[1] / "docs" / "silicon.md").read_text()
+    for seconds in (b["bare_wall_s"], a["bare_wall_s"], b["light_wall_s"], a["light_wall_s"],
+                    b["light_wall_s"] - b["bare_wall_s"], a["light_wall_s"] - a["bare_wall_s"]):
+        assert f"{seconds:.2f} s" in doc, seconds
+    assert "x1.97 -> x1.41," not in doc.replace("\n", " ")

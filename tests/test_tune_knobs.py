@@ -20,6 +20,7 @@ from hilsim.simmodel.tuner.knobs import KNOB_BY_KEY, KNOBS, SEARCH_ORDER, read_k
 from hilsim.simmodel.tuner.rule import SearchContext, Slot
 from hilsim.simmodel.tuner.rules import MAD_KERNELS, OPTION_RULES, UNIT_PROBES
 
+from hilsim.core import measurement_names as mn
 from hilsim.core.measurement import read_microbench_json
 
 DATA = Path(__file__).parent / "data"
@@ -62,7 +63,7 @@ def test_the_knobs_texts_name_the_ptx_the_suite_times() -> None:
                                                    for m in m.inputs}
     ops = {n: op for op in unit_ops.OPS.values()
            for n in (op.latency_name, op.initiation_name) if n}
-    assert set(UNIT_PROBES) == set(unit_ops.measurement_names())
+    assert set(UNIT_PROBES) == set(unit_ops.measurement_names()) - mn.SEQUENCE_COSTS
     for name, (_lst, _entry, ptx) in UNIT_PROBES.items():
         assert ops[name].ptx == ptx
         assert ptx in KNOB_BY_KEY[name].what
@@ -84,3 +85,15 @@ def test_a_knob_on_its_rules_value_starts_where_the_analytic_tuner_ends(path: Pa
     dram = KNOB_BY_KEY["dram_latency"]
     assert dram.inputs == ("dram_latency", "l2_hit_latency")
     assert dram.target(measured, CTX) == measured["dram_latency"] - measured["l2_hit_latency"]
+
+
+def test_no_knob_puts_a_sequence_cost_on_a_unit() -> None:
+    """The ``div.u32`` and ``max.f64`` initiation probes time the issue of a SASS
+    sequence (tens of cycles); GPGPU-Sim runs the PTX instruction as one, on the SFU / DP
+    unit: no knob reads them, so the tuned card keeps the base's interval, while the
+    ADD and MUL of the fp list are set from their own probes."""
+    read = {name for knob in KNOBS for name in knob.inputs}
+    assert mn.SEQUENCE_COSTS and not read & mn.SEQUENCE_COSTS
+    assert {mn.FP_ADD_LATENCY, mn.FP_MUL_LATENCY} <= read
+    assert UNIT_PROBES[mn.FP_ADD_LATENCY][:2] == ("fp", 0)
+    assert UNIT_PROBES[mn.FP_MUL_LATENCY][:2] == ("fp", 2)

@@ -36,6 +36,7 @@ from hilsim.simmodel.tuner.knobs import KNOBS
 from hilsim.simmodel.tuner.rules import UNIT_PROBES
 from hilsim.simmodel.tuner.search import tune_on_simulator
 
+from hilsim.core import measurement_names as mn
 from hilsim.core.measurement import read_microbench_json
 from tests.simbuild import require_sim_build
 
@@ -73,7 +74,8 @@ def test_a_held_out_file_carries_every_probe_the_tuner_reads(name: str) -> None:
     rows, _ = read_microbench_json(DATA / f"{name}.microbench.json")
     have = {m.name for m in rows if m.valid and m.value is not None}
     wanted = {n for knob in KNOBS for n in knob.inputs}
-    assert set(unit_ops.measurement_names()) <= wanted
+    # the sequence costs are recorded, and no knob reads them (tests/test_tune_knobs.py)
+    assert set(unit_ops.measurement_names()) - mn.SEQUENCE_COSTS <= wanted
     assert wanted - have == set()
 
 
@@ -128,8 +130,10 @@ def test_max_div_shfl_sfu_dp_entries_follow_their_probes(tmp_path: Path) -> None
     With the suite's unit probes in the card's file (MAX, DIV, SHFL, SFU, dp ADD/MAX/MUL:
     microbench.unit_ops, as the simulated suite writes them), every probed entry of the
     tuned card, re-simulated with the one-warp check probes, is within 2 cycles or 3 %
-    of the card's, and the dp ADD/MAX/MUL intervals are the card's; int and fp ADD and
-    MUL, which nothing measures, stay the base's."""
+    of the card's, and the dp ADD and MUL intervals are the card's; the int ADD, which
+    nothing measures, stays the base's, and so do the int DIV and dp MAX intervals (their
+    probes time a SASS sequence's issue, :data:`hilsim.core.measurement_names.
+    SEQUENCE_COSTS`: no knob reads them) unless above their tuned latency."""
     build = require_sim_build()
     true = card_config("SM75_RTX2060_S", build)
     result = tune_on_simulator(DATA / "SM75_RTX2060_S.microbench.json", build=build, workers=2,
@@ -141,8 +145,9 @@ def test_max_div_shfl_sfu_dp_entries_follow_their_probes(tmp_path: Path) -> None
                                                   "dp.add", "dp.max", "dp.mul", "dp.mad"))
     assert all(r.ok for r in rows), [r for r in rows if not r.ok]
     assert tuned.option("-ptx_opcode_latency_int").split(",")[0] == "4"  # ADD: the base's
-    ini = tuned.option("-ptx_opcode_initiation_dp").split(",")[:3]
-    assert ini == true.option("-ptx_opcode_initiation_dp").split(",")[:3]
+    ini = tuned.option("-ptx_opcode_initiation_dp").split(",")
+    want = true.option("-ptx_opcode_initiation_dp").split(",")
+    assert (ini[0], ini[2]) == (want[0], want[2])
 
 
 @pytest.mark.gpgpusim

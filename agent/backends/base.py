@@ -53,6 +53,7 @@ class ProfileOptions:
     detailed_launches: str | None = None
     detailed_all: bool = False
     metrics: list[str] = field(default_factory=lambda: list(ncu_mod.DEFAULT_METRICS))
+    cache_control: str = ncu_mod.DEFAULT_CACHE_CONTROL
     timeout_s: float | None = None
     detailed_timeout_s: float | None = None
     measure_overhead: bool = False

@@ -100,6 +100,11 @@ def probe(device_index: int, output: Path, as_json: bool) -> None:
 @click.option("--detailed-all", is_flag=True, help="Counters for every launch (slow).")
 @click.option("--metrics", default=None, metavar="A,B,...",
               help="ncu metrics (default: PKA Table 2 + cycles, DRAM, L1/L2, instruction mix).")
+@click.option("--detailed-cache-control", type=click.Choice(ncu_mod.CACHE_CONTROLS),
+              default=ncu_mod.DEFAULT_CACHE_CONTROL, show_default=True,
+              help="ncu --cache-control: none keeps the caches the workload left (the warm "
+                   "state PKA's features and the warm-state placement read); all flushes "
+                   "them before every profiled launch (cold-cache counters).")
 @click.option("--timeout", type=float, default=None, metavar="SECONDS",
               help="Stop the workload after this long (bundle kept, marked incomplete).")
 @click.option("--detailed-timeout", type=float, default=None, metavar="SECONDS",
@@ -124,6 +129,7 @@ def profile(
     detailed_launches: str | None,
     detailed_all: bool,
     metrics: str | None,
+    detailed_cache_control: str,
     timeout: float | None,
     detailed_timeout: float | None,
     measure_overhead: bool,
@@ -150,7 +156,7 @@ def profile(
         timeout_s=timeout, detailed_timeout_s=detailed_timeout,
         measure_overhead=measure_overhead, nvtx_modules=list(nvtx_modules), force=force,
         keep_raw=keep_raw, probe=not no_probe, device_index=device_index, card=card,
-        sim_options=list(sim_options),
+        sim_options=list(sim_options), cache_control=detailed_cache_control,
     )
     result = profile_workload(opts)
     click.echo(result.summary(), err=True)

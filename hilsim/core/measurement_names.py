@@ -56,6 +56,8 @@ FP64_THROUGHPUT = "fp64_throughput"
 FP64_LATENCY = "fp64_latency"
 INT32_THROUGHPUT = "int32_throughput"
 INT32_LATENCY = "int32_latency"
+FP_ADD_LATENCY = "fp_add_latency"
+FP_MUL_LATENCY = "fp_mul_latency"
 SFU_THROUGHPUT = "sfu_throughput"
 SFU_LATENCY = "sfu_latency"
 SFU_INITIATION = "sfu_initiation"
@@ -80,6 +82,12 @@ SM_CLOCK_MHZ = "sm_clock_mhz"
 
 _FLOP = "flop/clk/SM"
 _FLOP_NOTE = "(an FMA counts 2; Accel-Sim MaxFlops_* convention)"
+
+#: probes that time the issue of a multi-instruction SASS sequence, not one unit (sm_70+:
+#: ``div.u32`` is ~18 instructions, ``max.f64`` a DSETP/SEL/move sequence): the per-PTX
+#: cost of a warp that runs nothing else; no unit's initiation interval is set from them
+SEQUENCE_COSTS = frozenset({INT_DIV_INITIATION, DP_MAX_INITIATION})
+
 
 MEASUREMENTS: dict[str, MeasurementSpec] = {
     spec.name: spec
@@ -112,20 +120,29 @@ MEASUREMENTS: dict[str, MeasurementSpec] = {
         MeasurementSpec(INT32_THROUGHPUT, _FLOP, f"peak int32 mad rate {_FLOP_NOTE}"),
         MeasurementSpec(INT32_LATENCY, "cycles", "dependent int32 add chain"),
         MeasurementSpec(SFU_THROUGHPUT, "ops/clk/SM", "fast sqrt / rsqrt per SM (sfu_bw_fsqrt)"),
+        MeasurementSpec(FP_ADD_LATENCY, "cycles",
+                        "dependent add.rn.f32 chain (FADD), one warp, cycles per instruction "
+                        "(the ADD entry of -ptx_opcode_latency_fp)"),
+        MeasurementSpec(FP_MUL_LATENCY, "cycles",
+                        "dependent mul.rn.f32 chain (FMUL), one warp, cycles per instruction "
+                        "(the MUL entry of -ptx_opcode_latency_fp)"),
         MeasurementSpec(SFU_LATENCY, "cycles",
                         "dependent SFU chain, one warp, cycles per instruction: the hilsim "
                         "suite's ex2.approx.ftz.f32 (MUFU.EX2; GPGPU-Sim "
                         "-ptx_opcode_latency_sfu), Accel-Sim's sfu_lat_fsqrt (fast sqrt)"),
         MeasurementSpec(SFU_INITIATION, "cycles",
-                        "one warp, independent ex2.approx.ftz.f32 chains (MUFU.EX2): cycles "
-                        "per SFU instruction the warp issues (-ptx_opcode_initiation_sfu)"),
+                        "4 warps on one scheduler, independent ex2.approx.ftz.f32 chains "
+                        "(MUFU.EX2): cycles per SFU instruction the scheduler issues "
+                        "(-ptx_opcode_initiation_sfu)"),
         MeasurementSpec(INT_DIV_LATENCY, "cycles",
                         "dependent div.u32 chain through the divisor (x = c / x), one warp, "
                         "cycles per PTX div.u32 (a multi-instruction SASS sequence on sm_70+; "
                         "the DIV entry of -ptx_opcode_latency_int)"),
         MeasurementSpec(INT_DIV_INITIATION, "cycles",
-                        "one warp, independent div.u32 chains: cycles per PTX div.u32 issued "
-                        "(the DIV entry of -ptx_opcode_initiation_int)"),
+                        "4 warps on one scheduler, independent div.u32 chains: cycles per PTX "
+                        "div.u32 the scheduler issues; a sequence cost (~18 SASS instructions "
+                        "on sm_70+, not the DIV entry of -ptx_opcode_initiation_int: the "
+                        "tuner keeps the base's)"),
         MeasurementSpec(FP_DIV_LATENCY, "cycles",
                         "dependent div.rn.f32 chain through the divisor (x = c / x), one warp, "
                         "cycles per PTX div.rn.f32 (MUFU.RCP + FFMA refinement in SASS; the "
@@ -140,28 +157,31 @@ MEASUREMENTS: dict[str, MeasurementSpec] = {
                         "dependent shfl.sync.bfly.b32 chain (SHFL.BFLY), one warp (the SHFL "
                         "entry, 6th, of -ptx_opcode_latency_int)"),
         MeasurementSpec(SHFL_INITIATION, "cycles",
-                        "one warp, independent shfl.sync.bfly.b32: cycles per shuffle the warp "
-                        "issues (the SHFL entry of -ptx_opcode_initiation_int)"),
+                        "4 warps on one scheduler, independent shfl.sync.bfly.b32: cycles per "
+                        "shuffle the scheduler issues (the SHFL entry of "
+                        "-ptx_opcode_initiation_int)"),
         MeasurementSpec(DP_ADD_LATENCY, "cycles",
                         "dependent add.f64 chain (DADD), one warp (the ADD entry of "
                         "-ptx_opcode_latency_dp)"),
         MeasurementSpec(DP_ADD_INITIATION, "cycles",
-                        "one warp, independent add.f64 chains: cycles per DADD the warp "
-                        "issues (the ADD entry of -ptx_opcode_initiation_dp)"),
+                        "4 warps on one scheduler, independent add.f64 chains: cycles per DADD "
+                        "the scheduler issues (the ADD entry of -ptx_opcode_initiation_dp)"),
         MeasurementSpec(DP_MUL_LATENCY, "cycles",
                         "dependent mul.rn.f64 chain (DMUL), one warp (the MUL entry of "
                         "-ptx_opcode_latency_dp)"),
         MeasurementSpec(DP_MUL_INITIATION, "cycles",
-                        "one warp, independent mul.rn.f64 chains: cycles per DMUL the warp "
-                        "issues (the MUL entry of -ptx_opcode_initiation_dp)"),
+                        "4 warps on one scheduler, independent mul.rn.f64 chains: cycles per "
+                        "DMUL the scheduler issues (the MUL entry of "
+                        "-ptx_opcode_initiation_dp)"),
         MeasurementSpec(DP_MAX_LATENCY, "cycles",
                         "dependent chain alternating max.f64 / min.f64, one warp, cycles per "
                         "PTX instruction (DSETP.MAX/MIN + SEL/FSEL on sm_70+: no DMNMX; the "
                         "MAX,MIN entry of -ptx_opcode_latency_dp)"),
         MeasurementSpec(DP_MAX_INITIATION, "cycles",
-                        "one warp, independent max.f64 / min.f64 chains: cycles per PTX "
-                        "instruction the warp issues (the MAX entry of "
-                        "-ptx_opcode_initiation_dp)"),
+                        "4 warps on one scheduler, independent max.f64 / min.f64 chains: "
+                        "cycles per PTX instruction the scheduler issues; a sequence cost "
+                        "(DSETP + SEL/FSEL + moves on sm_70+, not the MAX entry of "
+                        "-ptx_opcode_initiation_dp: the tuner keeps the base's)"),
         MeasurementSpec(TENSOR_THROUGHPUT, "FMA/clk/SM", "dense FP16-in FP32-acc tensor FMAs"),
         MeasurementSpec(TENSOR_LATENCY, "cycles",
                         "dependent mma.sync latency per instruction (m8n8k4 sm_70, m16n8k8 "
@@ -278,6 +298,9 @@ RECORDED_FACTS: frozenset[str] = frozenset({
     # a simulated card (simmodel/gpgpusim/simdevice.py): which config, and the runs
     "backend", "card", "config", "config_source", "config_sha256", "simulation",
     "l1_cache_bytes",
+    # HBM / GDDR from the bus width (microbench.gpu.memory_type_from_bus): the base card
+    # choice compares it (simmodel/tuner/basecard.py), no timing field is set from it
+    "memory_family", "memory_family_from",
 })
 
 

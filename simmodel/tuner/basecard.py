@@ -131,5 +131,12 @@ def device_key(facts: Mapping[str, Any]) -> CardKey:
             "device facts give no compute capability: cannot choose a base card (give --base)"
         )
     sms = facts.get("sm_count", facts.get("multiProcessorCount"))
-    mem = facts.get("memory_type", facts.get("memoryType"))
+    mem = device_memory(facts)
     return CardKey("device", cc, str(mem) if mem else None, int(sms) if sms else None)
+
+
+def device_memory(facts: Mapping[str, Any]) -> str | None:
+    """The device's memory type, else its family as the probe and the suite infer it
+    from the bus width (``memory_family``: HBM / GDDR), else None."""
+    mem = facts.get("memory_type") or facts.get("memoryType") or facts.get("memory_family")
+    return str(mem) if mem else None

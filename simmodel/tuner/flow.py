@@ -17,7 +17,7 @@ from typing import Any
 from hilsim.simmodel.accelsim import UbenchOutput, read_ubench_output
 from hilsim.simmodel.config import TimingConfig
 from hilsim.simmodel.presets import Preset, all_presets, load_preset
-from hilsim.simmodel.tuner.basecard import CardKey, choose
+from hilsim.simmodel.tuner.basecard import CardKey, choose, device_memory
 from hilsim.simmodel.tuner.checks import capacity_checks, launch_latency_note
 from hilsim.simmodel.tuner.conventions import CONVENTIONS
 from hilsim.simmodel.tuner.dram import DRAM_MODELS, dram_model
@@ -175,7 +175,7 @@ def _preset_for(
     if cc is None:
         raise HilsimError("cannot choose a preset: no compute capability in the device facts; "
                           "pass --preset or --device-facts")
-    mem = facts.get("memory_type") or facts.get("memoryType")
+    mem = device_memory(facts)
     sms = facts.get("sm_count") or facts.get("multiProcessorCount")
     device = CardKey("device", str(cc), str(mem) if mem else None, int(sms) if sms else None)
     presets = all_presets()

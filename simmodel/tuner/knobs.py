@@ -29,10 +29,10 @@ SEARCH_ORDER: tuple[str, ...] = (
     "l1_latency", "l2_rop_latency", "dram_latency", "smem_latency", "launch_latency",
     "fp_mad_latency", "fp_mad_initiation", "dp_mad_latency", "dp_mad_initiation",
     "int_mad_latency", "int_mad_initiation", "shmem_banks",
-    "int_max_latency", "fp_max_latency", "int_div_latency", "int_div_initiation",
+    "int_max_latency", "fp_max_latency", "int_div_latency",
     "fp_div_latency", "shfl_latency", "shfl_initiation", "sfu_latency", "sfu_initiation",
-    "dp_add_latency", "dp_add_initiation", "dp_max_latency", "dp_max_initiation",
-    "dp_mul_latency", "dp_mul_initiation",
+    "dp_add_latency", "dp_add_initiation", "dp_max_latency",
+    "dp_mul_latency", "dp_mul_initiation", "fp_add_latency", "fp_mul_latency",
     "mem_channels", "l2_clock",
 )
 

@@ -151,14 +151,18 @@ MAD_KERNELS: dict[str, tuple[str, str, str]] = {
     "fp64": ("fma.rn.f64", mn.FP64_LATENCY, mn.FP64_THROUGHPUT),
     "int32": ("mad.lo.s32", mn.INT32_LATENCY, mn.INT32_THROUGHPUT),
 }
-#: the suite's unit probes (:mod:`hilsim.microbench.unit_ops`, one warp, cycles), in the
-#: order the search lists them: measurement name -> (PTX unit list, entry, the PTX the
-#: probe times, :data:`hilsim.microbench.unit_ops.OPS`' ``ptx``)
+#: the suite's unit probes (:mod:`hilsim.microbench.unit_ops`, cycles), in the order the
+#: search lists them: measurement name -> (PTX unit list, entry, the PTX the probe times,
+#: :data:`hilsim.microbench.unit_ops.OPS`' ``ptx``). The probes of a SASS sequence's
+#: issue (:data:`hilsim.core.measurement_names.SEQUENCE_COSTS`) set no entry: the
+#: simulator runs the PTX instruction as one, on one unit, which the sequence's issue
+#: would block for cycles the other pipes spend; the base card's interval is kept
 UNIT_PROBES: dict[str, tuple[str, int | None, str]] = {
     mn.INT_MAX_LATENCY: ("int", 1, "max.s32 + min.s32"),
     mn.FP_MAX_LATENCY: ("fp", 1, "max.f32 + min.f32"),
+    mn.FP_ADD_LATENCY: ("fp", 0, "add.rn.f32"),
+    mn.FP_MUL_LATENCY: ("fp", 2, "mul.rn.f32"),
     mn.INT_DIV_LATENCY: ("int", 4, "div.u32 (x = c / x)"),
-    mn.INT_DIV_INITIATION: ("int", 4, "div.u32 (x = c / x)"),
     mn.FP_DIV_LATENCY: ("fp", 4, "div.rn.f32 (x = c / x)"),
     mn.SHFL_LATENCY: ("int", 5, "shfl.sync.bfly.b32 (d form)"),
     mn.SHFL_INITIATION: ("int", 5, "shfl.sync.bfly.b32 (d form)"),
@@ -167,7 +171,6 @@ UNIT_PROBES: dict[str, tuple[str, int | None, str]] = {
     mn.DP_ADD_LATENCY: ("dp", 0, "add.f64"),
     mn.DP_ADD_INITIATION: ("dp", 0, "add.f64"),
     mn.DP_MAX_LATENCY: ("dp", 1, "max.f64 + min.f64"),
-    mn.DP_MAX_INITIATION: ("dp", 1, "max.f64 + min.f64"),
     mn.DP_MUL_LATENCY: ("dp", 2, "mul.rn.f64"),
     mn.DP_MUL_INITIATION: ("dp", 2, "mul.rn.f64"),
 }
@@ -206,9 +209,10 @@ def _unit_knobs(unit: str, ptx: str, kind: str) -> tuple[Knob, ...]:
     for name, (lst, entry, probe_ptx) in UNIT_PROBES.items():
         if lst != ptx or not name.endswith(f"_{kind}"):
             continue
-        chain = "chain" if kind == "latency" else "independent chains"
+        how = ("one-warp {} chain" if kind == "latency"
+               else "{} independent chains, 4 warps on one scheduler").format(probe_ptx)
         latency_key = name.removesuffix("_initiation") + "_latency"
-        out.append(Knob(name, "units", f"one-warp {probe_ptx} {chain} (the suite's unit probe)",
+        out.append(Knob(name, "units", f"{how} (the suite's unit probe)",
                         (name,), _value(name), entry, Slot.LIST_ENTRY,
                         missing_note="not in the measurements: the base card's entry kept",
                         **(_interval(latency_key) if kind == "initiation" else {})))
