@@ -23,14 +23,13 @@ from hilsim.simmodel.tuner.card import (
     config_text,
     dl2_value,
     icnt_for,
-    intervals_within_latencies,
     list_entries,
     list_rows,
     partition_indexing,
-    pipeline_depths,
     valid_channel_counts,
 )
 from hilsim.simmodel.tuner.intsolve import IntSearch
+from hilsim.simmodel.tuner.pipeline import intervals_within_latencies, pipeline_depths
 
 from hilsim.cli.main import cli, main
 from hilsim.core.errors import HilsimError
