@@ -62,7 +62,15 @@ from hilsim.analyzer.warmstate import (
     profiled_misses,
     warmer_than_profile,
 )
-from hilsim.simmodel.gpgpusim.listrun import LAUNCH_LIST, ListRun, ListRunner
+from hilsim.simmodel.gpgpusim.datacheck import ProgramOutputs, find_divergences
+from hilsim.simmodel.gpgpusim.listrun import (
+    CPU_FACTOR,
+    FAST_FORWARD,
+    LAUNCH_LIST,
+    ListRun,
+    ListRunner,
+    digests_from_record,
+)
 from hilsim.simmodel.gpgpusim.logprofile import core_clock_mhz, scan_log
 from hilsim.simmodel.gpgpusim.visualizer import VISUALIZER_GLOB
 from hilsim.simmodel.gpgpusim.warmup import cold_options, warm_options
@@ -87,6 +95,8 @@ PLAN_JSON = "plan.warmup.json"
 SUMMARY_JSON = "simulate.json"
 #: the warm runs ``auto`` added for samples left colder than the profile
 EXTRA_WARM_LOG = "warm-preceding{k}.log"
+#: the logs of a chunked run's second, third, ... process (the first is the run's log)
+PART_LOG = "{run}.part{k}.log"
 #: files simulate_plan writes into its output folder (and replaces only with force)
 OUTPUT_FILES = (SAMPLED_LOG, COLD_LOG, SAMPLES_CSV, PLAN_JSON, LAUNCH_LIST, SUMMARY_JSON)
 #: ``auto``: the warm-up lengths tried, in order
@@ -191,6 +201,19 @@ class SimulationResult:
     #: the warm run's log and launch list (in the output folder once written)
     log: str
     launch_list: str
+    #: ``fast-forward`` (every unlisted launch run functionally) or ``skip``
+    launch_mode: str = FAST_FORWARD
+    #: every run's CPU seconds by part: host, fast_forward, warmup, sample
+    sim_cpu_parts: dict[str, float] = dataclasses.field(default_factory=dict)
+    #: the data check (:func:`data_check`): reference, copies compared, divergences
+    data_check: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: what the user should know about this simulation (card vs profile, ...)
+    notes: list[str] = dataclasses.field(default_factory=list)
+    #: the parallelism asked for: local worker processes, or a Dask scheduler's address
+    workers: int = 1
+    scheduler: str | None = None
+    #: the simulator processes every run used (1 each without chunks)
+    processes: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         """``simulate.json``'s object."""
@@ -208,15 +231,17 @@ class SimulationResult:
                     if state["placement"] == "profile" else "")
                  + (", placed at the midpoint by a pilot's cold/warm ratios"
                     if state["placement"] == "pilot" else "")]
-        est = (f"estimate {self.estimate_cycles:,.0f} cycles (state correction "
-               f"{100 * (state['state_correction'] or 0.0):+.2f}%")
+        est = (f"estimate {self.estimate_cycles:,.0f} cycles (placed "
+               f"{100 * (state['state_correction'] or 0.0):+.2f}% from the warm runs' "
+               "cycles between warm and cold")
         if self.interval_cycles:
             lo, hi = self.interval_cycles
             est += f"; 95% interval [{lo:,.0f}, {hi:,.0f}], selection and state"
         est += ")"
         if self.full_cycles:
-            whose = ("the profile's total at this card's clock"
-                     if self.full_cycles_from == "profile" else "the full run")
+            whose = {"profile": "the profile's total at this card's clock",
+                     "profile cycles": "the profile's cycles"}.get(self.full_cycles_from or "",
+                                                                   "the full run")
             est += (f" vs {self.full_cycles:,.0f}, {whose} "
                     f"({100 * (self.estimate_error_signed or 0.0):+.2f}%)")
         lines.append(est)
@@ -229,11 +254,30 @@ class SimulationResult:
                      f"{self.simulated_time_speedup or 0.0:.1f}x)")
         lines.append(line)
         cpu = f"simulator: {self.sim_cpu_s:.1f} CPU s, {self.sim_wall_s:.1f} s wall"
+        parts = self.sim_cpu_parts
+        if parts:
+            cpu += (f" (fast-forward {parts.get('fast_forward', 0.0):.1f}, warm-up "
+                    f"{parts.get('warmup', 0.0):.1f}, samples {parts.get('sample', 0.0):.1f}, "
+                    f"host {parts.get('host', 0.0):.1f})")
         if self.cpu_time_speedup:
             cpu += (f" (the full run took {self.full_run_cpu_s or 0.0:.1f} CPU s: CPU-time "
                     f"speedup {self.cpu_time_speedup:.1f}x)")
+        if self.processes > len(self.runs):
+            where = f"Dask at {self.scheduler}" if self.scheduler else \
+                f"{self.workers} local workers"
+            cpu += f"; {self.processes} simulator processes on {where}"
         lines.append(cpu + f"; log {self.log}")
-        lines += [f"note: {note}" for note in state.get("notes") or []]
+        check = self.data_check
+        if check.get("reference") and check.get("copies"):
+            lines.append(f"data check: the copies to the host of {check['runs']} simulator "
+                         f"process(es) equal the {check['reference']}'s ({check['copies']} "
+                         "copies)")
+        elif check.get("reference"):
+            lines.append(f"data check: {check['launches']} simulated launches executed the "
+                         "instructions the profile counts")
+        elif check.get("why"):
+            lines.append(f"data check: not made ({check['why']})")
+        lines += [f"note: {note}" for note in [*(state.get("notes") or []), *self.notes]]
         return lines
 
 
@@ -251,6 +295,10 @@ def simulate_plan(
     force: bool = False,
     progress: bool = True,
     budget: float = WARMUP_BUDGET,
+    launch_mode: str = FAST_FORWARD,
+    workers: int = 1,
+    scheduler: str | None = None,
+    cpu_factor: float = CPU_FACTOR,
 ) -> SimulationResult:
     """Simulate the plan's samples on ``card`` with their state warmed; write ``out_dir``.
 
@@ -260,7 +308,14 @@ def simulate_plan(
     its warm and cold run; default the plan's source path when it exists). The saving is
     reported against ``full_cycles`` when given, else against the plan's source total
     (``total_duration_ns`` at the card's core clock, exact when the plan was made on a
-    bundle of this card). Returns what ``simulate.json`` holds (:class:`SimulationResult`).
+    bundle of this card). ``launch_mode``: ``fast-forward`` (any program: every launch
+    outside the lists runs functionally, the program's copies to the host checked against
+    the profile's or the first run's, :func:`data_check`) or ``skip`` (the program runs only
+    the listed launches itself). ``workers`` > 1 (local processes) or ``scheduler`` (a Dask
+    scheduler's address) run each launch list as chunks of consecutive samples in parallel
+    processes, as many as keep the CPU time within ``cpu_factor`` x one process's
+    (:mod:`hilsim.simmodel.gpgpusim.parallel`). Returns what ``simulate.json`` holds
+    (:class:`SimulationResult`).
     """
     plan = load_plan(plan_path)
     _check_output(out_dir, force)
@@ -270,12 +325,12 @@ def simulate_plan(
     weights = samples["weight"].to_numpy(np.float64)
     if len(ids) == 0:
         raise HilsimError(f"{plan_path}: the plan has no samples")
-    bundle = _profile_bundle(profile, plan, plan_path) if (spec.cold_bound or spec.auto) \
-        else (load_profile(profile) if isinstance(profile, Path) else profile)
+    bundle = _profile_bundle(profile, plan, plan_path)
     names = bundle.launches["name"].astype(str).to_numpy() if bundle is not None else None
     found = profiled_misses(bundle, ids) if bundle is not None else None
     metric, miss_column, misses = found if found is not None else (None, "l2_misses", None)
-    runner = ListRunner(command, card, options or {}, timeout_s, names, progress)
+    runner = ListRunner(command, card, options or {}, timeout_s, names, progress,
+                        launch_mode, workers, scheduler, cpu_factor)
     try:
         warm = warm_run(runner, spec, ids, weights, misses, miss_column, bundle, budget)
         cold = None
@@ -288,6 +343,10 @@ def simulate_plan(
         k = int(warm.preceding.max())
         result = _result(plan, plan_path, spec, k, runner, warm, cold, placement,
                          full_cycles, bundle)
+        result.data_check = data_check(runner, bundle)
+        result.workers, result.scheduler = workers, scheduler
+        result.processes = sum(len(r.logs) or 1 for r in runner.runs)
+        result.notes = card_notes(bundle, card, runner.runs[0].run.overrides)
         _write_outputs(out_dir, plan, spec, k, warm, cold, placement, result)
     except HilsimError:
         runner.cleanup(keep_logs=True)  # a failed run's log stays: the error names it
@@ -368,6 +427,122 @@ def warm_run(runner: ListRunner, spec: Warmup, ids: np.ndarray, weights: np.ndar
     return WarmRuns(base, extra, stats, chosen)
 
 
+def data_check(runner: ListRunner, bundle: Bundle | None) -> dict[str, Any]:
+    """Did every fast-forwarded run compute what the full run computed? Each run's copies
+    to the host (their digests, :mod:`hilsim.simmodel.gpgpusim.datacheck`) and launch count
+    against the profile's when it was made on the simulator (``copy_digests`` in its
+    manifest), else against the first run's. A difference is a one-line error naming the
+    run and the first copy that differs (the launches between the last equal copy and it
+    computed other data: a kernel whose result depends on timing, a race); the runs' logs
+    are kept. The skip path makes only the listed launches: nothing to compare."""
+    if runner.mode != FAST_FORWARD:
+        return _skip_path_check(runner, bundle)
+    processes = [(f"{r.name} run ({r.warmup})" + (f", chunk {i + 1}" if len(r.outputs) > 1
+                                                    else ""), out)
+                 for r in runner.runs for i, out in enumerate(r.outputs)]
+    reference, label = None, ""
+    prof = (bundle.manifest.get("profilers") or [{}])[0] if bundle is not None else {}
+    if isinstance(prof, dict) and prof.get("copy_digests"):
+        digests = digests_from_record(prof["copy_digests"], "the profile's manifest")
+        reference = ProgramOutputs(digests, (), {}, bundle.n_launches if bundle else 0)
+        label = "profiled full run"
+    elif len(processes) > 1:
+        # a process that ran to the program's end, else the one that went farthest
+        best = max(range(len(processes)), key=lambda i: (processes[i][1].complete,
+                                                         len(processes[i][1].digests)))
+        label, reference = processes.pop(best)
+    if reference is None:
+        return {"reference": None, "why": "one run and a profile without copy digests"}
+    if not reference.digests:
+        return {"reference": None, "why": f"the {label} made no copies to the host"}
+    for name, outputs in processes:
+        found = find_divergences(reference, outputs, (label, name))
+        if found:
+            raise HilsimError(
+                "data check: " + "; ".join(found) + ": the sampled simulation computed "
+                f"other data than the full run (logs kept in {runner.work})")
+    return {"reference": label, "runs": len(processes), "copies": len(reference.digests),
+            "launches": reference.launches}
+
+
+#: the profile's per-launch instruction count the skip path's check compares
+INSTRUCTIONS_METRIC = "smsp__thread_inst_executed.sum"
+
+
+def _skip_path_check(runner: ListRunner, bundle: Bundle | None) -> dict[str, Any]:
+    """The skip path's rule (skipped launches change no later launch's data or branches),
+    checked where it can be: each simulated launch's thread instructions against the
+    profile's, when the profile was made on the simulator (the same PTX counted the same
+    way; silicon counts SASS). A difference is a one-line error naming the launch."""
+    prof = (bundle.manifest.get("profilers") or [{}])[0] if bundle is not None else {}
+    metrics = bundle.metrics if bundle is not None else None
+    if (not isinstance(prof, dict) or prof.get("backend") != "gpgpusim" or metrics is None
+            or INSTRUCTIONS_METRIC not in metrics.columns):
+        return {"reference": None, "why": "the skip path runs only the listed launches, and "
+                "the profile has no simulator instruction counts to check them against"}
+    profiled = metrics.set_index("launch_id")[INSTRUCTIONS_METRIC]
+    checked = 0
+    for run in runner.runs:
+        got = run.stats.drop_duplicates("launch_id").set_index("launch_id")["instructions"]
+        common = got.index.intersection(profiled.index)
+        differ = common[got.loc[common].to_numpy() != profiled.loc[common].to_numpy()]
+        if len(differ):
+            k = int(differ[0])
+            raise HilsimError(
+                f"data check: launch {k} executed {got.loc[k]:,.0f} thread instructions in "
+                f"the {run.name} run ({run.warmup}) but {profiled.loc[k]:,.0f} in the profile "
+                f"({len(differ)} of {len(common)} launches differ): skipping launches changed "
+                "what later launches compute; run without --skip-launches (fast-forward) "
+                f"(logs kept in {runner.work})")
+        checked += len(common)
+    return {"reference": "profile (instructions per launch)", "runs": len(runner.runs),
+            "copies": 0, "launches": checked}
+
+
+def card_notes(bundle: Bundle | None, card: str, overrides: Mapping[str, str]) -> list[str]:
+    """A warning when the profile was made on a simulated card other than this one (card
+    or options): its durations and counters then describe another machine, and the
+    estimate's error against them is the two cards' difference as much as sampling's.
+    The warm-up's own option is not compared (simulate sets it per run)."""
+    if bundle is None:
+        return []
+    prof = (bundle.manifest.get("profilers") or [{}])[0]
+    if not isinstance(prof, dict) or prof.get("backend") != "gpgpusim":
+        return []
+    skip = set(warm_options(parse_warmup("none")))
+    theirs = {k: str(v) for k, v in (prof.get("overrides") or {}).items() if k not in skip}
+    mine = {k: str(v) for k, v in overrides.items() if k not in skip}
+    their_card = str(prof.get("card") or "")
+    my_card = Path(card).parent.name if card.endswith(".config") else card
+    if their_card == my_card and theirs == mine:
+        return []
+    differ = sorted(k for k in set(theirs) | set(mine) if theirs.get(k) != mine.get(k))
+    what = [f"card {their_card} vs {my_card}"] if their_card != my_card else []
+    what += [f"{k} {theirs.get(k, '(card)')} vs {mine.get(k, '(card)')}" for k in differ[:4]]
+    return [f"the profile was made on another simulated card ({'; '.join(what)}): its "
+            "figures describe that card, so the error against it mixes the cards' "
+            "difference with the sampling error (give the same -O options to compare "
+            "sampling alone)"]
+
+
+#: the per-launch cycles a simulated profile carries (what ``validate`` compares against)
+CYCLES_METRIC = "gpu__cycles_elapsed.max"
+
+
+def _profiled_cycles(bundle: Bundle | None) -> float | None:
+    """The full run's cycles as the profile counted them, when it was made on the
+    simulator and counts every launch (durations x clock would round each launch)."""
+    if bundle is None or bundle.metrics is None or CYCLES_METRIC not in bundle.metrics:
+        return None
+    prof = (bundle.manifest.get("profilers") or [{}])[0]
+    if not isinstance(prof, dict) or prof.get("backend") != "gpgpusim":
+        return None
+    cycles = bundle.metrics[CYCLES_METRIC].to_numpy(np.float64)
+    if len(cycles) != bundle.n_launches or not np.isfinite(cycles).all():
+        return None
+    return float(cycles.sum())
+
+
 def _profiled_ns(bundle: Bundle | None, launch_ids: np.ndarray) -> float | None:
     """Profiled duration of these launches (the cost unit of ``auto``'s budget)."""
     if bundle is None or len(launch_ids) == 0:
@@ -406,6 +581,9 @@ def _result(plan: Plan, plan_path: Path, spec: Warmup, k: int, runner: ListRunne
     source = plan.source or {}
     n_full = int(source.get("n_launches") or 0)
     full_from = "given" if full_cycles is not None else None
+    if full_cycles is None:
+        full_cycles = _profiled_cycles(bundle)
+        full_from = "profile cycles" if full_cycles is not None else None
     if full_cycles is None and source.get("total_duration_ns"):
         full_cycles = float(source["total_duration_ns"]) * clock / 1000.0
         full_from = "profile"
@@ -454,6 +632,10 @@ def _result(plan: Plan, plan_path: Path, spec: Warmup, k: int, runner: ListRunne
         cpu_time_speedup=(float(full_cpu) / cpu) if full_cpu and cpu else None,
         log=SAMPLED_LOG,
         launch_list=LAUNCH_LIST,
+        launch_mode=runner.mode,
+        sim_cpu_parts={part: round(sum((r.cpu_parts or {}).get(part, 0.0)
+                                       for r in runner.runs), 3)
+                       for part in ("host", "fast_forward", "warmup", "sample")},
     )
 
 
@@ -463,6 +645,13 @@ def _write_outputs(out_dir: Path, plan: Plan, spec: Warmup, k: int, warm: WarmRu
     """Every output file, each written to a temporary name and renamed (module doc)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     _copy_log(warm.base.run.log_path, out_dir / SAMPLED_LOG)
+    for old in out_dir.glob(PART_LOG.format(run="*", k="*")):  # a replaced simulation's
+        old.unlink()
+    named = [(warm.base, "sampled"), (cold, "cold"),
+             *((run, f"warm-preceding{run.preceding}") for run in warm.extra)]
+    for run, name in named:
+        for k, log in enumerate(run.logs[1:] if run is not None else (), start=2):
+            _copy_log(log, out_dir / PART_LOG.format(run=name, k=k))
     for old in out_dir.glob(EXTRA_WARM_LOG.format(k="*")):  # a replaced simulation's
         old.unlink()
     for run in warm.extra:

@@ -37,7 +37,8 @@ def method_warnings(launches: pd.DataFrame, method: str) -> list[str]:
             small = float(time[counts < CLT_MIN].sum() / time.sum()) if time.sum() else 0.0
             line += (
                 f"; {small:.0%} of the time is in kernels with fewer than {CLT_MIN} launches "
-                "(STEM's CLT rule of thumb, section 3.2), which are simulated whole"
+                "(STEM's CLT rule of thumb, section 3.2): their error bounds rest on few "
+                "samples (a cluster is simulated whole only when its draws reach its size)"
             )
         warnings.append(line)
     return warnings

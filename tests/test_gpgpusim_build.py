@@ -34,7 +34,11 @@ def test_shipped_patches_are_named_in_the_key(monkeypatch) -> None:
     monkeypatch.undo()
     shipped = B.patch_files()
     assert [p.name for p in shipped][:1] == ["0001-smid-register.patch"]
-    assert all(p.read_text().startswith("--- a/src/") for p in shipped)  # -p1 from the top
+    for p in shipped:  # -p1 from the top: every file diff names a/... and b/...
+        olds = [ln for ln in p.read_text().splitlines() if ln.startswith("--- ")]
+        news = [ln for ln in p.read_text().splitlines() if ln.startswith("+++ ")]
+        assert olds and all(ln.startswith("--- a/") for ln in olds), p.name
+        assert len(news) == len(olds) and all(ln.startswith("+++ b/") for ln in news), p.name
     digest = B.patch_digest(shipped)
     assert re.fullmatch(r"[0-9a-f]{8}", digest)
     assert B.build_key("667834c", "12.2.0", 11080) == f"667834c-p{digest}-gcc12.2.0-cuda11080"

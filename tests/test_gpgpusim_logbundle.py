@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from hilsim.simmodel.export import match_sim_results
-from hilsim.simmodel.gpgpusim.listrun import launch_list_argv
 from hilsim.simmodel.gpgpusim.logprofile import bundle_from_gpgpusim_log, parse_gpgpusim_log
 from hilsim.simmodel.gpgpusim.simlog import parse_simlog, read_simlogs
+from hilsim.simmodel.gpgpusim.skippath import launch_list_argv
 
 from hilsim.cli.main import cli
 from hilsim.core.bundle import read_bundle

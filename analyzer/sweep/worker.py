@@ -18,6 +18,7 @@ from hilsim.analyzer.evaluate import score_plan
 from hilsim.analyzer.simulate import simulate_plan
 from hilsim.analyzer.sweep.tasks import Task
 from hilsim.analyzer.tablecache import TableCache
+from hilsim.simmodel.gpgpusim.listrun import launch_mode_for
 
 from hilsim.core.bundle import hilsim_version
 from hilsim.core.errors import HilsimError
@@ -119,7 +120,8 @@ def _simulate(task: Task, plan: Any, row: dict[str, Any]) -> None:
         t0 = time.perf_counter()
         try:
             s = simulate_plan(plan_path, list(task.program), str(task.card), out,
-                              options=task.sim_options, timeout_s=task.sim_timeout)
+                              options=task.sim_options, timeout_s=task.sim_timeout,
+                              launch_mode=launch_mode_for(task.program))
         finally:
             row["sim_wall_seconds"] = time.perf_counter() - t0
     except (HilsimError, OSError) as exc:

@@ -39,6 +39,10 @@ def _png(fig: Any) -> str:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
+#: a scatter whose values span less than this factor gets limits this factor apart
+NARROW_RANGE = 1.5
+
+
 def _plt() -> Any:
     import matplotlib
 
@@ -67,6 +71,9 @@ def scatter_png(sim: np.ndarray, hw: np.ndarray, title: str) -> str | None:
     ax.plot([lo, hi], [lo, hi], color="gray", lw=1, ls="--")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    if hi < lo * NARROW_RANGE:  # (one value, or nearly): a log axis needs a decade to label
+        ax.set_xlim(lo / NARROW_RANGE, hi * NARROW_RANGE)
+        ax.set_ylim(lo / NARROW_RANGE, hi * NARROW_RANGE)
     ax.set_xlabel("silicon")
     ax.set_ylabel("simulated")
     ax.set_title(f"{title}\n({note})", fontsize=8)

@@ -13,6 +13,8 @@ import click
 from hilsim.analyzer.simulate import simulate_plan
 from hilsim.core.errors import HilsimError
 from hilsim.simmodel.gpgpusim.cards import parse_override
+from hilsim.simmodel.gpgpusim.listrun import launch_mode_for
+from hilsim.simmodel.gpgpusim.parallel import CPU_FACTOR
 
 
 @click.command("simulate", context_settings={"ignore_unknown_options": True})
@@ -39,16 +41,35 @@ from hilsim.simmodel.gpgpusim.cards import parse_override
 @click.option("--timeout", "timeout_s", default=4 * 3600.0, show_default=True,
               help="Seconds before a simulation is killed.")
 @click.option("--force", is_flag=True, help="Replace a simulation already in the folder.")
+@click.option("--skip-launches", is_flag=True,
+              help="The program takes the launch list (`--launches FILE`, or where an "
+                   "argument holds `{launches}`), makes only those launches and prints "
+                   "`hilsim-launch K` before each: faster than fast-forward, for programs "
+                   "written to the protocol [on when an argument holds {launches}].")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Simulator processes at once: each launch list runs as chunks of "
+                   "consecutive samples, as many as keep the CPU time within "
+                   "--cpu-factor x one process's.")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Run the chunks on this Dask scheduler's workers (tcp://host:8786), "
+                   "which see the program, its inputs and a simulator build at the same "
+                   "paths (docs/validation.md).")
+@click.option("--cpu-factor", type=click.FloatRange(min=1.0), default=CPU_FACTOR,
+              show_default=True,
+              help="The chunked runs' CPU time may reach this multiple of one process's.")
 @click.argument("program", nargs=-1, required=True, type=click.UNPROCESSED)
 def simulate_cmd(plan: Path, card: str, overrides: tuple[str, ...], out_dir: Path,
                  warmup: str | None, profile: Path | None, full_cycles: float | None,
-                 timeout_s: float, force: bool, program: tuple[str, ...]) -> None:
+                 timeout_s: float, force: bool, skip_launches: bool, workers: int,
+                 scheduler: str | None, cpu_factor: float,
+                 program: tuple[str, ...]) -> None:
     """Run only PLAN's launches of PROGRAM on a simulated card (sampled simulation).
 
-    The program gets the launch list as `--launches FILE` (or where an argument holds
-    `{launches}`) and must print `hilsim-launch K` before launch K (the shipped workloads
-    do: `hilsim/simmodel/gpgpusim/workloads/README.md`). Give it the same arguments as
-    the profiled run. Then:
+    Any CUDA program linked with `-cudart shared`, unmodified: the sampled launches and
+    their warm-up run in detail, every other launch functionally (fast-forward), so the
+    program's data are right everywhere; its copies to the host are checked against the
+    profile's. Give it the same arguments as the profiled run. Programs that can skip
+    launches themselves take --skip-launches (docs/gpgpusim.md). Then:
     hilsim validate --silicon RUN.bundle --plan PLAN --sim OUT
     """
     if not (math.isfinite(timeout_s) and timeout_s > 0):
@@ -56,6 +77,8 @@ def simulate_cmd(plan: Path, card: str, overrides: tuple[str, ...], out_dir: Pat
     opts = dict(parse_override(o) for o in overrides)
     result = simulate_plan(plan, list(program), card, out_dir, options=opts,
                            timeout_s=timeout_s, full_cycles=full_cycles, warmup=warmup,
-                           profile=profile, force=force)
+                           profile=profile, force=force,
+                           launch_mode=launch_mode_for(program, skip_launches),
+                           workers=workers, scheduler=scheduler, cpu_factor=cpu_factor)
     for line in result.lines():
         click.echo(line)

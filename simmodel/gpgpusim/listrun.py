@@ -1,16 +1,27 @@
 """Programs run on a simulated card: whole (the simulator as the profiler) or a launch list
-(only the listed launches, each marked with its full-run id).
+(only the listed launches in detail, each placed by its full-run id).
 
 * :func:`run_on_card`: one run of a command on a card with option overrides, its
   simulator CPU time measured;
 * :func:`profile_on_card`: a command run whole and its log written as a profile bundle
-  (``hilsim agent profile --backend gpgpusim``);
-* :class:`ListRunner`: runs of one program on one card, each given a launch list (the
-  program's launch-list option, ``--launches FILE`` by default, see
-  ``workloads/README.md``) whose kernels print ``hilsim-launch K`` marks, checked against
-  the profile's kernel names (:func:`check_simulated_names`). ``hilsim simulate``
-  (:mod:`hilsim.analyzer.simulate`, STEM section 3, PKA section 3.1) decides which lists
-  to run; this module only runs them.
+  (``hilsim agent profile --backend gpgpusim``), with the digest of every copy to the host
+  in the manifest (the reference of the data check) and the program's NVTX ranges as
+  regions (:mod:`hilsim.simmodel.gpgpusim.nvtxmarks`);
+* :class:`ListRunner`: runs of one program on one card, each given a launch list, in one
+  of two modes (:data:`LAUNCH_MODES`):
+
+  - ``fast-forward`` (any program linked with ``-cudart shared``): the listed launches
+    run in performance mode and every other launch functionally
+    (:mod:`hilsim.simmodel.gpgpusim.fastforward`); a launch's id is its simulator uid
+    minus one, and the program's copies to the host are kept for the data check
+    (:mod:`hilsim.simmodel.gpgpusim.datacheck`);
+  - ``skip`` (the optional fast path of ``workloads/README.md``): the program takes the
+    list (``--launches FILE`` or ``{launches}``), makes only those launches and prints
+    ``hilsim-launch K`` before each;
+
+  both checked against the profile's kernel names (:func:`check_simulated_names`).
+  ``hilsim simulate`` (:mod:`hilsim.analyzer.simulate`, STEM section 3, PKA section 3.1)
+  decides which lists to run; this module only runs them.
 """
 
 from __future__ import annotations
@@ -18,27 +29,58 @@ from __future__ import annotations
 import resource
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from hilsim.simmodel.gpgpusim.cards import normalize_options
+from hilsim.simmodel.gpgpusim.datacheck import (
+    CopyDigest,
+    ProgramOutputs,
+    copy_digests,
+    program_outputs,
+)
+from hilsim.simmodel.gpgpusim.fastforward import (
+    LIST_NAME,
+    check_fast_forward,
+    cpu_per_launch,
+    fast_forward_env,
+    write_launch_list,
+)
 from hilsim.simmodel.gpgpusim.logprofile import bundle_from_gpgpusim_log
+from hilsim.simmodel.gpgpusim.nvtxmarks import NVTX_INJECTION_ENV, nvtx_environment
+from hilsim.simmodel.gpgpusim.parallel import (
+    CPU_FACTOR,
+    FUNCTIONAL_COST,
+    ChunkPlan,
+    ChunkResult,
+    chunk_tasks,
+    dask_workers,
+    plan_chunks,
+    run_chunks_dask,
+    run_chunks_local,
+)
 from hilsim.simmodel.gpgpusim.run import run_program
 from hilsim.simmodel.gpgpusim.simlog import parse_simlog
+from hilsim.simmodel.gpgpusim.skippath import (
+    LAUNCH_LIST,
+    SKIP_MARK,
+    launch_list_argv,
+    takes_launch_list,
+)
 
 from hilsim.core.bundle import write_bundle
 from hilsim.core.console import progress_bar
 from hilsim.core.errors import HilsimError
 from hilsim.core.schema import names_agree
 
-#: what replaces this in the program's arguments (else ``--launches FILE`` is appended)
-LAUNCHES_PLACEHOLDER = "{launches}"
-#: the launch list a run is given (one launch id a line)
-LAUNCH_LIST = "launches.txt"
+#: how a launch list is run: every other launch functional, or skipped by the program
+FAST_FORWARD, SKIP = "fast-forward", "skip"
+LAUNCH_MODES = (FAST_FORWARD, SKIP)
 
 
 def _children_cpu_s() -> float:
@@ -57,6 +99,8 @@ class CardRun:
     card: str
     overrides: dict[str, str]
     run_dir: Path
+    #: (log bytes, CPU seconds) while it ran (:attr:`.SimRun.cpu_trace`)
+    cpu_trace: tuple[tuple[int, float], ...] = ()
 
 
 def run_on_card(
@@ -66,8 +110,10 @@ def run_on_card(
     options: Mapping[str, str] | None = None,
     timeout_s: float = 4 * 3600,
     progress: Callable[[int, float], None] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> CardRun:
-    """Run ``command`` on ``card`` (+ ``options`` overrides) in ``run_dir``; CPU time measured.
+    """Run ``command`` on ``card`` (+ ``options`` overrides, ``env`` variables) in
+    ``run_dir``; CPU time measured.
 
     CPU time is the simulator process's user + system time (``RUSAGE_CHILDREN`` around
     the run): on a shared machine it is what the run cost, whatever the wall time.
@@ -78,10 +124,11 @@ def run_on_card(
     overrides = normalize_options(options)
     cpu0 = _children_cpu_s()
     run = run_program(list(command), card, run_dir, options=overrides, timeout_s=timeout_s,
-                      progress=progress)
+                      progress=progress, env=env)
     cpu = _children_cpu_s() - cpu0
     name = Path(card).parent.name if card.endswith(".config") else card
-    return CardRun(run.log_path, run.stdout, run.wall_s, cpu, name, overrides, run.run_dir)
+    return CardRun(run.log_path, run.stdout, run.wall_s, run.cpu_s or cpu, name, overrides,
+                   run.run_dir, run.cpu_trace)
 
 
 def _cycles_progress(advance: Callable[..., None], label: str) -> Callable[[int, float], None]:
@@ -117,11 +164,13 @@ def profile_on_card(
         raise HilsimError(f"{out}: already exists (use --force to replace it)")
     tmp = tempfile.TemporaryDirectory(prefix="hilsim-gpgpusim-")
     run_dir = Path(tmp.name) if keep_raw is None else keep_raw
+    nvtx, no_nvtx = nvtx_environment()
     try:
         with progress_bar(f"simulating {Path(command[0]).name if command else ''} on {card}",
                           None, progress) as advance:
             run = run_on_card(command, card, run_dir, options, timeout_s,
-                              _cycles_progress(advance, "full run"))
+                              _cycles_progress(advance, "full run"),
+                              env={**fast_forward_env(None, copy_digests=True), **nvtx})
         bundle = bundle_from_gpgpusim_log(run.log_path, card=run.card)
         manifest = bundle.manifest
         manifest["device"]["overrides"] = run.overrides
@@ -136,7 +185,11 @@ def profile_on_card(
             backend="gpgpusim", card=run.card, overrides=run.overrides,
             sim_wall_s=round(run.wall_s, 3), sim_cpu_s=round(run.cpu_s, 3),
             regions=0 if bundle.regions is None else len(bundle.regions),
+            nvtx=nvtx.get(NVTX_INJECTION_ENV) or f"not injected: {no_nvtx}",
         )
+        digests = copy_digests(run.text)
+        if digests:  # a simulator with the fast-forward patch: the data check's reference
+            manifest["profilers"][0]["copy_digests"] = digests_record(digests)
         if keep_raw is not None:
             manifest["profilers"][0]["log"] = str(run.log_path)
         path = write_bundle(bundle, out, overwrite=force)
@@ -145,12 +198,28 @@ def profile_on_card(
         tmp.cleanup()
 
 
-def launch_list_argv(command: Sequence[str], list_path: Path) -> list[str]:
-    """The program's argv with the launch list: ``{launches}`` replaced, else appended."""
-    argv = [str(a) for a in command]
-    if any(LAUNCHES_PLACEHOLDER in a for a in argv):
-        return [a.replace(LAUNCHES_PLACEHOLDER, str(list_path)) for a in argv]
-    return [*argv, "--launches", str(list_path)]
+def digests_record(digests: Sequence[CopyDigest]) -> list[list[Any]]:
+    """Copy digests as a manifest keeps them: ``[kind, bytes, digest, after_uid, kernel]``."""
+    return [[d.kind, d.nbytes, d.digest, d.after_uid, d.after_kernel] for d in digests]
+
+
+def digests_from_record(rows: Any, where: str) -> tuple[CopyDigest, ...]:
+    """The copy digests a manifest recorded (:func:`digests_record`); one-line error naming
+    ``where`` on anything else."""
+    try:
+        return tuple(CopyDigest(i, str(kind), int(nbytes), str(digest), int(uid), str(kernel))
+                     for i, (kind, nbytes, digest, uid, kernel) in enumerate(rows))
+    except (TypeError, ValueError) as exc:
+        raise HilsimError(f"{where}: copy_digests is not a list of [kind, bytes, digest, "
+                          f"uid, kernel] rows ({exc})") from None
+
+
+def launch_mode_for(command: Sequence[str], skip_launches: bool = False) -> str:
+    """How a sampled simulation runs ``command``: on its skip path when asked or when an
+    argument holds ``{launches}`` (the program takes the list), else fast-forwarded."""
+    if skip_launches or takes_launch_list(command):
+        return SKIP
+    return FAST_FORWARD
 
 
 def names_disagree(named: np.ndarray, profiled: np.ndarray) -> np.ndarray:
@@ -187,7 +256,17 @@ def check_simulated_names(
 
 @dataclass
 class ListRun:
-    """One run of a launch list: the statistics of its kernels and what it cost."""
+    """One run of a launch list: the statistics of its kernels and what it cost.
+
+    ``cpu_parts``: the run's CPU seconds split into ``host`` (start-up, PTX parsing, host
+    code between launches' lines), ``fast_forward`` (functional launches), ``warmup`` and
+    ``sample`` (performance launches), to the trace's resolution
+    (:func:`hilsim.simmodel.gpgpusim.fastforward.cpu_per_launch`). ``outputs``: what the
+    program computed (copy digests, launches made), one per simulator process,
+    fast-forward runs only. ``chunks``: the split into parallel processes
+    (:meth:`hilsim.simmodel.gpgpusim.parallel.ChunkPlan.summary`), None for one process;
+    ``logs``: every process's log, in launch order.
+    """
 
     name: str
     warmup: str
@@ -196,6 +275,11 @@ class ListRun:
     stats: pd.DataFrame
     run: CardRun
     preceding: int = 0
+    mode: str = FAST_FORWARD
+    cpu_parts: dict[str, float] | None = None
+    outputs: tuple[ProgramOutputs, ...] = ()
+    chunks: dict[str, Any] | None = None
+    logs: tuple[Path, ...] = ()
 
     @property
     def cycles(self) -> float:
@@ -212,29 +296,108 @@ class ListRun:
         return self.stats[keep].drop_duplicates("launch_id")
 
     def record(self) -> dict[str, Any]:
+        parts = self.cpu_parts or {}
         return {
             "run": self.name,
             "warmup": self.warmup,
             "preceding": self.preceding,
+            "mode": self.mode,
             "launches": int(len(self.launch_ids)),
             "samples": int(self.is_sample.sum()),
             "warmup_launches": int((~self.is_sample).sum()),
+            "functional_launches": (None if not self.outputs else sum(
+                max(o.launches - len(self.launch_ids), 0) for o in self.outputs[-1:])),
+            "processes": 1 if self.chunks is None else self.chunks["chunks"],
             "cycles": self.cycles,
             "sample_cycles": self.sample_cycles,
             "warmup_cycles": self.cycles - self.sample_cycles,
             "sim_cpu_s": round(self.run.cpu_s, 3),
             "sim_wall_s": round(self.run.wall_s, 3),
+            **{f"{part}_cpu_s": round(v, 3) for part, v in parts.items()},
+            **({"chunks": self.chunks} if self.chunks is not None else {}),
         }
+
+
+#: CPU seconds a run part needs before its cost ratio is trusted (the trace ticks once a
+#: second)
+MIN_MEASURED_CPU_S = 2.0
+
+
+@dataclass
+class _Piece:
+    """One simulator process of a run: its run, statistics, outputs, the wall time of the
+    run it belongs to, and its own listed launches."""
+
+    run: CardRun
+    stats: pd.DataFrame
+    outputs: ProgramOutputs | None
+    wall_s: float
+    launch_ids: np.ndarray
+    is_sample: np.ndarray
+
+
+def _summed(parts: Sequence[dict[str, float]]) -> dict[str, float]:
+    keys = ("host", "fast_forward", "warmup", "sample")
+    return {k: float(sum(p.get(k, 0.0) for p in parts)) for k in keys}
+
+
+def _merged_run(runs: Sequence[CardRun], wall_s: float) -> CardRun:
+    """The processes of one chunked run as one: the first's log and options (the card is
+    the same), CPU seconds summed, the wall time of the parallel section."""
+    first = runs[0]
+    return CardRun(first.log_path, first.text, wall_s, float(sum(r.cpu_s for r in runs)),
+                   first.card, first.overrides, first.run_dir, ())
+
+
+def cpu_parts(run: CardRun, launch_ids: np.ndarray, is_sample: np.ndarray,
+              mode: str) -> dict[str, float]:
+    """The run's CPU seconds by part (:class:`ListRun`), from its CPU trace: each launch's
+    time (:func:`~hilsim.simmodel.gpgpusim.fastforward.cpu_per_launch`) goes to
+    ``sample``, ``warmup`` (a listed launch that is not a sample) or ``fast_forward`` (an
+    unlisted launch, run functionally)."""
+    if mode == FAST_FORWARD:
+        per_launch, host = cpu_per_launch(run.text, run.cpu_trace, run.cpu_s)
+        listed = np.zeros(len(per_launch), dtype=bool)
+        sampled = np.zeros(len(per_launch), dtype=bool)
+        inside = launch_ids < len(per_launch)
+        listed[launch_ids[inside]] = True
+        sampled[launch_ids[inside & is_sample]] = True
+    else:  # the program's marks, one per listed launch in list order
+        per_launch, host = cpu_per_launch(run.text, run.cpu_trace, run.cpu_s, SKIP_MARK)
+        listed = np.ones(len(per_launch), dtype=bool)
+        sampled = np.zeros(len(per_launch), dtype=bool)
+        n = min(len(per_launch), len(is_sample))
+        sampled[:n] = is_sample[:n]
+    return {"host": host,
+            "fast_forward": float(per_launch[~listed].sum()),
+            "warmup": float(per_launch[listed & ~sampled].sum()),
+            "sample": float(per_launch[sampled].sum())}
 
 
 class ListRunner:
     """Runs launch lists of one program on one card in a temporary work folder
-    (``run(name, launch_ids, is_sample, warmup_label, options, preceding) -> ListRun``)."""
+    (``run(name, launch_ids, is_sample, warmup_label, options, preceding) -> ListRun``),
+    fast-forwarded or on the program's skip path (``mode``, :data:`LAUNCH_MODES`); with
+    ``workers`` > 1 or a Dask ``scheduler``, as chunks in parallel processes
+    (:mod:`hilsim.simmodel.gpgpusim.parallel`) where the cost model allows."""
 
     def __init__(self, command: Sequence[str], card: str, options: Mapping[str, str],
-                 timeout_s: float, names: np.ndarray | None, progress: bool) -> None:
+                 timeout_s: float, names: np.ndarray | None, progress: bool,
+                 mode: str = FAST_FORWARD, workers: int = 1, scheduler: str | None = None,
+                 cpu_factor: float = CPU_FACTOR) -> None:
+        if mode not in LAUNCH_MODES:
+            raise HilsimError(f"launch mode {mode!r}: one of {', '.join(LAUNCH_MODES)}")
+        if workers < 1:
+            raise HilsimError(f"workers {workers}: at least 1")
         self.command, self.card, self.options = list(command), card, dict(options)
         self.timeout_s, self.names, self.progress = timeout_s, names, progress
+        if scheduler is not None and workers == 1:  # as many chunks as the cluster runs
+            workers = dask_workers(scheduler)
+        self.mode, self.workers, self.scheduler = mode, workers, scheduler
+        self.cpu_factor = cpu_factor
+        #: a functional launch's CPU over a performance one's: the prior until a run
+        #: measured it (:meth:`_learn_costs`)
+        self.functional_cost = FUNCTIONAL_COST
         self.work = Path(tempfile.mkdtemp(prefix="hilsim-simulate-"))
         self.runs: list[ListRun] = []
 
@@ -242,25 +405,106 @@ class ListRunner:
             warmup: str, extra: Mapping[str, str], preceding: int = 0) -> ListRun:
         folder = self.work / f"{len(self.runs)}-{name}"
         folder.mkdir()
-        list_path = folder / LAUNCH_LIST
-        list_path.write_text("\n".join(str(int(i)) for i in launch_ids) + "\n")
         label = f"{name} run ({warmup}): {int(is_sample.sum())} samples"
         if (~is_sample).any():
             label += f" + {int((~is_sample).sum())} warm-up launches"
+        options = {**self.options, **extra}
+        plan = None
+        if self.workers > 1 or self.scheduler is not None:
+            plan = plan_chunks(launch_ids, is_sample, self.workers, self.functional_cost,
+                               self.cpu_factor)
+        if plan is not None and len(plan.bounds) > 1:
+            pieces = self._run_chunks(folder, label, launch_ids, is_sample, options, plan)
+        else:
+            pieces = [self._run_one(folder, label, launch_ids, is_sample, options)]
+        stats = pd.concat([p.stats for p in pieces], ignore_index=True).sort_values(
+            "launch_id", kind="stable").reset_index(drop=True)
+        self._check_ran(stats, launch_ids, pieces[0].run.log_path)
+        runs = [p.run for p in pieces]
+        merged = runs[0] if len(runs) == 1 else _merged_run(runs, pieces[0].wall_s)
+        parts = _summed([cpu_parts(p.run, p.launch_ids, p.is_sample, self.mode)
+                         for p in pieces])
+        outputs = tuple(p.outputs for p in pieces if p.outputs is not None)
+        result = ListRun(name, warmup, launch_ids, is_sample, stats, merged, preceding,
+                         self.mode, parts, outputs,
+                         plan.summary() if plan is not None and len(plan.bounds) > 1 else None,
+                         tuple(r.log_path for r in runs))
+        self._learn_costs(result)
+        self.runs.append(result)
+        return result
+
+    def _run_one(self, folder: Path, label: str, launch_ids: np.ndarray,
+                 is_sample: np.ndarray, options: Mapping[str, str]) -> _Piece:
+        """The whole list in one simulator process, to the program's end."""
+        if self.mode == FAST_FORWARD:
+            list_path = write_launch_list(folder / LIST_NAME, launch_ids)
+            argv, env = self.command, fast_forward_env(list_path, copy_digests=True)
+        else:
+            list_path = folder / LAUNCH_LIST
+            list_path.write_text("\n".join(str(int(i)) for i in launch_ids) + "\n")
+            argv, env = launch_list_argv(self.command, list_path.resolve()), None
         with progress_bar(label, len(launch_ids), self.progress) as advance:
-            run = run_on_card(launch_list_argv(self.command, list_path.resolve()), self.card,
-                              folder / "run", {**self.options, **extra}, self.timeout_s,
-                              _cycles_progress(advance, label))
+            run = run_on_card(argv, self.card, folder / "run", options, self.timeout_s,
+                              _cycles_progress(advance, label), env=env)
+        stats, outputs = self._read(run, launch_ids)
+        return _Piece(run, stats, outputs, run.wall_s, launch_ids, is_sample)
+
+    def _run_chunks(self, folder: Path, label: str, launch_ids: np.ndarray,
+                    is_sample: np.ndarray, options: Mapping[str, str], plan: ChunkPlan
+                    ) -> list[_Piece]:
+        """The list as ``plan``'s chunks, each a process of its own (local or Dask)."""
+        tasks = chunk_tasks(self.command, self.card, normalize_options(options), launch_ids,
+                            plan, self.mode == FAST_FORWARD, self.timeout_s)
+        folders = [folder / f"chunk{t.index}" for t in tasks]
+        started = time.monotonic()
+        where = f"Dask at {self.scheduler}" if self.scheduler else "local processes"
+        with progress_bar(f"{label} in {len(tasks)} chunks ({where})", len(tasks),
+                          self.progress) as advance:
+            def done(_result: ChunkResult) -> None:
+                advance(1)
+
+            if self.scheduler is not None:
+                results = run_chunks_dask(tasks, self.scheduler, done)
+            else:
+                results = run_chunks_local(tasks, folders, done)
+        wall = time.monotonic() - started
+        pieces = []
+        card_name = Path(self.card).parent.name if self.card.endswith(".config") else self.card
+        for task, result, chunk_folder, (begin, end) in zip(tasks, results, folders,
+                                                            plan.bounds, strict=True):
+            log = chunk_folder / "run" / "sim.log"
+            if not log.exists():  # a Dask worker's log comes back as text
+                log.parent.mkdir(parents=True, exist_ok=True)
+                log.write_text(result.log_text)
+            run = CardRun(log, result.log_text, result.wall_s, result.cpu_s, card_name,
+                          dict(result.overrides), log.parent, result.cpu_trace)
+            ids = np.asarray(task.launch_ids, dtype=np.int64)
+            stats, outputs = self._read(run, ids, complete=not result.stopped)
+            pieces.append(_Piece(run, stats, outputs, wall, ids, is_sample[begin:end]))
+        return pieces
+
+    def _read(self, run: CardRun, launch_ids: np.ndarray, complete: bool = True
+              ) -> tuple[pd.DataFrame, ProgramOutputs | None]:
+        """A run's statistics placed by launch id and, fast-forwarded, its outputs."""
         stats = parse_simlog(run.text, str(run.log_path))
+        if self.mode == FAST_FORWARD:
+            check_fast_forward(run.text, launch_ids, str(run.log_path))
+            stats["launch_id"] = stats["uid"].to_numpy(np.int64) - 1
+            return stats, replace(program_outputs(run.text), complete=complete)
         if "launch_id" not in stats.columns:
             raise HilsimError(
-                f"{run.log_path}: the program printed no 'hilsim-launch K' marks: it must "
-                "accept a launch list and mark each launch (see the workloads README)"
+                f"{run.log_path}: the program printed no 'hilsim-launch K' marks: the skip "
+                "path needs a program that takes the launch list and marks each launch "
+                "(see the workloads README); without it, fast-forward runs any program"
             )
+        return stats, None
+
+    def _check_ran(self, stats: pd.DataFrame, launch_ids: np.ndarray, log: Path) -> None:
+        """Every listed launch simulated, each with the profile's kernel name."""
         missing = np.setdiff1d(launch_ids, stats["launch_id"].to_numpy())
         if len(missing):
             raise HilsimError(
-                f"{run.log_path}: the program did not run {len(missing)} of the "
+                f"{log}: the program did not run {len(missing)} of the "
                 f"{len(launch_ids)} listed launches (first: launch {int(missing[0])})"
             )
         if self.names is not None:
@@ -269,9 +513,19 @@ class ListRunner:
             inside = ids < len(self.names)
             check_simulated_names(self.names[ids[inside]],
                                   listed["kernel"].to_numpy()[inside], ids[inside])
-        result = ListRun(name, warmup, launch_ids, is_sample, stats, run, preceding)
-        self.runs.append(result)
-        return result
+
+    def _learn_costs(self, run: ListRun) -> None:
+        """The functional cost the next run's chunk plan uses, measured on this run: its
+        fast-forward CPU per functional launch over its performance CPU per listed launch
+        (kept when the run had too little of either to tell)."""
+        parts = run.cpu_parts or {}
+        functional = sum(max(o.launches - len(run.launch_ids), 0) for o in run.outputs[:1])
+        perf_cpu = parts.get("warmup", 0.0) + parts.get("sample", 0.0)
+        if functional and perf_cpu > MIN_MEASURED_CPU_S and \
+                parts.get("fast_forward", 0.0) > MIN_MEASURED_CPU_S:
+            per_functional = parts["fast_forward"] / functional
+            per_listed = perf_cpu / len(run.launch_ids)
+            self.functional_cost = float(np.clip(per_functional / per_listed, 0.001, 1.0))
 
     def cleanup(self, keep_logs: bool = False) -> None:
         """Remove the work folder; with ``keep_logs`` keep it when a run wrote a log (the

@@ -142,8 +142,34 @@ class SimLogProfile:
     stats: pd.DataFrame | None = None
 
 
+#: lines the host thread prints (:func:`unglue_host_lines`)
+HOST_LINE_STARTS = ("hilsim-launch ", "hilsim-region ", "GPGPU-Sim PTX: pushing kernel ")
+
+
+def unglue_host_lines(text: str) -> str:
+    """``text`` with a line break before every host-thread line that follows the start of
+    another line: the host thread prints its marks and launches while the simulation
+    thread may be half-way through a line of the previous kernel's statistics (seen:
+    ``LD_mem_lat_dist GPGPU-Sim PTX: ...``). ``str.find`` over the few such starts: the
+    text is copied only when one is found."""
+    glued: list[int] = []
+    for start in HOST_LINE_STARTS:
+        at = text.find(start)
+        while at != -1:
+            if at > 0 and text[at - 1] != "\n":
+                glued.append(at)
+            at = text.find(start, at + len(start))
+    if not glued:
+        return text
+    glued.sort()
+    cuts = [0, *glued, len(text)]
+    return "\n".join(text[a:b] for a, b in zip(cuts[:-1], cuts[1:], strict=True))
+
+
 def scan_log(text: str, where: str) -> dict[str, Any]:
-    """One regex pass: geometry per pushed kernel, ptxas info, marks, options."""
+    """One regex pass: geometry per pushed kernel, ptxas info, marks, options (host lines
+    glued to a statistics line first put on their own, :func:`unglue_host_lines`)."""
+    text = unglue_host_lines(text)
     pushed: list[tuple[Any, ...]] = []  # (name, stream, gx..bz, region path)
     resources: dict[str, tuple[int, int, int]] = {}
     regions: list[list[Any]] = []  # [name, path, depth, start_kernel, end_kernel]

@@ -50,6 +50,14 @@ class SimRun:
     returncode: int
     wall_s: float
     stdout: str  # the whole log: the program's output interleaved with the simulator's
+    #: (log bytes written, simulator CPU seconds) about once a second while it ran, and
+    #: once at its end (:func:`cpu_trace_point`): which part of the log cost what
+    cpu_trace: tuple[tuple[int, float], ...] = ()
+    #: the simulator process's user + system CPU seconds (``wait4``: this child only,
+    #: whatever else runs in this process), its children (ptxas, cuobjdump) included
+    cpu_s: float = 0.0
+    #: True when ``stop`` ended the run once it had what it was run for (killed, not failed)
+    stopped: bool = False
 
     def kernel_cycles(self) -> list[tuple[str, int]]:
         """(kernel name, ``gpu_sim_cycle``) of every kernel the log reports, in order."""
@@ -66,6 +74,11 @@ _TOT_CYCLES = re.compile(rb"^gpu_tot_sim_cycle = (\d+)\s*$", re.M)
 _DONE = re.compile(rb"^kernel_name = ", re.M)
 #: seconds between two looks at the growing log
 PROGRESS_INTERVAL_S = 1.0
+#: seconds between two checks of a run's ``stop`` condition, and of its exit
+STOP_POLL_S = 0.2
+REAP_POLL_S = 0.05
+#: seconds a killed simulator gets to die
+KILL_WAIT_S = 30.0
 
 
 class LogFollower:
@@ -174,24 +187,74 @@ def _terminate_as_interrupt() -> Any:
             signal.signal(sig, handler)
 
 
-def _wait(proc: subprocess.Popen, timeout_s: float, log: Path,
-          progress: Callable[[int, float], None] | None) -> int:
-    """``proc.wait(timeout_s)``, calling ``progress`` about once a second meanwhile."""
-    if progress is None:
-        return proc.wait(timeout=timeout_s)
-    follower = LogFollower(log)
-    deadline = time.monotonic() + timeout_s
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def cpu_trace_point(pid: int, log: Path) -> tuple[int, float] | None:
+    """(bytes in ``log``, user + system CPU seconds of process ``pid``) now, from
+    ``/proc/PID/stat`` (fields 14 and 15, in clock ticks); None where either is unreadable
+    (no ``/proc``, the process gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        fields = stat[stat.rindex(")") + 2:].split()
+        cpu = (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+        return log.stat().st_size, cpu
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _reap(proc: subprocess.Popen, within_s: float) -> tuple[int, float] | None:
+    """(return code, CPU seconds) of ``proc`` once it exited within ``within_s``, else None.
+
+    ``os.wait4`` reports the CPU time of this child alone (``RUSAGE_CHILDREN`` would mix
+    in every other child that this process, or another thread of it, waited for)."""
+    end = time.monotonic() + within_s
     while True:
-        try:
-            rc = proc.wait(timeout=min(PROGRESS_INTERVAL_S, max(deadline - time.monotonic(),
-                                                                0.0)))
-        except subprocess.TimeoutExpired:
-            if time.monotonic() >= deadline:
-                raise
-            progress(*follower.poll())
-            continue
-        progress(*follower.poll())
-        return rc
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid == proc.pid:
+            rc = os.waitstatus_to_exitcode(status)
+            proc.returncode = rc  # reaped here: Popen must not wait for it again
+            return rc, usage.ru_utime + usage.ru_stime
+        left = end - time.monotonic()
+        if left <= 0:
+            return None
+        time.sleep(min(REAP_POLL_S, left))
+
+
+def _wait(proc: subprocess.Popen, timeout_s: float, log: Path,
+          progress: Callable[[int, float], None] | None,
+          trace: list[tuple[int, float]],
+          stop: Callable[[], bool] | None = None) -> tuple[int, float, bool]:
+    """Wait for ``proc`` (``TimeoutExpired`` after ``timeout_s``), calling ``progress`` and
+    appending a :func:`cpu_trace_point` to ``trace`` about once a second meanwhile; when
+    ``stop()`` turns true the process group is killed. (return code, CPU seconds, stopped)."""
+    follower = LogFollower(log) if progress is not None else None
+    deadline = time.monotonic() + timeout_s
+    interval = STOP_POLL_S if stop is not None else PROGRESS_INTERVAL_S
+    last_point = 0.0
+    while True:
+        now = time.monotonic()
+        if now - last_point >= PROGRESS_INTERVAL_S:
+            last_point = now
+            point = cpu_trace_point(proc.pid, log)
+            if point is not None:
+                trace.append(point)
+            if follower is not None and progress is not None:
+                progress(*follower.poll())
+        done = _reap(proc, min(interval, max(deadline - time.monotonic(), 0.0)))
+        if done is not None:
+            if follower is not None and progress is not None:
+                progress(*follower.poll())
+            return done[0], done[1], False
+        if stop is not None and stop():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            done = _reap(proc, KILL_WAIT_S)
+            if done is None:
+                raise HilsimError(f"{log}: the simulator did not die within {KILL_WAIT_S:g} s")
+            return done[0], done[1], True
+        if time.monotonic() >= deadline:
+            raise subprocess.TimeoutExpired(proc.args, timeout_s)
 
 
 def run_program(
@@ -204,14 +267,16 @@ def run_program(
     build: SimBuild | None = None,
     env: Mapping[str, str] | None = None,
     progress: Callable[[int, float], None] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> SimRun:
     """Run ``argv`` on the simulated ``card`` in ``run_dir``; return the finished run.
 
     ``options`` override the card's (e.g. ``{"-gpgpu_n_clusters": "1",
     "-gpgpu_perf_sim_memcpy": "0"}``); ``env`` adds variables for the program (the
-    simulator's own, from :meth:`SimBuild.env`, win). Raises one-line
-    :class:`HilsimError` on a missing build, a timeout (the process group is killed), a
-    crash, an abort or a non-zero exit.
+    simulator's own, from :meth:`SimBuild.env`, win). ``stop``, polled about five times a
+    second, ends the run early once it holds what it was run for (the run is then
+    ``stopped``, not failed). Raises one-line :class:`HilsimError` on a missing build, a
+    timeout (the process group is killed), a crash, an abort or a non-zero exit.
     """
     if not argv:
         raise HilsimError("gpgpusim run: no program given")
@@ -231,6 +296,7 @@ def run_program(
     full = [stdbuf, "-oL", "-eL", *cmd] if stdbuf else cmd
     what = f"{Path(cmd[0]).name} on {cfg.name}"
     started = time.monotonic()
+    trace: list[tuple[int, float]] = []
     with log.open("wb") as out:
         proc = subprocess.Popen(
             full,
@@ -243,11 +309,12 @@ def run_program(
         )
         try:
             with _terminate_as_interrupt():
-                rc = _wait(proc, timeout_s, log, progress)
+                rc, cpu, stopped = _wait(proc, timeout_s, log, progress, trace, stop)
         except BaseException as exc:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            if proc.returncode is None:
+                _reap(proc, KILL_WAIT_S)
             if isinstance(exc, subprocess.TimeoutExpired):
                 raise HilsimError(
                     f"{what}: still running after {timeout_s:g} s, killed: log {log}"
@@ -259,6 +326,8 @@ def run_program(
                 os.killpg(proc.pid, signal.SIGKILL)
     wall = time.monotonic() - started
     text = log.read_text(encoding="utf-8", errors="replace")
+    if stopped:
+        return SimRun(run, log, rc, wall, text, tuple(trace), cpu, True)
     if rc < 0:
         hint = _clock64_hint(run) if rc == -signal.SIGABRT else ""
         raise HilsimError(
@@ -272,4 +341,4 @@ def run_program(
             f"{what}: exited without loading GPGPU-Sim's libcudart (compile with "
             f"`-cudart shared`): log {log}"
         )
-    return SimRun(run, log, rc, wall, text)
+    return SimRun(run, log, rc, wall, text, tuple(trace), cpu)

@@ -111,6 +111,10 @@ _SCALARS = {
 #: a workload's own mark, printed just before it issues launch K (see
 #: ``hilsim/simmodel/gpgpusim/workloads/README.md``): maps sampled kernels back to launch ids
 LAUNCH_MARK = "hilsim-launch "
+#: the line a fast-forwarded run starts with (simulator patch 0002): every launch counts
+#: in the uids, so a kernel's launch id is its uid minus one
+FAST_FORWARD_LINE = re.compile(r"^GPGPU-Sim PTX: hilsim fast-forward: \d+ kernel launch uids",
+                               re.M)
 
 _LINE = re.compile(r"^\s*([A-Za-z_][\w\[\] ]*?)\s*=\s*(\S+)")
 #: a launch mark's id: ASCII digits only (``str.isdigit`` also passes superscripts and other
@@ -257,8 +261,8 @@ def _scan_blocks(text: str, where: str) -> tuple[list[dict[str, object]], int, b
                 marked = None
             blocks.append(current)
             continue
-        if line.startswith(LAUNCH_MARK):
-            mark = _MARK.match(line)
+        if LAUNCH_MARK in line:  # (the host's mark may follow a statistics line's start)
+            mark = _MARK.search(line)
             if mark:
                 marked = _launch_mark(mark.group(1), where, lineno)
             continue
@@ -350,7 +354,8 @@ def parse_simlog(text: str, where: str = "<sim log>", counters: str = "cumulativ
 
     Columns: ``sim_launch`` (0.. in the order the kernels finished), ``launch_id``
     (only when the program printed ``hilsim-launch K`` before each launch: the launch
-    index K in the full run, which places the kernels of a sampled run), ``uid``
+    index K in the full run, which places the kernels of a sampled run; in a
+    fast-forwarded log, :data:`FAST_FORWARD_LINE`, the uid minus one), ``uid``
     (``kernel_launch_uid``, 1-based in GPGPU-Sim), ``kernel`` (the printed name,
     mangled as the simulator prints it), ``cycles`` and ``instructions`` (this
     kernel), ``ipc``, ``tot_cycles`` (cumulative), ``occupancy_pct`` (per kernel; NaN
@@ -385,6 +390,8 @@ def parse_simlog(text: str, where: str = "<sim log>", counters: str = "cumulativ
                 f"'{LAUNCH_MARK.strip()} K' mark before it while other kernels have one"
             )
         frame["launch_id"] = frame["launch_id"].astype(np.int64)
+    elif "uid" in frame and FAST_FORWARD_LINE.search(text):
+        frame.insert(1, "launch_id", frame["uid"].to_numpy(np.int64) - 1)
     for col in ("uid",):
         if col in frame:
             frame[col] = frame[col].astype("Int64")

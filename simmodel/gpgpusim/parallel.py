@@ -1,0 +1,287 @@
+"""One launch list run as several simulator processes at once: local workers or Dask.
+
+A sampled simulation's launch list (the samples and their warm-up windows, in launch
+order) splits into *chunks* of consecutive samples; each chunk is one simulator process
+that fast-forwards (functional mode) every launch before its first listed launch, runs
+its own listed launches in performance mode and is stopped once the statistics block of
+its last one is in the log (:func:`hilsim.simmodel.gpgpusim.fastforward.stop_after_launch`).
+A program on the skip path gets its chunk's list and makes only those launches. The
+chunks' statistics are merged by launch id; what each sample measures is the same as in
+one process except its cache state when it is the first of a chunk: in one process the
+launches before it left their lines in L1/L2 (the previous sample and its warm-up), in a
+chunk the functional launches before it left none (functional launches do not touch the
+timing model). The warm-up (``preceding:K``, ``l2-fill``) is the remedy in both.
+
+**How many chunks** (:func:`plan_chunks`). Chunk ``j`` fast-forwards every launch up to its
+last listed launch that it does not run in detail, so splitting costs CPU: in units of one
+performance launch, a chunk costs ``f x (launches up to its last) - its listed launches)
++ its listed launches``, with ``f`` the CPU of a functional launch over a performance one.
+The most chunks (at most ``workers``) whose total stays within ``cpu_factor`` x the
+one-process cost are used. ``f`` is measured: each finished run's CPU split
+(:func:`hilsim.simmodel.gpgpusim.listrun.cpu_parts`) gives the functional and the
+performance CPU per launch for the runs that follow; before the first run,
+:data:`FUNCTIONAL_COST` (the median ratio over the programs of ``docs/gpgpusim.md``'s
+fast-forward cost table, measured on the reduced QV100 and H100).
+
+**Dask** (``scheduler``): each chunk is a task of an existing Dask cluster
+(``dask scheduler`` + ``dask worker``, as ``hilsim sweep`` uses); a worker needs hilsim,
+the simulator build (``hilsim gpgpusim setup``) and the program and its inputs at the same
+paths (a shared folder); a card given as a ``.config`` path must be there too. The task
+runs in a temporary folder on the worker and returns its log; a task whose worker dies is
+run again on another worker by the scheduler (Dask's ``allowed-failures``).
+"""
+
+from __future__ import annotations
+
+import socket
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from hilsim.simmodel.gpgpusim.fastforward import (
+    COPY_DIGESTS_ENV,
+    LIST_NAME,
+    PERF_LAUNCHES_ENV,
+    stop_after_launch,
+    uids_of_launches,
+)
+from hilsim.simmodel.gpgpusim.run import LOG_NAME, run_program
+from hilsim.simmodel.gpgpusim.skippath import LAUNCH_LIST, launch_list_argv
+
+from hilsim.core.errors import HilsimError
+
+#: a functional launch's CPU over a performance launch's before any run measured it: the
+#: median of the fast-forward cost table (transformer_step, pipeline_step, gaussian, nw,
+#: pathfinder, srad_v2 on the reduced QV100: 0.03-0.15)
+FUNCTIONAL_COST = 0.1
+#: the chunked runs' total CPU may reach this multiple of the one-process run's
+CPU_FACTOR = 1.5
+
+
+@dataclass(frozen=True)
+class ChunkPlan:
+    """How a launch list splits: ``bounds[j]`` = (first, end) positions in the list of
+    chunk ``j``; the cost model's figures in performance-launch units."""
+
+    bounds: tuple[tuple[int, int], ...]
+    samples: tuple[int, ...]  # samples per chunk (the rest of a chunk: their warm-up)
+    one_process_cost: float
+    chunked_cost: float
+    longest_chunk_cost: float
+    functional_cost: float
+    cpu_factor: float
+
+    def summary(self) -> dict[str, Any]:
+        return {"chunks": len(self.bounds),
+                "samples_per_chunk": list(self.samples),
+                "launches_per_chunk": [int(e - b) for b, e in self.bounds],
+                "cpu_estimate_vs_one_process": round(self.chunked_cost
+                                                     / self.one_process_cost, 3),
+                "wall_estimate_vs_one_process": round(self.longest_chunk_cost
+                                                      / self.one_process_cost, 3),
+                "functional_cost": round(self.functional_cost, 4),
+                "cpu_factor": self.cpu_factor}
+
+
+def _chunk_costs(ids: np.ndarray, bounds: Sequence[tuple[int, int]], f: float) -> np.ndarray:
+    """Each chunk's cost: ``f`` x its functional launches + its listed ones."""
+    return np.array([f * (int(ids[e - 1]) + 1 - (e - b)) + (e - b) for b, e in bounds])
+
+
+def _split(cuts: np.ndarray, n: int, chunks: int) -> tuple[tuple[int, int], ...]:
+    """``chunks`` ranges of the list cut only at ``cuts`` (positions where a chunk may
+    start: after a sample), each holding about as many samples."""
+    if chunks <= 1 or len(cuts) == 0:
+        return ((0, n),)
+    targets = np.linspace(0, len(cuts) + 1, chunks + 1)[1:-1]
+    chosen = sorted({int(cuts[min(int(round(t)) - 1, len(cuts) - 1)]) for t in targets
+                     if round(t) >= 1})
+    edges = [0, *[c for c in chosen if 0 < c < n], n]
+    return tuple((a, b) for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a)
+
+
+def plan_chunks(launch_ids: np.ndarray, is_sample: np.ndarray, workers: int,
+                functional_cost: float = FUNCTIONAL_COST,
+                cpu_factor: float = CPU_FACTOR) -> ChunkPlan:
+    """The chunks of a sorted launch list for ``workers`` (module docstring): a chunk
+    starts only after a sample, so a sample keeps its warm-up window."""
+    ids = np.asarray(launch_ids, dtype=np.int64)
+    samples = np.asarray(is_sample, dtype=bool)
+    n = len(ids)
+    if n == 0:
+        raise HilsimError("parallel simulation: an empty launch list")
+    cuts = np.flatnonzero(samples[:-1]) + 1  # a chunk may start right after a sample
+    one = _chunk_costs(ids, ((0, n),), functional_cost)
+    best = ((0, n),)
+    for chunks in range(2, max(int(workers), 1) + 1):
+        bounds = _split(cuts, n, chunks)
+        if len(bounds) < chunks:
+            break
+        if _chunk_costs(ids, bounds, functional_cost).sum() > cpu_factor * one[0]:
+            break
+        best = bounds
+    costs = _chunk_costs(ids, best, functional_cost)
+    per_chunk = tuple(int(samples[b:e].sum()) for b, e in best)
+    return ChunkPlan(best, per_chunk, float(one[0]), float(costs.sum()), float(costs.max()),
+                     float(functional_cost), float(cpu_factor))
+
+
+@dataclass(frozen=True)
+class ChunkTask:
+    """What one chunk's process needs, picklable for a Dask worker."""
+
+    index: int
+    argv: tuple[str, ...]
+    card: str
+    options: dict[str, str]
+    env: dict[str, str]
+    launch_ids: tuple[int, ...]
+    list_text: str  # the launch list file's content (fast-forward uids or skip-path ids)
+    list_name: str
+    list_env: str | None  # the variable that names the list (fast-forward), else None
+    stop_uid: int | None  # stop once this uid's statistics block is in the log
+    timeout_s: float
+
+
+@dataclass(frozen=True)
+class ChunkResult:
+    """A finished chunk: its log and what it cost."""
+
+    index: int
+    log_text: str
+    wall_s: float
+    cpu_s: float
+    cpu_trace: tuple[tuple[int, float], ...]
+    stopped: bool
+    overrides: dict[str, str]
+    host: str
+
+
+def run_chunk(task: ChunkTask, folder: str | None = None) -> ChunkResult:
+    """Run one chunk in ``folder`` (a temporary one when None, as on a Dask worker)."""
+    holder = tempfile.TemporaryDirectory(prefix="hilsim-chunk-") if folder is None else None
+    root = Path(holder.name if holder is not None else folder)  # type: ignore[arg-type]
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        list_path = (root / task.list_name).resolve()
+        list_path.write_text(task.list_text)
+        env = dict(task.env)
+        argv: Sequence[str] = task.argv
+        if task.list_env is not None:
+            env[task.list_env] = str(list_path)
+        else:
+            argv = launch_list_argv(task.argv, list_path)
+        run_dir = root / "run"
+        stop = (stop_after_launch(run_dir / LOG_NAME, task.stop_uid)
+                if task.stop_uid is not None else None)
+        run = run_program(list(argv), task.card, run_dir, options=task.options,
+                          timeout_s=task.timeout_s, env=env, stop=stop)
+        return ChunkResult(task.index, run.stdout, run.wall_s, run.cpu_s, run.cpu_trace,
+                           run.stopped, dict(task.options), socket.gethostname())
+    finally:
+        if holder is not None:
+            holder.cleanup()
+
+
+def run_chunks_local(tasks: Sequence[ChunkTask], folders: Sequence[Path],
+                     done: Callable[[ChunkResult], None]) -> list[ChunkResult]:
+    """Every chunk at once on this machine (a thread each waits for its simulator
+    process); ``done`` is called as each finishes. The first failure is raised once all
+    have ended (a failed chunk's folder keeps its log)."""
+    results: list[ChunkResult | None] = [None] * len(tasks)
+    failures: list[BaseException] = []
+    with ThreadPoolExecutor(max_workers=max(len(tasks), 1)) as pool:
+        futures = {pool.submit(run_chunk, t, str(f)): t.index for t, f in zip(tasks, folders,
+                                                                              strict=True)}
+        for future in futures:
+            try:
+                result = future.result()
+            except BaseException as exc:  # noqa: BLE001 - every chunk ends before raising
+                failures.append(exc)
+                continue
+            results[futures[future]] = result
+            done(result)
+    if failures:
+        raise failures[0]
+    return [r for r in results if r is not None]
+
+
+def _client(scheduler: str) -> Any:
+    try:
+        from distributed import Client
+    except ImportError:
+        raise HilsimError("--scheduler needs dask.distributed (pip install "
+                          "'dask[distributed]')") from None
+    try:
+        return Client(scheduler, timeout="20s")
+    except (OSError, TimeoutError) as exc:
+        raise HilsimError(f"Dask scheduler {scheduler}: cannot connect ({exc})") from None
+
+
+def dask_workers(scheduler: str) -> int:
+    """The worker threads of the cluster at ``scheduler`` (one chunk each at most)."""
+    client = _client(scheduler)
+    try:
+        return max(int(sum(client.nthreads().values())), 1)
+    finally:
+        client.close()
+
+
+def run_chunks_dask(tasks: Sequence[ChunkTask], scheduler: str,
+                    done: Callable[[ChunkResult], None]) -> list[ChunkResult]:
+    """Every chunk as a task of the Dask cluster at ``scheduler``; ``done`` as each
+    finishes. A task whose worker died is rerun by the scheduler; one that fails is
+    raised (one line) once the others ended."""
+    from distributed import as_completed  # (importable: _client checked it)
+
+    client = _client(scheduler)
+    results: dict[int, ChunkResult] = {}
+    failures: list[str] = []
+    try:
+        futures = [client.submit(run_chunk, t, None, pure=False, key=f"hilsim-chunk-{t.index}-"
+                                 f"{time.time_ns()}") for t in tasks]
+        for future in as_completed(futures):
+            try:
+                result = future.result()
+            except Exception as exc:  # noqa: BLE001 - named in one line below
+                failures.append(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+                continue
+            results[result.index] = result
+            done(result)
+    finally:
+        client.close()
+    if failures:
+        raise HilsimError(f"Dask chunk failed: {failures[0]}")
+    return [results[i] for i in sorted(results)]
+
+
+def chunk_tasks(argv: Sequence[str], card: str, options: Mapping[str, str],
+                launch_ids: np.ndarray, plan: ChunkPlan, fast_forward: bool,
+                timeout_s: float) -> list[ChunkTask]:
+    """One task per chunk of ``plan``: its list (uids for fast-forward, launch ids for the
+    skip path) and, fast-forwarded, the stop after its last listed launch."""
+    tasks = []
+    for index, (begin, end) in enumerate(plan.bounds):
+        ids = [int(i) for i in launch_ids[begin:end]]
+        if fast_forward:
+            uids = uids_of_launches(ids).tolist()
+            text = "".join(f"{u}\n" for u in uids)
+            tasks.append(ChunkTask(index, tuple(argv), card, dict(options),
+                                   {COPY_DIGESTS_ENV: "1"}, tuple(ids), text, LIST_NAME,
+                                   PERF_LAUNCHES_ENV, int(uids[-1]), timeout_s))
+        else:
+            text = "".join(f"{i}\n" for i in ids)
+            tasks.append(ChunkTask(index, tuple(argv), card, dict(options),
+                                   {PERF_LAUNCHES_ENV: ""}, tuple(ids), text, LAUNCH_LIST,
+                                   None, None, timeout_s))
+    return tasks
+
+
+__all__ = ["CPU_FACTOR", "FUNCTIONAL_COST", "ChunkPlan", "ChunkResult", "ChunkTask",
+           "chunk_tasks", "dask_workers", "plan_chunks", "run_chunk", "run_chunks_dask",
+           "run_chunks_local"]
