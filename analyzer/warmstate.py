@@ -136,8 +136,11 @@ def dram_miss_cycles(log_text: str) -> float | None:
     core cycles: ``memory_partition_unit::simple_dram_model_cycle``) plus a closed-row
     read, ``tRCD + CL`` of ``-gpgpu_dram_timing_opt`` in DRAM cycles, scaled by the core
     over the DRAM clock of ``-gpgpu_clock_domains``. SM7_QV100: 100 + 24 x 1132 / 850 =
-    132. None when the dump lacks any of them. The last value of an option wins, as in
-    the simulator's own option parser."""
+    132. With ``-gpgpu_simple_dram_model 1`` (the simulator's fixed-latency DRAM,
+    ``simple_dram_model_cycle``: a request waits ``-dram_latency`` core cycles, no bank
+    or row timing) it is ``-dram_latency`` alone (SM90_H100: 194). None when the dump
+    lacks any of them. The last value of an option wins, as in the simulator's own
+    option parser."""
 
     def last(option: str) -> str | None:
         found = re.findall(_OPTION.format(re.escape(option)), log_text, re.M)
@@ -145,6 +148,12 @@ def dram_miss_cycles(log_text: str) -> float | None:
 
     latency, clocks, timing = (last("-dram_latency"), last("-gpgpu_clock_domains"),
                                last("-gpgpu_dram_timing_opt"))
+    if latency is not None and last("-gpgpu_simple_dram_model") == "1":
+        try:
+            simple = float(latency)
+        except ValueError:
+            return None
+        return simple if np.isfinite(simple) and simple > 0 else None
     if latency is None or clocks is None or timing is None:
         return None
     try:

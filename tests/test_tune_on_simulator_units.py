@@ -23,14 +23,13 @@ from hilsim.simmodel.tuner.card import (
     config_text,
     dl2_value,
     icnt_for,
-    intervals_within_latencies,
     list_entries,
     list_rows,
     partition_indexing,
-    pipeline_depths,
     valid_channel_counts,
 )
 from hilsim.simmodel.tuner.intsolve import IntSearch
+from hilsim.simmodel.tuner.pipeline import intervals_within_latencies, pipeline_depths
 
 from hilsim.cli.main import cli, main
 from hilsim.core.errors import HilsimError
@@ -138,6 +137,21 @@ def test_a_name_never_chooses_the_base() -> None:
     a = choose(CardKey("h100x", "7.0", "HBM", 80), _keys())
     b = choose(CardKey("cardA", "7.0", "HBM", 80), _keys())
     assert a.name == b.name == "SM7_QV100" and a.reason == b.reason
+
+
+def test_the_memory_family_decides_between_cards_of_one_generation() -> None:
+    """Two candidates of the device's compute capability: the one of its memory family
+    wins over the one nearer in SM count (HBM: 128-bit channels, 2-beat bursts; GDDR6:
+    16-bit, 16-beat), and a device that reports no memory type falls to the SM count.
+    Without the family term the GDDR6 card (the nearer SM count) would be chosen."""
+    gddr = CardKey("gddr6-80", "7.0", "GDDR6", 80)
+    hbm = CardKey("hbm2-40", "7.0", "HBM2", 40)
+    assert choose(CardKey("device", "7.0", "HBM2e", 84), [gddr, hbm]).name == "hbm2-40"
+    assert choose(CardKey("device", "7.0", "GDDR6X", 84), [gddr, hbm]).name == "gddr6-80"
+    assert choose(CardKey("device", "7.0", None, 84), [gddr, hbm]).name == "gddr6-80"
+    # the generation still comes first: an HBM card of another major loses to GDDR
+    other = CardKey("hbm-sm9", "9.0", "HBM3", 84)
+    assert choose(CardKey("device", "7.0", "HBM2", 84), [gddr, other]).name == "gddr6-80"
 
 
 def test_a_generation_mismatch_is_stated() -> None:

@@ -245,8 +245,15 @@ def test_dram_miss_latency_read_from_real_logs_and_cards() -> None:
     assert dram_miss_cycles(log.decode("utf-8", "replace")) == pytest.approx(qv100)
     shipped = (data / "accelsim/SM7_QV100.gpgpusim.config").read_text()
     assert dram_miss_cycles(shipped) == pytest.approx(qv100)
+    # tRCD and CL apart (every shipped card has them equal): the row read is their sum
+    differ = shipped + "\n-gpgpu_dram_timing_opt nbk=16:CCD=1:RRD=3:RCD=12:RAS=28:RP=12:RC=40:CL=20\n"
+    assert dram_miss_cycles(differ) == pytest.approx(100 + (12 + 20) * 1132.0 / 850.0)
+    # the H100 card runs GPGPU-Sim's simple DRAM model: a miss waits -dram_latency alone
+    # (the mutant that adds its 19 + 19 DRAM cycles gives 218.2)
     h100 = (Path(__file__).parents[1] / "simmodel/gpgpusim/cards/SM90_H100/gpgpusim.config")
-    assert dram_miss_cycles(h100.read_text()) == pytest.approx(194 + (19 + 19) * 1980 / 3106)
+    assert dram_miss_cycles(h100.read_text()) == pytest.approx(194.0)
+    assert dram_miss_cycles(h100.read_text() + "\n-gpgpu_simple_dram_model 0\n") == \
+        pytest.approx(194 + (19 + 19) * 1980 / 3106)
     # a drawn card appends its values after the base's: the last one is the simulator's
     assert dram_miss_cycles(shipped + "\n-dram_latency 217\n") == pytest.approx(qv100 + 117)
     assert dram_miss_cycles(shipped + "\n#-gpgpu_dram_timing_opt RCD=99:CL=99\n") == \

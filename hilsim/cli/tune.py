@@ -63,7 +63,7 @@ def tune_cmd(microbench: Path | None, accelsim_output: Path | None, device_facts
                         device_facts=device_facts, preset_name=preset_name,
                         convention=convention)
     for note in result.notes:
-        if note.startswith("preset ") or "pipeline floor" in note:
+        if note.startswith(("preset ", "pipeline: ")) or "pipeline floor" in note:
             click.echo(f"warning: {note}", err=True)
     result.write(output, overwrite=force)
     click.echo(f"{result.summary()}; wrote {output}")

@@ -15,13 +15,12 @@ from hilsim.simmodel.tuner.card import (
     ClockDomains,
     Setting,
     dl2_value,
-    intervals_within_latencies,
     list_entries,
     list_rows,
     partition_indexing,
-    pipeline_depths,
 )
 from hilsim.simmodel.tuner.intsolve import IntSearch
+from hilsim.simmodel.tuner.pipeline import intervals_within_latencies, pipeline_depths
 from hilsim.simmodel.tuner.rule import Knob, Slot
 
 

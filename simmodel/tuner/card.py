@@ -341,20 +341,6 @@ def write_card(
     return names
 
 
-#: GPGPU-Sim sizes each unit's pipeline by one entry of its list (``shader.cc``,
-#: ``shader_core_config::set_pipeline_latency``): an instruction whose latency exceeds it
-#: overruns the pipeline (measured: SIGSEGV). (list, depth entries, entries it must cover)
-PIPELINE_DEPTH: tuple[tuple[str, tuple[int, ...], tuple[int, ...]], ...] = (
-    ("-ptx_opcode_latency_fp", (1,), (0, 1, 2, 3)),
-    ("-ptx_opcode_latency_dp", (1,), (0, 1, 2, 3)),
-    ("-ptx_opcode_latency_int", (1, 5), (0, 1, 2, 3, 5)),
-)
-DEPTH_NOTE = (
-    "GPGPU-Sim sizes the unit's pipeline by its MAX entry (SHFL too for int; shader.cc "
-    "set_pipeline_latency): a longer latency overruns it, so MAX is raised to it"
-)
-
-
 def list_rows(base: CardConfig, option: str) -> list[dict[str, Any]]:
     """A list option's entries as report rows (entry name, value, kind ``base``)."""
     values = list_entries(base, option)
@@ -363,67 +349,3 @@ def list_rows(base: CardConfig, option: str) -> list[dict[str, Any]]:
          "base": v}
         for i, v in enumerate(values)
     ]
-
-
-def intervals_within_latencies(
-    base: CardConfig, lists: dict[str, list[dict[str, Any]]]
-) -> None:
-    """Lower a base card's initiation interval to its entry's tuned latency where the
-    latency came out below it: GPGPU-Sim starts an instruction at pipeline stage
-    ``latency - initiation_interval`` (``shader.cc``, ``pipelined_simd_unit::cycle``), a
-    negative index for an interval above its latency (measured: SIGSEGV). Intervals set
-    in the loop are kept at or below their latency there; this covers the entries whose
-    latency is measured and whose interval is not."""
-    for unit in ("int", "fp", "dp", "sfu"):
-        lat_option = f"-ptx_opcode_latency_{unit}"
-        if lat_option not in lists:
-            continue
-        ini_option = f"-ptx_opcode_initiation_{unit}"
-        rows = lists.get(ini_option) or list_rows(base, ini_option)
-        lats = lists[lat_option]
-        moved = False
-        for i, row in enumerate(rows):
-            if i >= len(lats) or row["kind"] == "measured":
-                continue
-            lat = int(float(lats[i]["value"]))
-            if int(float(row["value"])) > lat:
-                row.update(value=str(lat), kind="derived",
-                           note="a base interval above its entry's tuned latency crashes "
-                           "GPGPU-Sim (it starts the instruction at stage latency - "
-                           "interval): lowered to the latency")
-                moved = True
-        if moved:
-            lists[ini_option] = rows
-
-
-def pipeline_depths(base: CardConfig, lists: dict[str, list[dict[str, Any]]]) -> None:
-    """Raise each unit's depth entry (MAX) to its longest latency where a tuned entry
-    exceeds it; and the SFU's (``max(dp DIV, sfu)``) to the fp and int DIV entries."""
-    for option, depth, covered in PIPELINE_DEPTH:
-        rows = lists.get(option)
-        if rows is None:
-            continue
-        need = max(int(float(rows[i]["value"])) for i in covered if i < len(rows))
-        have = max(int(float(rows[i]["value"])) for i in depth if i < len(rows))
-        if need > have:
-            row = rows[depth[0]]
-            if row["kind"] == "measured":
-                row["note"] = (f"MAX measured {row['value']}, raised to {need}: {DEPTH_NOTE}")
-            row.update(value=str(need), kind="derived" if row["kind"] != "measured"
-                       else "measured")
-            row.setdefault("note", DEPTH_NOTE)
-    divs = [lists[o][4] for o in ("-ptx_opcode_latency_fp", "-ptx_opcode_latency_int")
-            if o in lists and len(lists[o]) > 4]
-    if not divs:
-        return
-    need = max(int(float(r["value"])) for r in divs)
-    for o in ("-ptx_opcode_latency_dp", "-ptx_opcode_latency_sfu"):
-        if o not in lists:
-            lists[o] = list_rows(base, o)
-    dp_div, sfu = lists["-ptx_opcode_latency_dp"][4], lists["-ptx_opcode_latency_sfu"][0]
-    if need > max(int(float(dp_div["value"])), int(float(sfu["value"]))):
-        target = dp_div if sfu["kind"] == "measured" else sfu
-        target.update(value=str(need), kind="derived" if target["kind"] == "base"
-                      else target["kind"],
-                      note="GPGPU-Sim runs every DIV on the SFU, whose pipeline is "
-                      "max(dp DIV, SFU) deep (shader.cc): raised to the longest DIV")

@@ -30,6 +30,7 @@ from hilsim.simmodel.tuner.overlay import (
     apply_ubench_output,
     put,
 )
+from hilsim.simmodel.tuner.pipeline import fit_emitted, refuse_unrunnable
 from hilsim.simmodel.tuner.result import TuneResult
 
 from hilsim.core import measurement_names as mn
@@ -117,7 +118,10 @@ def tune(
         result.options.append(
             chooser.choose(option_file(n), n, None, derived.get(n), printed.get(n))
         )
+    result.notes.extend(fit_emitted(result.options))
+    refuse_unrunnable({o.name: o.value for o in result.options}, "tune")
     return result
+
 
 
 def tune_files(

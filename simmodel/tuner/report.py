@@ -19,6 +19,7 @@ from typing import Any
 
 from hilsim.simmodel.accelsim import OptionLine
 from hilsim.simmodel.tuner.card import config_text, icnt_for, write_card
+from hilsim.simmodel.tuner.pipeline import refuse_unrunnable
 from hilsim.simmodel.tuner.search import LoopResult
 
 from hilsim.core.files import atomic_directory
@@ -122,6 +123,8 @@ def _icnt(result: LoopResult) -> tuple[str, str] | None:
 def write(result: LoopResult, folder: str | os.PathLike[str], overwrite: bool = False) -> Path:
     """The tuned card folder (``gpgpusim.config``, the files it names, ``tune-report.json``),
     written atomically."""
+    refuse_unrunnable({**result.base.options(), **{s.option: s.value for s in result.settings}},
+                      "tune --on-simulator")
     icnt = _icnt(result)
     with atomic_directory(folder, overwrite=overwrite) as tmp:
         write_card(tmp, result.base, card_text(result), icnt)

@@ -27,7 +27,7 @@ from typing import Any
 
 from hilsim.simmodel.tuner.conventions import unit_latency
 from hilsim.simmodel.tuner.dram import dram_timing
-from hilsim.simmodel.tuner.geometry import is_pow2, round_up_pow2
+from hilsim.simmodel.tuner.geometry import round_up_pow2
 from hilsim.simmodel.tuner.rule import (
     Knob,
     LatencyKind,
@@ -104,11 +104,22 @@ def _dl1(t: RuleInputs) -> OptionValue:
     pre = t.preset.option("-gpgpu_cache:dl1") if t.preset is not None else None
     policy = pre.value.split(",")[1] if pre else "L:T:m:L:L"
     tail = ",".join(pre.value.split(",")[3:]) if pre else "16:0,32"
-    return OptionValue(
-        f"S:{sets}:{line}:{assoc},{policy},A:{mshr}:{warps},{tail}",
-        note=f"write/alloc policy {policy} kept from the preset "
-        "(Accel-Sim's l1_config prints the pre-Volta L:L:m:N:L as a placeholder)",
-    )
+    notes = [f"write/alloc policy {policy} kept from the preset "
+             "(Accel-Sim's l1_config prints the pre-Volta L:L:m:N:L as a placeholder)"]
+    # the unified L1 (-gpgpu_unified_l1d_size, the rule below) must be a whole multiple of
+    # this cache's size (gpu-cache.h get_max_cache_multiplier asserts): H100's 256 KB
+    # less 228 KB of shared memory leaves 28 KB, which does not divide 256
+    unified_kb = t.int_of(L1_SIZE) // 1024
+    fits = [a for a in range(assoc, 0, -1)
+            if sets * a * line % 1024 == 0 and unified_kb % (sets * a * line // 1024) == 0]
+    if fits and fits[0] != assoc:
+        notes.append(f"ways {assoc} -> {fits[0]}: GPGPU-Sim asserts that sets x ways x line "
+                     f"({sets * assoc * line // 1024} KB) divides the unified L1 "
+                     f"({unified_kb} KB); the L1 a kernel gets is set at its launch from "
+                     "the unified size less its shared memory, whatever this size")
+        assoc = fits[0]
+    return OptionValue(f"S:{sets}:{line}:{assoc},{policy},A:{mshr}:{warps},{tail}",
+                       note="; ".join(notes))
 
 
 def _dl2(t: RuleInputs) -> OptionValue:
@@ -479,8 +490,11 @@ OPTION_RULES: tuple[OptionRule, ...] = _rules(
     OptionRule("-icnt_flit_size", (L2_SIZE, BUS, DRAM_TYPE), _const(40),
                "32 B L2 bank width + 8 B control (l2_config)", "l2_config"),
     OptionRule("-gpgpu_memory_partition_indexing", (L2_SIZE, BUS, DRAM_TYPE),
-               lambda t: 2 if (is_pow2(t.l2_banks) and t.l2_banks <= 64) else 0,
-               "2 (IPOLY) if banks is a power of two <= 64 else 0", "l2_config"),
+               lambda t: 2 if t.l2_banks in (16, 32, 64) else 0,
+               "2 (IPOLY) if banks is 16, 32 or 64 else 0", "l2_config",
+               doc="2 (IPOLY) if banks is 16, 32 or 64 (GPGPU-Sim's IPOLY hashes only "
+               "those; fewer assert, a count between powers of two loads some slices 1.5x) "
+               "else 0"),
     OptionRule("-gpgpu_cache:dl2", (L2_SIZE, BUS, DRAM_TYPE), _dl2,
                "per bank = L2/(2 x channels); 16-way if power of two else 24-way (l2_config)",
                "l2_config",
