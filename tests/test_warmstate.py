@@ -246,7 +246,8 @@ def test_dram_miss_latency_read_from_real_logs_and_cards() -> None:
     shipped = (data / "accelsim/SM7_QV100.gpgpusim.config").read_text()
     assert dram_miss_cycles(shipped) == pytest.approx(qv100)
     # tRCD and CL apart (every shipped card has them equal): the row read is their sum
-    differ = shipped + "\n-gpgpu_dram_timing_opt nbk=16:CCD=1:RRD=3:RCD=12:RAS=28:RP=12:RC=40:CL=20\n"
+    differ = shipped + ("\n-gpgpu_dram_timing_opt "
+                        "nbk=16:CCD=1:RRD=3:RCD=12:RAS=28:RP=12:RC=40:CL=20\n")
     assert dram_miss_cycles(differ) == pytest.approx(100 + (12 + 20) * 1132.0 / 850.0)
     # the H100 card runs GPGPU-Sim's simple DRAM model: a miss waits -dram_latency alone
     # (the mutant that adds its 19 + 19 DRAM cycles gives 218.2)
