@@ -393,14 +393,18 @@ def test_auto_reruns_only_the_samples_left_colder_and_stops_when_it_stops_helpin
 
 
 def test_auto_warmup_stays_within_its_budget() -> None:
+    """The first step (K = 1) is always tried; the budget bounds the longer ones. One
+    launch before the sample costs as much as the sample (100 ns each): at budget 0.5 K = 1
+    runs and K = 2 (200 ns more) is refused; at budget 10 K = 2 runs too (and, not
+    helping, is not kept). Mutant: the budget applied to K = 1 refuses it at 0.5."""
     from hilsim.analyzer.simulate import warm_run
 
-    runner = _StandInRunner({20: [300.0, 10.0]})
     ids = np.array([20])
-    # one launch before the sample costs as much as the sample: budget 0.5 refuses it
+    runner = _StandInRunner({20: [300.0, 10.0]})
     warm = warm_run(runner, parse_warmup("auto"), ids, np.ones(1), np.zeros(1),
-                     "l2_misses", _bundle(100), budget=0.5)
-    assert runner.lists == [[20]] and warm.preceding.tolist() == [0]
-    warm = warm_run(_StandInRunner({20: [300.0, 10.0]}), parse_warmup("auto"), ids,
-                     np.ones(1), np.zeros(1), "l2_misses", _bundle(100), budget=1.0)
-    assert warm.preceding.tolist() == [1]
+                    "l2_misses", _bundle(100), budget=0.5)
+    assert runner.lists == [[20], [20]] and warm.preceding.tolist() == [1]
+    runner = _StandInRunner({20: [300.0, 10.0]})
+    warm = warm_run(runner, parse_warmup("auto"), ids, np.ones(1), np.zeros(1),
+                    "l2_misses", _bundle(100), budget=10.0)
+    assert runner.lists == [[20], [20], [20]] and warm.preceding.tolist() == [1]
