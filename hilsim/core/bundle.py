@@ -124,7 +124,9 @@ def manifest_digest(manifest: dict[str, Any]) -> str:
 
     Written as ``manifest["digest"]`` and checked on read, so an edited
     fact (``n_launches``, a file's size or sha256, the device) is caught even when the
-    files it describes are untouched.
+    files it describes are untouched. Like the files' sha256 it is an integrity checksum
+    against accidental damage, not a signature: it is unkeyed, anyone can recompute it
+    (docs/limits.md, "What a bundle promises").
     """
     facts = {key: value for key, value in manifest.items() if key != "digest"}
     text = json.dumps(facts, sort_keys=True, separators=(",", ":"), default=str)
@@ -336,6 +338,15 @@ def _parquet_footer(path: Path, data: pa.Buffer | None, expected: int | None = N
         raise HilsimError(f"{path}: cannot read parquet ({exc})") from exc
     size = len(data) if data is not None else path.stat().st_size
     rows = int(meta.num_rows)
+    grouped = sum(int(meta.row_group(g).num_rows) for g in range(meta.num_row_groups))
+    if grouped != rows or any(
+        meta.row_group(g).num_rows < 0 for g in range(meta.num_row_groups)
+    ):
+        # the reader materialises the row groups' rows, whatever the file-level count says
+        raise HilsimError(
+            f"{path}: the parquet footer says {rows} rows but its row groups hold {grouped} "
+            "(file rewritten or damaged)"
+        )
     if rows > limits.value("max_rows_per_byte") * max(size, 1):
         raise limits.exceeded(
             path, "max_rows_per_byte", f"{rows} rows in a {size}-byte file"
@@ -465,6 +476,41 @@ def _constant_int_columns(meta: Any, wanted: list[str]) -> dict[str, int]:
     return out
 
 
+#: rows decoded at a time when constant columns are checked against their pages
+_CHECK_BATCH_ROWS = 1 << 16
+
+
+def _check_constant_columns(
+    path: Path, source: Any, meta: Any, constants: dict[str, int]
+) -> None:
+    """Check that each column of ``constants`` holds its one value in every row, as the
+    footer's statistics claim: statistics are a hint a tool (or an edit) may get wrong,
+    and a column taken from them is never decoded otherwise. The columns are decoded a
+    batch at a time (memory of :data:`_CHECK_BATCH_ROWS` rows, delta-encoded pages decode
+    at ~1 ns per value), and a disagreement is one line naming the first row."""
+    import pyarrow.compute as pc  # lazy: with pyarrow.parquet, only where bundles are read
+    import pyarrow.parquet as pq  # lazy: a plan from a CSV reads no Parquet
+
+    handle = pq.ParquetFile(source, metadata=meta)
+    first = 0
+    for batch in handle.iter_batches(
+        batch_size=_CHECK_BATCH_ROWS, columns=list(constants), use_threads=False
+    ):
+        for name, value in constants.items():
+            column = batch.column(name)
+            differs = pc.fill_null(pc.not_equal(column, pa.scalar(value, column.type)), True)
+            if pc.any(differs).as_py():
+                at = int(np.flatnonzero(differs.to_numpy(zero_copy_only=False))[0])
+                held = column[at].as_py()
+                raise HilsimError(
+                    f"{path}: row {first + at}: column {name} holds "
+                    f"{'null' if held is None else held} where the parquet footer's "
+                    f"statistics say every row holds {value} (statistics rewritten or "
+                    "damaged; re-import the profile)"
+                )
+        first += batch.num_rows
+
+
 def _with_constant_columns(
     frame: pd.DataFrame, constants: dict[str, int], order: list[str], schema: pa.Schema
 ) -> pd.DataFrame:
@@ -506,7 +552,6 @@ def _read_parquet(
 
     meta = _parquet_footer(path, data, expected_rows)
     source: Any = pa.BufferReader(data) if data is not None else path
-    del data  # (the caller passed its only reference) so the bytes go once parsed
     try:
         schema = meta.schema.to_arrow_schema()
         if launches:
@@ -520,8 +565,17 @@ def _read_parquet(
             constants = _constant_int_columns(meta, wanted)
             if constants:
                 order, columns = wanted, [c for c in wanted if c not in constants]
+                checked = pa.BufferReader(data) if data is not None else path
+                _check_constant_columns(path, checked, meta, constants)
+                del checked
+        del data  # (the caller passed its only reference) so the bytes go once parsed
         tables = [pq.read_table(source, columns=columns)]
         del source
+        if tables[0].num_rows != meta.num_rows:
+            raise HilsimError(
+                f"{path}: holds {tables[0].num_rows} rows where its parquet footer says "
+                f"{meta.num_rows} (file rewritten or damaged)"
+            )
         frame = _table_to_frame(tables.pop())  # hands over the only reference
         if not constants:
             return frame
