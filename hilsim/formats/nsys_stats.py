@@ -217,10 +217,11 @@ def _numbers(
 
 
 def _device_numbers(values: pd.Series) -> pd.Series:
-    """``"NVIDIA A100 (0)"`` -> 0, ``"3"`` -> 3; anything else -> NaN."""
+    """``"NVIDIA A100 (0)"`` -> 0, ``"3"`` -> 3; anything else -> NaN. Floats, as every
+    number column of the CSV readers (a device number past 2^53 rounds alike in each)."""
     text = values.fillna("").astype(str).str.strip()
     digits = text.str.extract(r"(?:^|\()\s*(\d+)\s*\)?\s*$", expand=False)
-    return pd.to_numeric(digits, errors="coerce")
+    return pd.to_numeric(digits, errors="coerce").astype(float)
 
 
 def _triples(path: Path, values: pd.Series, column: str, line_numbers: np.ndarray) -> pd.DataFrame:

@@ -19,6 +19,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests import reliability_inputs as inputs
+from tests.csv_agreement import assert_line_breaks_agree, assert_readers_agree
+from tests.fuzz.csv_files import gpu_trace_csv
 from tests.fuzz.promise import check_import
 from tests.fuzz.strategies import (
     byte_mutations,
@@ -93,6 +95,21 @@ def test_fuzz_nsys_csv_cells(data):
         cells[column] = data.draw(cell_text).replace(",", ";").replace("\n", " ")
         lines[row] = ",".join(cells) + quote + name
     _import_bytes("trace.csv", ("\n".join(lines) + "\n").encode("utf-8", "surrogatepass"))
+
+
+@fuzz_settings(40)
+@given(gpu_trace_csv(), st.sampled_from(["\n", "\r\n", "\r"]), st.sampled_from([64, 300, 4096]))
+def test_fuzz_csv_readers_agree(text, newline, block_bytes):
+    """Generated nsys CSVs (cells past int64, hexadecimal, ``nan``, quoted line breaks)
+    in one line-break style: every reader gives the exact reader's launches or refusal,
+    the streaming import (blocks of ``block_bytes``) the in-memory import's bundle, and
+    the file's ``\\n``, ``\\r\\n`` and ``\\r`` copies import alike."""
+    with tempfile.TemporaryDirectory(prefix="hilsim-fuzz-") as folder:
+        source = Path(folder) / "generated_cuda_gpu_trace.csv"
+        source.write_bytes(text.replace("\n", newline).encode("utf-8"))
+        assert_readers_agree(source, block_bytes=block_bytes)
+        check_import(source, Path(folder))
+        assert_line_breaks_agree(Path(folder) / "styles_cuda_gpu_trace.csv", text)
 
 
 @fuzz_settings(30)
