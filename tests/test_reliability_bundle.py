@@ -209,6 +209,11 @@ def test_another_bundles_launches_refused(capsys, bundle, tmp_path):
         (lambda f: f.assign(start_ns=f["start_ns"].astype(str)), "start_ns must be integers"),
         (lambda f: f.assign(grid_x=f["grid_x"].astype(float)), "grid_x must be integers"),
         (lambda f: f.assign(name=f["name"].cat.codes), "name must be text"),
+        (lambda f: f.assign(duration_ns=f["duration_ns"].astype("uint64")),
+         "duration_ns must be signed integers"),
+        (lambda f: f.assign(grid_x=f["grid_x"].astype("UInt64")), "grid_x must be signed"),
+        (lambda f: f.assign(launch_id=f["launch_id"].astype("uint32")),
+         "launch_id must be signed"),
     ],
 )
 def test_column_types_checked(capsys, bundle, mutate, words):

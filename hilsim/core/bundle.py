@@ -368,8 +368,17 @@ _INT_COLUMNS = ("launch_id", "duration_ns")
 
 
 def _check_launch_types(table_schema: pa.Schema, source: Path) -> None:
+    """Column types of a launches table, from the schema: integer columns are signed (the
+    contract's int64; an unsigned column holds values past 2^63 that numpy arithmetic
+    mixes with int64 into floats or refuses), names are text."""
     for name in table_schema.names:
         kind = table_schema.field(name).type
+        if (name in _INT_COLUMNS or name in OPTIONAL_INT_COLUMNS) and (
+            pa.types.is_unsigned_integer(kind)
+        ):
+            raise HilsimError(
+                f"{source}: column {name} must be signed integers (int64), got {kind}"
+            )
         if name in _INT_COLUMNS and not pa.types.is_integer(kind):
             raise HilsimError(f"{source}: column {name} must be integers, got {kind}")
         if name in OPTIONAL_INT_COLUMNS and not (
