@@ -147,6 +147,11 @@ def finish_manifest(folder: Path, manifest: dict[str, Any], n_launches: int) -> 
     and the digest of the facts; return the manifest as a reader gets it back."""
     manifest = dict(manifest)
     manifest.setdefault("schema", BUNDLE_SCHEMA)
+    files = manifest.get("source", {}).get("files") if isinstance(
+        manifest.get("source"), dict) else None
+    check_manifest_sections(
+        manifest, files[0] if isinstance(files, list) and files else folder / MANIFEST
+    )
     manifest["files"] = {
         item.name: {"sha256": _sha256(item), "bytes": item.stat().st_size}
         for item in sorted(folder.iterdir())
@@ -198,12 +203,7 @@ def _read_manifest(folder: Path) -> dict[str, Any]:
     manifest = read_json(manifest_path, BUNDLE_SCHEMA)
     if not isinstance(manifest.get("files"), dict):
         raise HilsimError(f"{manifest_path}: no 'files' section with sha256 digests")
-    for key, kind in _MANIFEST_SECTIONS.items():
-        if key in manifest and not isinstance(manifest[key], kind):
-            raise HilsimError(
-                f"{manifest_path}: {key!r} must be a JSON {_JSON_KIND[kind]}, "
-                f"got {type(manifest[key]).__name__}"
-            )
+    check_manifest_sections(manifest, manifest_path)
     for name, entry in manifest["files"].items():
         if not (
             isinstance(entry, dict)
@@ -235,6 +235,18 @@ _MANIFEST_SECTIONS: dict[str, type] = {
     "warnings": list,
 }
 _JSON_KIND: dict[type, str] = {dict: "object", list: "array"}
+
+
+def check_manifest_sections(manifest: dict[str, Any], where: object) -> None:
+    """Each section of :data:`_MANIFEST_SECTIONS` present has its JSON type; one line
+    naming ``where`` otherwise. Checked on read and before a manifest is written, so no
+    bundle is written that its readers refuse."""
+    for key, kind in _MANIFEST_SECTIONS.items():
+        if key in manifest and not isinstance(manifest[key], kind):
+            raise HilsimError(
+                f"{where}: {key!r} must be a JSON {_JSON_KIND[kind]}, "
+                f"got {type(manifest[key]).__name__}"
+            )
 
 
 def _verify_files(folder: Path, manifest: dict[str, Any]) -> None:
