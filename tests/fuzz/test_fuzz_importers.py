@@ -149,6 +149,7 @@ def test_fuzz_kineto_event_fields(data):
 
 _CUPTI_FIELDS = ("name", "start", "end", "correlation_id", "device_id", "stream_id", "grid_x",
                  "block_x", "registers_per_thread", "kind", "thread_id")
+_CUPTI_HEADER_FIELDS = ("device", "tool", "complete", "reason", "unclosed_ranges")
 
 
 @fuzz_settings(50)
@@ -156,9 +157,11 @@ _CUPTI_FIELDS = ("name", "start", "end", "correlation_id", "device_id", "stream_
 def test_fuzz_cupti_record_fields(data):
     lines = _cupti_seed().decode().splitlines()
     for _ in range(data.draw(st.integers(1, 3))):
-        row = data.draw(st.integers(1, len(lines) - 1))
+        row = data.draw(st.integers(0, len(lines) - 1))  # 0: the header
         record = json.loads(lines[row])
-        record[data.draw(st.sampled_from(_CUPTI_FIELDS))] = data.draw(json_values)
+        fields = _CUPTI_HEADER_FIELDS if row == 0 else _CUPTI_FIELDS
+        record[data.draw(st.sampled_from(fields))] = data.draw(
+            st.one_of(json_values, st.floats(-1e6, 1e6).filter(lambda v: not v.is_integer())))
         lines[row] = json.dumps(record)
     _import_bytes("r.cupti.jsonl", ("\n".join(lines) + "\n").encode())
 
