@@ -121,6 +121,37 @@ def test_tune_device_facts_no_gpu_has_refused(facts, words, tmp_path: Path) -> N
     assert code == 2 and "bench.json: device" in lines[0] and words in lines[0], lines
 
 
+@pytest.mark.parametrize(
+    "field,value,words",
+    [
+        ("samples", 10**19, "samples: a count must be"),  # once an OverflowError
+        ("samples", 10**9, "samples: a count must be"),  # once 8 GB of NaN samples
+        ("samples", -3, "samples: a count must be"),
+        ("value", 1e-300, "not a clock a GPU runs at"),  # rounds to 0 MHz in the card
+        ("value", 1e9, "not a clock a GPU runs at"),
+    ],
+)
+@pytest.mark.parametrize("on_simulator", [False, True])
+def test_tune_measurements_one_line(field, value, words, on_simulator, tmp_path: Path,
+                                    monkeypatch) -> None:
+    from hilsim.simmodel.tuner import search  # the module that would look for a build
+
+    monkeypatch.setattr(search, "find_build", lambda: None)
+    document = json.loads(MICROBENCH.read_text())
+    row = next(i for i, m in enumerate(document["measurements"])
+               if m["unit"] == "MHz" or field == "samples")
+    document["measurements"][row].update({field: value, "valid": True, "value":
+                                          document["measurements"][row]["value"] or 1380.0})
+    document["measurements"][row][field] = value
+    bench = tmp_path / "bench.json"
+    bench.write_text(json.dumps(document))
+    extra = ["--on-simulator"] if on_simulator else []
+    code, lines, _ = run_cli(["tune", str(bench), *extra, "-o", str(tmp_path / "t")],
+                             bench.stat().st_size)
+    assert code == 2 and f"measurements[{row}]" in lines[0] and words in lines[0], lines
+    assert not (tmp_path / "t").exists()
+
+
 def test_a_bad_utf8_cupti_record_names_its_line(tmp_path: Path) -> None:
     records = inputs.cupti_records(tmp_path)
     lines = records.read_bytes().split(b"\n")

@@ -42,12 +42,21 @@ def tuner_measurements(
                 f"{where}[{i}]: unknown measurement name {m.name!r} "
                 "(see hilsim/core/measurement_names.py)"
             )
-        if m.value is None or not math.isfinite(m.value) or m.value <= 0:
-            raise HilsimError(f"{at}: value {m.value!r} is not a positive number")
+        check_measurement_value(m, at)
         if m.unit != mn.unit_of(m.name):
             raise HilsimError(f"{at}: unit {m.unit!r}, expected {mn.unit_of(m.name)!r}")
         out.append(m)
     return out
+
+
+def check_measurement_value(m: Measurement, at: str) -> None:
+    """A valid row's value: a positive finite number, and a clock (MHz) one a GPU runs at
+    (a clock that rounds to 0 MHz makes a card the simulator never finishes on)."""
+    if m.value is None or not math.isfinite(m.value) or m.value <= 0:
+        raise HilsimError(f"{at}: value {m.value!r} is not a positive number")
+    if m.unit == "MHz" and not 1 <= m.value <= 100_000:
+        raise HilsimError(f"{at}: value {m.value!r} MHz is not a clock a GPU runs at "
+                          "(1..100000 MHz)")
 
 
 def read_microbench(path: str | os.PathLike[str]) -> tuple[list[Measurement], dict[str, Any]]:
