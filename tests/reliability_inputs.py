@@ -19,6 +19,7 @@ SQLITE = DATA / "nsys-sqlite" / "casio-nerf-a100.nsys.sqlite"
 KINETO = DATA / "kineto" / "hta-v100-ns-resolution.trace.json.gz"
 WIDE = DATA / "casio" / "casio-kernel-durations.csv"
 NCU_RAW = DATA / "ncu" / "decodebench_flashinfer_b1_ctx4k_raw_2025.csv"
+MICROBENCH_QV100 = DATA / "microbench" / "gpgpusim" / "SM7_QV100.microbench.json"
 
 
 def csv_lines() -> list[str]:
