@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import stat
 import tarfile
 import tempfile
@@ -298,6 +299,44 @@ def test_fuzz_tune_inputs(data, on_simulator):
             assert found and all(float(x) >= 1 for x in found.group(1).split(":")), found
             clusters = re.search(r"-gpgpu_n_clusters\s+(\d+)", card)
             assert clusters and 1 <= int(clusters.group(1)) <= 4096, clusters
+
+
+# ------------------------------------------------------------- a simulate folder's samples
+
+_SAMPLE_COLUMNS = ("launch_id", "weight", "kernel", "cycles", "state_variance", "dram_reads")
+
+
+@fuzz_settings(12)
+@given(st.data())
+def test_fuzz_simulate_folder_samples(data):
+    """``validate --sim FOLDER`` on a ``samples.csv`` with edited cells (or rows dropped
+    or repeated): a report whose simulated figures are finite, or one line."""
+    import json
+
+    with tempfile.TemporaryDirectory(prefix="hilsim-fuzz-samples-") as folder:
+        sim = Path(folder) / "sim"
+        shutil.copytree(EXAMPLE / "sims" / "stem-reference", sim)
+        lines = (sim / "samples.csv").read_text().splitlines()
+        header = lines[0].split(",")
+        for _ in range(data.draw(st.integers(1, 3))):
+            row = data.draw(st.integers(1, len(lines) - 1))
+            if data.draw(st.integers(0, 4)) == 0:
+                lines.insert(row, lines[row])  # a launch repeated
+                continue
+            cells = lines[row].split(",")
+            column = header.index(data.draw(st.sampled_from(_SAMPLE_COLUMNS)))
+            cells[column] = data.draw(st.one_of(numbers.map(str), st.sampled_from(NASTY_TEXT)))
+            lines[row] = ",".join(c.replace(",", ";").replace("\n", " ") for c in cells)
+        (sim / "samples.csv").write_text("\n".join(lines) + "\n")
+        output = Path(folder) / "rep"
+        code, _, _ = run_cli(["validate", "--silicon", str(EXAMPLE / "reference.bundle"),
+                              "--plan", str(EXAMPLE / "plans" / "stem.json"), "--sim",
+                              str(sim), "-o", str(output)], 0)
+        if code == 2:
+            check_no_output(output)
+        else:
+            text = "".join(p.read_text() for p in output.rglob("*.json"))
+            json.loads(text or "{}", parse_constant=pytest.fail)
 
 
 # ------------------------------------------------------------- input and output paths
