@@ -301,6 +301,36 @@ def test_fuzz_tune_inputs(data, on_simulator):
             assert clusters and 1 <= int(clusters.group(1)) <= 4096, clusters
 
 
+# ------------------------------------------------------------- gzip inputs
+
+@fuzz_settings(40)
+@given(st.lists(st.tuples(st.integers(0, 3 << 20), st.sampled_from([b"\0", b"ab\n", b"x"])),
+                min_size=1, max_size=3),
+       st.sampled_from(["", "truncate", "garbage", "zeros"]))
+def test_fuzz_gzip_members(members, damage):
+    """Any run of gzip members (each possibly past one inflation block), damaged or not:
+    the members' bytes joined, or one :class:`HilsimError`; never a hang."""
+    import gzip
+
+    from hilsim.core import inputs as core_inputs
+
+    want = b"".join(unit * (size // len(unit)) for size, unit in members)
+    data = b"".join(gzip.compress(unit * (size // len(unit)), compresslevel=1)
+                    for size, unit in members)
+    if damage == "truncate":
+        data = data[: max(len(data) - 9, 1)]
+    elif damage == "garbage":
+        data += b"garbage"
+    elif damage == "zeros":
+        data += b"\0" * 64
+    try:
+        got = core_inputs.inflate(data, "fuzz.log.gz")
+    except HilsimError as exc:
+        assert "\n" not in str(exc) and damage in ("truncate", "garbage", "") , exc
+        return
+    assert got == want and damage in ("", "zeros")
+
+
 # ------------------------------------------------------------- a simulate folder's samples
 
 _SAMPLE_COLUMNS = ("launch_id", "weight", "kernel", "cycles", "state_variance", "dram_reads")
