@@ -150,10 +150,31 @@ def check_sqlite_file(path: Path) -> None:
         )
 
 
-def connect_read_only(path: Path) -> sqlite3.Connection:
-    """The database opened read-only (``mode=ro``); one-line error when SQLite refuses."""
+def read_only_uri(path: Path) -> str:
+    """The URI that opens ``path`` read-only without writing beside it: ``immutable=1``
+    (no locks, no ``-shm``/``-wal`` files: ``mode=ro`` alone makes SQLite create both
+    beside a WAL-mode database). A write-ahead log beside the file holds transactions the
+    file itself lacks, which an immutable read would miss: refused in one line."""
+    wal = path.with_name(path.name + "-wal")
     try:
-        conn = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True)
+        pending = wal.stat().st_size > 0
+    except OSError:
+        pending = False
+    if pending:
+        raise HilsimError(
+            f"{path}: a write-ahead log ({wal.name}) beside it holds transactions not yet in "
+            "the database; checkpoint it (open it once with sqlite3 and close it) or copy "
+            "both, then import"
+        )
+    return f"file:{quote(str(path))}?mode=ro&immutable=1"
+
+
+def connect_read_only(path: Path) -> sqlite3.Connection:
+    """The database opened read-only (:func:`read_only_uri`); one-line error when SQLite
+    refuses."""
+    uri = read_only_uri(path)
+    try:
+        conn = sqlite3.connect(uri, uri=True)
     except sqlite3.Error as exc:
         raise HilsimError(f"{path}: cannot open SQLite database ({exc})") from exc
     # nsys stores some environment blobs that are not UTF-8; never fail on a name
@@ -430,8 +451,9 @@ def _adbc_frames(path: Path, sql: str, chunk_rows: int | None) -> Iterator[pd.Da
         from adbc_driver_sqlite import dbapi  # lazy: only the SQLite import reads through it
     except ImportError:
         return None
+    uri = read_only_uri(path)
     try:
-        conn = dbapi.connect(f"file:{quote(str(path))}?mode=ro")
+        conn = dbapi.connect(uri)
     except Exception:  # noqa: BLE001 (any failure: the sqlite3 reader words it)
         return None
 
