@@ -196,10 +196,15 @@ def test_fuzz_sqlite_kernel_fields(data):
             if data.draw(st.booleans()):
                 conn.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT * FROM "
                              "CUPTI_ACTIVITY_KIND_KERNEL LIMIT 50")
+            if data.draw(st.booleans()):
+                conn.execute("PRAGMA journal_mode=WAL")  # a reader must not write -shm/-wal
             conn.commit()
         finally:
             conn.close()
+        before = sorted(p.name for p in Path(folder).iterdir())
         check_import(source, Path(folder))
+        after = sorted(p.name for p in Path(folder).iterdir() if p.name != "out")
+        assert after == before, "the import wrote beside its input"
 
 
 @cache
