@@ -196,9 +196,9 @@ def test_fuzz_sqlite_kernel_fields(data):
             if data.draw(st.booleans()):
                 conn.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT * FROM "
                              "CUPTI_ACTIVITY_KIND_KERNEL LIMIT 50")
-            if data.draw(st.booleans()):
-                conn.execute("PRAGMA journal_mode=WAL")  # a reader must not write -shm/-wal
             conn.commit()
+            if data.draw(st.booleans()):  # (outside a transaction, where it takes effect)
+                conn.execute("PRAGMA journal_mode=WAL")  # a reader must not write -shm/-wal
         finally:
             conn.close()
         before = sorted(p.name for p in Path(folder).iterdir())
