@@ -6,7 +6,8 @@ folder) in its own process group, with the build's environment
 (:meth:`~hilsim.simmodel.gpgpusim.build.SimBuild.env`). Its stdout and stderr go to
 ``sim.log``, line-buffered through ``stdbuf`` where present: GPGPU-Sim prints with C stdio,
 which is block-buffered into a file, and an ``abort()`` would otherwise lose its last
-message. A timeout kills the whole group; a timeout, crash, abort or non-zero exit is one
+message. A timeout kills the whole group, and the program dies with the process that started it
+(even one killed by SIGKILL); a timeout, crash, abort or non-zero exit is one
 :class:`HilsimError` line that names the log. While the program runs, ``progress`` (when
 given) is called about once a second with the number of kernels finished so far and the
 simulated cycles (``gpu_tot_sim_cycle``) read from the growing log.
@@ -194,6 +195,29 @@ def _wait(proc: subprocess.Popen, timeout_s: float, log: Path,
         return rc
 
 
+def _set_parent_death_signal() -> None:
+    """In the forked child, before ``exec``: SIGKILL when the thread that started it dies
+    (``prctl(PR_SET_PDEATHSIG)``), also by SIGKILL, which no handler sees."""
+    import ctypes  # lazy: only where setpriv is missing
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+
+
+def spawn_dying_with_parent(argv: Sequence[str], **popen: Any) -> subprocess.Popen:
+    """``subprocess.Popen(argv, **popen)`` whose process is killed when this one dies
+    (even by SIGKILL, which leaves no handler a chance to kill it): the parent-death
+    signal set by ``setpriv --pdeathsig KILL`` (util-linux), which then ``exec``s the
+    program (the signal survives ``exec``), or by ``prctl`` before ``exec`` where setpriv
+    is missing. The signal is tied to the thread that starts the process, which waits
+    for it (:func:`run_program`) and so outlives it."""
+    setpriv = shutil.which("setpriv")
+    if setpriv:
+        return subprocess.Popen([setpriv, "--pdeathsig", "KILL", "--", *argv], **popen)
+    return subprocess.Popen(list(argv), preexec_fn=_set_parent_death_signal,  # noqa: PLW1509
+                            **popen)
+
+
 def run_program(
     argv: Sequence[str | os.PathLike[str]],
     card: str | os.PathLike[str] | CardConfig,
@@ -232,7 +256,7 @@ def run_program(
     what = f"{Path(cmd[0]).name} on {cfg.name}"
     started = time.monotonic()
     with log.open("wb") as out:
-        proc = subprocess.Popen(
+        proc = spawn_dying_with_parent(  # a killed caller takes the simulation with it
             full,
             cwd=run,
             stdout=out,
