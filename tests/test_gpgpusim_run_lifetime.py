@@ -53,3 +53,42 @@ def test_the_program_dies_with_a_parent_killed_by_sigkill(how: str) -> None:
         parent.wait()
         if "child" in locals() and not _dead(child):
             os.kill(child, signal.SIGKILL)
+
+
+POOL = """
+import sys, time
+from concurrent.futures import ThreadPoolExecutor
+from hilsim.simmodel.gpgpusim.run import (
+    simulations_interruptible, spawn_dying_with_parent, tracked)
+
+def simulate(_):
+    proc = spawn_dying_with_parent(["sleep", "120"], start_new_session=True)
+    with tracked(proc):
+        return proc.wait()
+
+try:
+    with ThreadPoolExecutor(max_workers=2) as pool, simulations_interruptible():
+        futures = [pool.submit(simulate, i) for i in range(2)]
+        time.sleep(0.5)
+        print("running", flush=True)
+        [f.result() for f in futures]
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_stops_simulations_run_from_pool_threads(signum: int) -> None:
+    """As ``tune --on-simulator`` runs them: the signal kills every running simulation, so
+    the pool's threads return and the command ends at once (it once waited for them)."""
+    parent = subprocess.Popen([sys.executable, "-c", POOL], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert parent.stdout.readline().strip() == "running"
+        began = time.monotonic()
+        parent.send_signal(signum)
+        out, _ = parent.communicate(timeout=20)
+        assert "interrupted" in out and time.monotonic() - began < 10
+    finally:
+        parent.kill()
+        parent.wait()

@@ -23,7 +23,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -175,6 +175,48 @@ def _terminate_as_interrupt() -> Any:
             signal.signal(sig, handler)
 
 
+#: the simulations this process runs now (from any thread), for :func:`kill_running`
+_RUNNING: set[subprocess.Popen] = set()
+_RUNNING_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def tracked(proc: subprocess.Popen) -> Iterator[subprocess.Popen]:
+    """``proc`` (the leader of its own process group) known to :func:`kill_running` while
+    the block runs."""
+    with _RUNNING_LOCK:
+        _RUNNING.add(proc)
+    try:
+        yield proc
+    finally:
+        with _RUNNING_LOCK:
+            _RUNNING.discard(proc)
+
+
+def kill_running() -> None:
+    """SIGKILL the process group of every simulation this process runs now: the worker
+    threads waiting on them see the kill and return."""
+    with _RUNNING_LOCK:
+        running = list(_RUNNING)
+    for proc in running:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def simulations_interruptible() -> Iterator[None]:
+    """Around a pool of threads that run simulations: Ctrl-C or SIGTERM (raised as
+    KeyboardInterrupt in the main thread), or any error, kills every running simulation
+    before the pool waits for its threads (which would otherwise wait for each simulation
+    to end). Enter it inside the pool's ``with`` so it exits first."""
+    with _terminate_as_interrupt():
+        try:
+            yield
+        except BaseException:
+            kill_running()
+            raise
+
+
 def _wait(proc: subprocess.Popen, timeout_s: float, log: Path,
           progress: Callable[[int, float], None] | None) -> int:
     """``proc.wait(timeout_s)``, calling ``progress`` about once a second meanwhile."""
@@ -266,7 +308,7 @@ def run_program(
             start_new_session=True,
         )
         try:
-            with _terminate_as_interrupt():
+            with _terminate_as_interrupt(), tracked(proc):
                 rc = _wait(proc, timeout_s, log, progress)
         except BaseException as exc:
             with contextlib.suppress(ProcessLookupError):
