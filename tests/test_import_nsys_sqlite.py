@@ -482,3 +482,26 @@ def test_a_pending_write_ahead_log_is_refused(tmp_path: Path) -> None:
         assert "write-ahead log (wal.sqlite-wal)" in message, message
     finally:
         writer.close()
+
+
+@pytest.mark.parametrize(
+    "schema,words",
+    [
+        ("ALTER TABLE StringIds RENAME TO StringIdsStored; "
+         "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, stored TEXT, value TEXT GENERATED "
+         "ALWAYS AS (printf('%.*c', 100000, 'x')) VIRTUAL); "
+         "INSERT INTO StringIds (id, stored) SELECT id, value FROM StringIdsStored",
+         "column StringIds.value is computed as it is read"),
+    ],
+)
+def test_values_computed_as_read_are_refused(tmp_path: Path, schema: str, words: str) -> None:
+    """A small export whose ``StringIds.value`` is a virtual generated column once asked
+    for gigabytes per name: refused from the schema before any row is read."""
+    import shutil
+
+    path = tmp_path / "computed.sqlite"
+    shutil.copy(NERF, path)
+    with sqlite3.connect(path) as conn:
+        conn.executescript(schema)
+    conn.close()
+    assert words in _one_line_error(path)

@@ -192,10 +192,24 @@ def _query(conn: sqlite3.Connection, sql: str) -> pd.DataFrame:
     return pd.read_sql_query(sql, conn)
 
 
-def table_names(conn: sqlite3.Connection) -> dict[str, str]:
-    """Lower-cased table name -> name as stored."""
-    rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
-    return {str(name).lower(): str(name) for (name,) in rows}
+def table_names(conn: sqlite3.Connection, source: Path | None = None) -> dict[str, str]:
+    """Lower-cased table name -> name as stored. With ``source``, a table whose values
+    are computed as they are read is refused in one line naming it: a virtual table or a
+    virtual generated column (``GENERATED ALWAYS AS (...)``), which a few KB of schema
+    can make yield gigabytes per row; Nsight Systems writes neither."""
+    rows = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall()
+    if source is not None:
+        for name, sql in rows:
+            if str(sql or "").lstrip().upper().startswith("CREATE VIRTUAL"):
+                raise HilsimError(f"{source}: table {name} is a virtual table (computed as "
+                                  "read; not an Nsight Systems export)")
+            computed = [str(row[1]) for row in
+                        conn.execute(f'PRAGMA table_xinfo("{name}")').fetchall()
+                        if row[6] == 2]  # hidden 2: a virtual generated column
+            if computed:
+                raise HilsimError(f"{source}: column {name}.{computed[0]} is computed as it "
+                                  "is read (a generated column; not an Nsight Systems export)")
+    return {str(name).lower(): str(name) for (name, _sql) in rows}
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
@@ -741,7 +755,7 @@ def read_nsys_sqlite(path: str | Path) -> NsysSqliteProfile:
     check_sqlite_file(source)
     conn = connect_read_only(source)
     try:
-        tables = table_names(conn)
+        tables = table_names(conn, source)
         frame = _read_kernels(conn, tables, source)
         nvtx = read_nvtx(conn, tables)
         meta = export_meta(conn, tables)

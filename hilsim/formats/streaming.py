@@ -481,7 +481,7 @@ def _import_sqlite(source: Path, folder: Path, chunk_rows: int) -> dict[str, Any
     nsys_sqlite.check_sqlite_file(source)
     conn = nsys_sqlite.connect_read_only(source)
     try:
-        tables = nsys_sqlite.table_names(conn)
+        tables = nsys_sqlite.table_names(conn, source)
         nsys_sqlite.kernel_query(conn, tables, source)  # the missing-table errors first
         nvtx_frame = nsys_sqlite.read_nvtx(conn, tables)
         regions, nvtx = None, None
