@@ -35,8 +35,10 @@ list) and ``simulate.json`` (the :class:`SimulationResult` :func:`simulate_plan`
 returns), and the warm run's
 visualizer log when the card writes one (``hilsim pkp --gpgpusim-log OUT``). The simulator
 runs in a
-temporary folder outside ``OUT``: nothing in ``OUT`` is removed or half-written; files of a
-previous simulation there are replaced only with ``force``. A failed run's folder is kept
+temporary folder outside ``OUT``; the outputs are written into a temporary folder beside
+``OUT`` that replaces it in one exchange, under a lock on ``OUT``: ``OUT`` always holds one
+whole simulation (a previous one is replaced only with ``force``), other files in it are
+kept, and a second ``simulate -o OUT`` meanwhile refuses. A failed run's folder is kept
 and named in the error.
 """
 
@@ -78,7 +80,7 @@ from hilsim.simmodel.gpgpusim.warmup import cold_options, warm_options
 
 from hilsim.core.bundle import Bundle
 from hilsim.core.errors import HilsimError
-from hilsim.core.files import write_text_atomic
+from hilsim.core.files import atomic_directory, output_lock, write_text_atomic
 from hilsim.core.plan import (
     Plan,
     Warmup,
@@ -351,7 +353,7 @@ def simulate_plan(
         result.workers, result.scheduler = workers, scheduler
         result.processes = sum(len(r.logs) or 1 for r in runner.runs)
         result.notes = card_notes(bundle, card, runner.runs[0].run.overrides)
-        _write_outputs(out_dir, plan, spec, k, warm, cold, placement, result)
+        _write_outputs(out_dir, plan, spec, k, warm, cold, placement, result, force)
     except HilsimError:
         runner.cleanup(keep_logs=True)  # a failed run's log stays: the error names it
         raise
@@ -647,42 +649,70 @@ def _result(plan: Plan, plan_path: Path, spec: Warmup, k: int, runner: ListRunne
     )
 
 
+def _is_simulation_file(name: str) -> bool:
+    """A file a simulation writes into ``OUT`` (module doc)."""
+    return (name in OUTPUT_FILES or Path(name).match(EXTRA_WARM_LOG.format(k="*"))
+            or Path(name).match(PART_LOG.format(run="*", k="*"))
+            or Path(name).match(VISUALIZER_GLOB))
+
+
+def _carry_other_files(out_dir: Path, tmp: Path) -> None:
+    """The entries of ``out_dir`` that are not a simulation's, into the folder ``tmp``
+    that replaces it (hard links where the file system allows, else copies)."""
+    if not out_dir.is_dir():
+        return
+    for item in out_dir.iterdir():
+        if _is_simulation_file(item.name):
+            continue
+        if item.is_dir() and not item.is_symlink():
+            shutil.copytree(item, tmp / item.name, symlinks=True)
+        elif item.is_symlink():
+            (tmp / item.name).symlink_to(item.readlink())
+        else:
+            try:
+                (tmp / item.name).hardlink_to(item)
+            except OSError:
+                shutil.copy2(item, tmp / item.name)
+
+
 def _write_outputs(out_dir: Path, plan: Plan, spec: Warmup, k: int, warm: WarmRuns,
                    cold: ListRun | None, placement: StatePlacement,
-                   result: SimulationResult) -> None:
-    """Every output file, each written to a temporary name and renamed (module doc)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    _copy_log(warm.base.run.log_path, out_dir / SAMPLED_LOG)
-    for old in out_dir.glob(PART_LOG.format(run="*", k="*")):  # a replaced simulation's
-        old.unlink()
-    named = [(warm.base, "sampled"), (cold, "cold"),
-             *((run, f"warm-preceding{run.preceding}") for run in warm.extra)]
-    for run, name in named:
-        for k, log in enumerate(run.logs[1:] if run is not None else (), start=2):
-            _copy_log(log, out_dir / PART_LOG.format(run=name, k=k))
-    for old in out_dir.glob(EXTRA_WARM_LOG.format(k="*")):  # a replaced simulation's
-        old.unlink()
-    for run in warm.extra:
-        _copy_log(run.run.log_path, out_dir / EXTRA_WARM_LOG.format(k=run.preceding))
-    if cold is not None:
-        _copy_log(cold.run.log_path, out_dir / COLD_LOG)
-    elif (out_dir / COLD_LOG).exists():  # a replaced simulation's: not this one's
-        (out_dir / COLD_LOG).unlink()
-    # the warm run's visualizer log (with -O -visualizer_enabled=1), for hilsim pkp
-    for old in out_dir.glob(VISUALIZER_GLOB):
-        old.unlink()
-    for found in sorted(warm.base.run.run_dir.glob(VISUALIZER_GLOB)):
-        _copy_log(found, out_dir / found.name)
-    write_text_atomic(out_dir / LAUNCH_LIST,
-                      "\n".join(str(int(i)) for i in warm.base.launch_ids) + "\n")
-    buffer = io.StringIO()
-    placement.table.to_csv(buffer, index=False)
-    write_text_atomic(out_dir / SAMPLES_CSV, buffer.getvalue())
-    recorded = replace(plan, warmup=replace(spec, preceding=k, auto=False))
-    recorded.save(out_dir / PLAN_JSON)
-    result.log = str(out_dir / SAMPLED_LOG)
-    result.launch_list = str((out_dir / LAUNCH_LIST).resolve())
-    write_text_atomic(out_dir / SUMMARY_JSON, json.dumps(result.to_dict(), indent=2) + "\n")
+                   result: SimulationResult, force: bool = False) -> None:
+    """Every output file, written into a temporary folder beside ``out_dir`` that then
+    replaces it in one exchange (``hilsim.core.files.atomic_directory``): at every instant
+    ``out_dir`` holds one whole simulation, the old or the new, whatever kills the run.
+    ``out_dir`` is locked meanwhile (``output_lock``: a concurrent ``simulate -o`` into it
+    refuses in one line), and checked again under the lock, so a simulation written there
+    since :func:`_check_output` is replaced only with ``force``. Other files in
+    ``out_dir`` are carried over."""
+    with output_lock(out_dir, "hilsim simulate"):
+        _check_output(out_dir, force)
+        result.log = str(out_dir / SAMPLED_LOG)
+        result.launch_list = str((out_dir / LAUNCH_LIST).resolve())
+        with atomic_directory(out_dir, overwrite=True) as tmp:
+            _carry_other_files(out_dir, tmp)
+            _copy_log(warm.base.run.log_path, tmp / SAMPLED_LOG)
+            named = [(warm.base, "sampled"), (cold, "cold"),
+                     *((run, f"warm-preceding{run.preceding}") for run in warm.extra)]
+            for run, name in named:  # a chunked run's other processes' logs
+                for part, log in enumerate(run.logs[1:] if run is not None else (), start=2):
+                    _copy_log(log, tmp / PART_LOG.format(run=name, k=part))
+            for run in warm.extra:
+                _copy_log(run.run.log_path, tmp / EXTRA_WARM_LOG.format(k=run.preceding))
+            if cold is not None:
+                _copy_log(cold.run.log_path, tmp / COLD_LOG)
+            # the warm run's visualizer log (with -O -visualizer_enabled=1), for hilsim pkp
+            for found in sorted(warm.base.run.run_dir.glob(VISUALIZER_GLOB)):
+                _copy_log(found, tmp / found.name)
+            write_text_atomic(tmp / LAUNCH_LIST,
+                              "\n".join(str(int(i)) for i in warm.base.launch_ids) + "\n")
+            buffer = io.StringIO()
+            placement.table.to_csv(buffer, index=False)
+            write_text_atomic(tmp / SAMPLES_CSV, buffer.getvalue())
+            recorded = replace(plan, warmup=replace(spec, preceding=k, auto=False))
+            recorded.save(tmp / PLAN_JSON)
+            write_text_atomic(tmp / SUMMARY_JSON,
+                              json.dumps(result.to_dict(), indent=2) + "\n")
 
 
 def read_placement(folder: Path) -> pd.DataFrame | None:

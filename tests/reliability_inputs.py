@@ -19,6 +19,7 @@ SQLITE = DATA / "nsys-sqlite" / "casio-nerf-a100.nsys.sqlite"
 KINETO = DATA / "kineto" / "hta-v100-ns-resolution.trace.json.gz"
 WIDE = DATA / "casio" / "casio-kernel-durations.csv"
 NCU_RAW = DATA / "ncu" / "decodebench_flashinfer_b1_ctx4k_raw_2025.csv"
+MICROBENCH_QV100 = DATA / "microbench" / "gpgpusim" / "SM7_QV100.microbench.json"
 
 
 def csv_lines() -> list[str]:
@@ -281,3 +282,76 @@ def cli(argv: list[str]) -> tuple[int, list[str], str]:
     else:
         assert all(line.startswith("hilsim: warning: ") for line in lines), lines
     return code, lines, out.getvalue()
+
+
+def _footer_span(data: bytes) -> tuple[int, int]:
+    """(start, end) of a parquet file's thrift footer (``FileMetaData``) in ``data``."""
+    assert data[-4:] == b"PAR1"
+    length = int.from_bytes(data[-8:-4], "little")
+    return len(data) - 8 - length, len(data) - 8
+
+
+def lying_statistics(path: Path, column: str, claimed: int, other: int) -> None:
+    """Rewrite the footer of the parquet file at ``path``, whose INT64 ``column`` holds
+    ``claimed`` and ``other`` (each a value whose 8 bytes occur nowhere else in the
+    footer), so that its statistics say every row holds ``claimed``: each min/max equal to
+    ``other`` is overwritten in place (same length; pages untouched)."""
+    import pyarrow.parquet as pq
+
+    data = bytearray(path.read_bytes())
+    start, end = _footer_span(bytes(data))
+    lie = claimed.to_bytes(8, "little", signed=True)
+    truth = other.to_bytes(8, "little", signed=True)
+    footer = bytes(data[start:end])
+    assert truth in footer, "the other value is not in the footer's statistics"
+    data[start:end] = footer.replace(truth, lie)
+    path.write_bytes(bytes(data))
+    meta = pq.read_metadata(path)
+    index = [meta.schema.column(i).name for i in range(meta.num_columns)].index(column)
+    for group in range(meta.num_row_groups):
+        stats = meta.row_group(group).column(index).statistics
+        assert stats.min == stats.max == claimed, (stats.min, stats.max)
+
+
+def zigzag_varint(value: int) -> bytes:
+    """``value`` as thrift's compact protocol writes an i64: zigzag, then a varint."""
+    number = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while True:
+        byte = number & 0x7F
+        number >>= 7
+        if number:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def lying_row_count(path: Path, claimed: int) -> None:
+    """Rewrite the file-level row count of the parquet footer at ``path`` (one row group)
+    to ``claimed`` (its varint as long as the true count's), the row group's count kept."""
+    import pyarrow.parquet as pq
+
+    data = bytearray(path.read_bytes())
+    start, end = _footer_span(bytes(data))
+    true_rows = pq.read_metadata(path).num_rows
+    truth, lie = zigzag_varint(true_rows), zigzag_varint(claimed)
+    assert len(truth) == len(lie)
+    # the file-level num_rows is field 3 (i64) of FileMetaData, after the schema list: the
+    # last occurrence of "field 3, i64" + the count in the footer is the row group's or the
+    # file's; try each until the file-level one changed
+    footer = bytes(data[start:end])
+    at = footer.find(b"\x16" + truth)
+    while at >= 0:
+        trial = bytearray(data)
+        trial[start + at + 1 : start + at + 1 + len(truth)] = lie
+        path.write_bytes(bytes(trial))
+        try:
+            meta = pq.read_metadata(path)
+            if meta.num_rows == claimed and meta.row_group(0).num_rows == true_rows:
+                return
+        except Exception:  # noqa: BLE001 - another i64 field of that value: try the next
+            pass
+        at = footer.find(b"\x16" + truth, at + 1)
+    path.write_bytes(bytes(data))
+    raise AssertionError("file-level row count not found in the footer")

@@ -441,3 +441,67 @@ def test_a_column_the_columnar_reader_refuses_is_read_by_sqlite3(monkeypatch, tm
     _sqlite3_only(monkeypatch)
     pd.testing.assert_frame_equal(both, read_nsys_sqlite(db).launches)
     assert both["grid_x"].iloc[2500] == 2 and len(both) == 3000
+
+
+def _wal_mode_copy(folder: Path) -> Path:
+    import shutil
+
+    path = folder / "wal.sqlite"
+    shutil.copy(NERF, path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")
+    conn.close()
+    assert path.read_bytes()[18:20] == b"\x02\x02"  # WAL mode in the header
+    return path
+
+
+@pytest.mark.parametrize("columnar", [True, False], ids=["adbc", "sqlite3"])
+def test_a_wal_mode_export_is_read_without_writing_beside_it(tmp_path: Path, columnar,
+                                                              monkeypatch) -> None:
+    """Opening a WAL-mode database read-only makes SQLite create ``-shm``/``-wal`` files
+    beside it unless it is opened immutable: nothing may appear beside the input."""
+    path = _wal_mode_copy(tmp_path)
+    if not columnar:
+        monkeypatch.setattr(nsys_sqlite, "_adbc_frames", lambda *a, **k: None)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert len(read_nsys_sqlite(path).launches) == 1106
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_a_pending_write_ahead_log_is_refused(tmp_path: Path) -> None:
+    """Transactions still in ``-wal`` are not in the file: an immutable read would miss
+    them, so the file is refused (one line) instead of read short."""
+    path = _wal_mode_copy(tmp_path)
+    writer = sqlite3.connect(path)
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    writer.execute("DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid % 2 = 0")
+    writer.commit()  # kept open: the deletion lives in wal.sqlite-wal only
+    try:
+        assert (tmp_path / "wal.sqlite-wal").stat().st_size > 0
+        message = _one_line_error(path)
+        assert "write-ahead log (wal.sqlite-wal)" in message, message
+    finally:
+        writer.close()
+
+
+@pytest.mark.parametrize(
+    "schema,words",
+    [
+        ("ALTER TABLE StringIds RENAME TO StringIdsStored; "
+         "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, stored TEXT, value TEXT GENERATED "
+         "ALWAYS AS (printf('%.*c', 100000, 'x')) VIRTUAL); "
+         "INSERT INTO StringIds (id, stored) SELECT id, value FROM StringIdsStored",
+         "column StringIds.value is computed as it is read"),
+    ],
+)
+def test_values_computed_as_read_are_refused(tmp_path: Path, schema: str, words: str) -> None:
+    """A small export whose ``StringIds.value`` is a virtual generated column once asked
+    for gigabytes per name: refused from the schema before any row is read."""
+    import shutil
+
+    path = tmp_path / "computed.sqlite"
+    shutil.copy(NERF, path)
+    with sqlite3.connect(path) as conn:
+        conn.executescript(schema)
+    conn.close()
+    assert words in _one_line_error(path)

@@ -20,8 +20,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from hilsim.cli.main import main
-from hilsim.core.bundle import manifest_digest, read_bundle
+from hilsim.core.bundle import manifest_digest, read_bundle, write_table
+from hilsim.core.errors import HilsimError
 from tests import reliability_inputs as inputs
+from tests.reliability_inputs import lying_row_count, lying_statistics
 
 
 @pytest.fixture(scope="module")
@@ -122,6 +124,52 @@ def test_tiny_file_of_millions_of_rows_refused_before_reading(capsys, bundle):
     assert time.perf_counter() - began < 5
 
 
+def test_row_groups_holding_more_rows_than_the_footer_says_refused(capsys, bundle):
+    """The memory guard reads the footer's row count: a file-level count below what its
+    row groups hold (which the reader materialises) is refused before any row is read."""
+    lying_row_count(bundle / "launches.parquet", 100)
+    data = manifest(bundle)
+    data["n_launches"] = 100
+    resign(bundle, data)
+    refused(capsys, bundle, "launches.parquet", "footer says 100 rows", "row groups hold 1106")
+
+
+# ------------------------------------------------ footer statistics are checked against pages
+
+def _durations_two_values(folder: Path) -> None:
+    """Every launch 1000 ns long but the odd ones, 987654 ns."""
+    def mutate(frame: pd.DataFrame) -> pd.DataFrame:
+        durations = np.full(len(frame), 1000, dtype=np.int64)
+        durations[1::2] = 987_654
+        return frame.assign(duration_ns=durations)
+
+    frame = pq.read_table(folder / "launches.parquet").to_pandas()
+    write_table(mutate(frame), folder / "launches.parquet")
+    resign(folder)
+
+
+def test_lying_footer_statistics_refused(capsys, bundle):
+    """A footer whose statistics say a column holds one value while its pages hold others
+    is one line naming the first row that differs (the column is never taken from them)."""
+    _durations_two_values(bundle)
+    lying_statistics(bundle / "launches.parquet", "duration_ns", 1000, 987_654)
+    resign(bundle)
+    refused(capsys, bundle, "launches.parquet", "row 1: column duration_ns holds 987654",
+            "statistics say every row holds 1000")
+    with pytest.raises(HilsimError, match="statistics"):
+        read_bundle(bundle, columns=["duration_ns"])
+
+
+def test_true_footer_statistics_give_the_constant_column(bundle):
+    """A column the footer truthfully says is constant reads as that value (not decoded
+    into the frame: a read-only broadcast view)."""
+    write_table(pq.read_table(bundle / "launches.parquet").to_pandas()
+                .assign(duration_ns=np.int64(1000)), bundle / "launches.parquet")
+    resign(bundle)
+    durations = read_bundle(bundle).launches["duration_ns"].to_numpy()
+    assert (durations == 1000).all() and not durations.flags.writeable
+
+
 # ---------------------------------------------------------- manifest facts and column types
 
 def _rewrite_launches(folder: Path, mutate) -> None:
@@ -161,6 +209,11 @@ def test_another_bundles_launches_refused(capsys, bundle, tmp_path):
         (lambda f: f.assign(start_ns=f["start_ns"].astype(str)), "start_ns must be integers"),
         (lambda f: f.assign(grid_x=f["grid_x"].astype(float)), "grid_x must be integers"),
         (lambda f: f.assign(name=f["name"].cat.codes), "name must be text"),
+        (lambda f: f.assign(duration_ns=f["duration_ns"].astype("uint64")),
+         "duration_ns must be signed integers"),
+        (lambda f: f.assign(grid_x=f["grid_x"].astype("UInt64")), "grid_x must be signed"),
+        (lambda f: f.assign(launch_id=f["launch_id"].astype("uint32")),
+         "launch_id must be signed"),
     ],
 )
 def test_column_types_checked(capsys, bundle, mutate, words):

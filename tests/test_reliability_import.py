@@ -150,7 +150,7 @@ def test_same_start_other_stream_is_kept(capsys, tmp_path):
     [
         ("start", "10", "'start' is not a number"),
         ("end", [1], "'end' is not a number"),
-        ("end", float("nan"), "'end' is not a number"),
+        ("end", float("nan"), "NaN is not a JSON value"),  # strict JSON, as every reader
         ("name", 5, "'name' is not text"),
     ],
 )
@@ -159,6 +159,48 @@ def test_cupti_odd_values_one_line(capsys, tmp_path, field, value, words):
     kernel[field] = value
     source = inputs.cupti_records(tmp_path, [kernel])
     refused(capsys, tmp_path, source, str(source), "line 2", words)
+
+
+@pytest.mark.parametrize(
+    "field,value,words",
+    [
+        ("correlation_id", 1.5, "'correlation_id' is not an integer"),
+        ("device_id", 0.25, "'device_id' is not an integer"),
+        ("grid_x", "RAW:" + "9" * 5001, "max_number_digits"),
+    ],
+)
+def test_cupti_integer_fields_that_are_not_integers_one_line(capsys, tmp_path, field, value,
+                                                              words):
+    kernel = {"kind": "kernel", "name": "k", "start": 10, "end": 20, "correlation_id": 1}
+    kernel[field] = 0 if isinstance(value, str) else value
+    source = inputs.cupti_records(tmp_path, [kernel])
+    if isinstance(value, str):  # a number JSON can hold but Python's int() refuses
+        text = source.read_text().replace('"grid_x":0', '"grid_x":' + value[4:])
+        source.write_text(text)
+    refused(capsys, tmp_path, source, str(source), "line 2", words)
+
+
+@pytest.mark.parametrize("device", [["A100"], "A100", 5])
+def test_cupti_header_device_not_an_object_one_line(capsys, tmp_path, device):
+    """A header whose ``device`` is not an object is refused at import, not copied into
+    a bundle that every reader then refuses."""
+    source = inputs.cupti_records(tmp_path)
+    lines = source.read_text().splitlines(keepends=True)
+    header = json.loads(lines[0])
+    header["device"] = device
+    source.write_text(json.dumps(header) + "\n" + "".join(lines[1:]))
+    refused(capsys, tmp_path, source, str(source), "line 1", "'device' must be a JSON object")
+
+
+def test_no_bundle_is_written_that_its_readers_refuse(tmp_path):
+    from hilsim.core.bundle import Bundle, write_bundle
+    from hilsim.formats.read import import_profile
+
+    bundle = import_profile(inputs.cupti_records(tmp_path))
+    bundle.manifest["device"] = ["A100"]
+    with pytest.raises(HilsimError, match="'device' must be a JSON object"):
+        write_bundle(Bundle(bundle.launches, None, None, bundle.manifest), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
 
 
 def test_cupti_non_utf8_one_line(capsys, tmp_path):

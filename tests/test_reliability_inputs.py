@@ -161,6 +161,26 @@ def test_gzip_members_and_damage(tmp_path: Path) -> None:
         core_inputs.inflate(gzip.compress(b"a") + b"garbage", "x")
 
 
+def test_the_inflation_limits_hold_while_inflating(monkeypatch) -> None:
+    """A bomb is refused holding about a block, not what it inflated to before the
+    refusal (a 6 MB log once reached 1.35 GB); a file inflating past what is kept while
+    counting is inflated again, whole and unchanged."""
+    import tracemalloc
+
+    bomb = gzip.compress(b"\0" * (64 << 20), compresslevel=9)  # 65 KB -> 64 MiB
+    monkeypatch.setattr(core_inputs, "_KEEP_WHILE_COUNTING", 2 << 20)
+    tracemalloc.start()
+    with pytest.raises(HilsimError, match="max_decompression_ratio"):
+        core_inputs.inflate(bomb, "bomb.log.gz")  # cap: 200 x 65 KB + 1 MiB = 13.5 MiB
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 6 << 20, peak
+    text = b"".join(b"kernel %d gpu_sim_cycle = %d\n" % (i, i * 7) for i in range(300_000))
+    assert len(text) > 2 << 20
+    assert core_inputs.inflate(gzip.compress(text) + gzip.compress(b"tail\n"), "x") == (
+        text + b"tail\n")
+
+
 def test_a_toml_spec_nested_2000_deep_is_one_line(tmp_path: Path) -> None:
     spec = tmp_path / "deep.toml"
     spec.write_text("x = " + "[" * 2000 + "]" * 2000 + "\n")

@@ -87,6 +87,71 @@ def test_tune_device_facts_that_are_not_numbers(value: str, tmp_path: Path) -> N
     assert not (tmp_path / "t").exists()
 
 
+@pytest.mark.parametrize(
+    "facts,words",
+    [
+        ({"sm_count": 10**12}, "sm_count"),  # no GPU has 10^12 SMs
+        ({"sm_count": 80.5}, "sm_count"),
+        ({"multiProcessorCount": "many"}, "multiProcessorCount"),
+        ({"clockRate": 3}, "clockRate"),  # 3 kHz: a clock that rounds to 0 MHz
+        ({"max_sm_clock_mhz": 0.0001}, "max_sm_clock_mhz"),
+        ({"warp_size": 0}, "warp_size"),
+        ({"memoryBusWidth": -4096}, "memoryBusWidth"),
+        ({"l2CacheSize": 1e30}, "l2CacheSize"),
+        ({"compute_capability": "seven"}, "compute capability"),
+        ({"major": "x", "minor": 0}, "major 'x' is not a compute capability"),
+        ({"memory_type": 5}, "memory_type"),
+    ],
+)
+def test_tune_device_facts_no_gpu_has_refused(facts, words, tmp_path: Path) -> None:
+    """A fact no GPU has is refused in one line before anything is tuned or simulated
+    (the tuned card would carry it), from a facts file or microbench.json's device."""
+    path = tmp_path / "facts.json"
+    path.write_text(json.dumps(facts))
+    code, lines, _ = run_cli(["tune", str(MICROBENCH), "--device-facts", str(path), "-o",
+                              str(tmp_path / "t")], 0)
+    assert code == 2 and "facts.json" in lines[0] and words in lines[0], lines
+    assert any(w in lines[0] for w in ("a GPU has", "MAJOR", "text")), lines
+    assert not (tmp_path / "t").exists()
+    document = json.loads(MICROBENCH.read_text())
+    document["device"] = {**document.get("device", {}), **facts}
+    bench = tmp_path / "bench.json"
+    bench.write_text(json.dumps(document))
+    code, lines, _ = run_cli(["tune", str(bench), "-o", str(tmp_path / "t")], 0)
+    assert code == 2 and "bench.json: device" in lines[0] and words in lines[0], lines
+
+
+@pytest.mark.parametrize(
+    "field,value,words",
+    [
+        ("samples", 10**19, "samples: a count must be"),  # once an OverflowError
+        ("samples", 10**9, "samples: a count must be"),  # once 8 GB of NaN samples
+        ("samples", -3, "samples: a count must be"),
+        ("value", 1e-300, "not a clock a GPU runs at"),  # rounds to 0 MHz in the card
+        ("value", 1e9, "not a clock a GPU runs at"),
+    ],
+)
+@pytest.mark.parametrize("on_simulator", [False, True])
+def test_tune_measurements_one_line(field, value, words, on_simulator, tmp_path: Path,
+                                    monkeypatch) -> None:
+    from hilsim.simmodel.tuner import search  # the module that would look for a build
+
+    monkeypatch.setattr(search, "find_build", lambda: None)
+    document = json.loads(MICROBENCH.read_text())
+    row = next(i for i, m in enumerate(document["measurements"])
+               if m["unit"] == "MHz" or field == "samples")
+    document["measurements"][row].update({field: value, "valid": True, "value":
+                                          document["measurements"][row]["value"] or 1380.0})
+    document["measurements"][row][field] = value
+    bench = tmp_path / "bench.json"
+    bench.write_text(json.dumps(document))
+    extra = ["--on-simulator"] if on_simulator else []
+    code, lines, _ = run_cli(["tune", str(bench), *extra, "-o", str(tmp_path / "t")],
+                             bench.stat().st_size)
+    assert code == 2 and f"measurements[{row}]" in lines[0] and words in lines[0], lines
+    assert not (tmp_path / "t").exists()
+
+
 def test_a_bad_utf8_cupti_record_names_its_line(tmp_path: Path) -> None:
     records = inputs.cupti_records(tmp_path)
     lines = records.read_bytes().split(b"\n")

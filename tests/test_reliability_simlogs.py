@@ -183,3 +183,63 @@ def test_pkp_refuses_a_visualizer_log_cut_in_half(tmp_path: Path) -> None:
 
     code, lines = _pkp(_pkp_run(tmp_path, vis_edit=half), tmp_path)
     assert code == 2 and "visualizer" in lines[0], lines
+
+
+# ------------------------------------------------------------ a simulate folder's samples.csv
+
+def _edited_samples(tmp_path: Path, edit) -> Path:
+    folder = tmp_path / "sim"
+    shutil.copytree(EXAMPLE / "sims" / "stem-reference", folder)
+    import pandas as pd
+
+    table = pd.read_csv(folder / "samples.csv")
+    edit(table)
+    table.to_csv(folder / "samples.csv", index=False)
+    return folder
+
+
+def _validate_folder(folder: Path, tmp_path: Path) -> tuple[int, list[str]]:
+    code, lines, _ = run_cli(["validate", "--silicon", str(EXAMPLE / "reference.bundle"),
+                              "--plan", str(EXAMPLE / "plans" / "stem.json"), "--sim",
+                              str(folder), "-o", str(tmp_path / "rep")], 0)
+    return code, lines
+
+
+def test_an_untouched_simulate_folder_validates(tmp_path: Path) -> None:
+    code, lines = _validate_folder(_edited_samples(tmp_path, lambda t: None), tmp_path)
+    assert code == 0, lines
+
+
+@pytest.mark.parametrize(
+    "edit,words",
+    [
+        (lambda t: t.__setitem__("cycles", t["cycles"].where(t.index != 2, -1985.0)),
+         "row 3: cycles -1985.0 is not a finite number > 0"),
+        (lambda t: t.__setitem__("cycles", t["cycles"].where(t.index != 0, 0.0)),
+         "row 1: cycles 0.0"),
+        (lambda t: t.__setitem__("weight", t["weight"].where(t.index != 1, float("nan"))),
+         "row 2: weight nan"),
+        (lambda t: t.__setitem__("weight", t["weight"].where(t.index != 1, float("inf"))),
+         "row 2: weight inf"),
+        (lambda t: t.__setitem__("state_variance",
+                                 t["state_variance"].where(t.index != 0, -5.0)),
+         "row 1: state_variance -5.0"),
+        (lambda t: t.__setitem__("launch_id", t["launch_id"].astype(float).where(
+            t.index != 0, 1.5)), "row 1: launch_id 1.5 is not an integer"),
+        (lambda t: t.__setitem__("launch_id", t["launch_id"].where(
+            t.index != 1, t["launch_id"].iloc[0])), "appears twice"),
+        (lambda t: t.pop("kernel"), "missing column 'kernel'"),
+        (lambda t: t.__setitem__("launch_id", t["launch_id"].astype(object).where(
+            t.index != 0, 10**400)), "row 1: launch_id 1000"),
+        (lambda t: t.__setitem__("cycles", t["cycles"].astype(object).where(
+            t.index != 0, 10**400)), "row 1: cycles 1000"),
+    ],
+    ids=["negative-cycles", "zero-cycles", "nan-weight", "inf-weight", "negative-variance",
+         "fractional-id", "repeated-launch", "no-kernel", "id-past-float", "cycles-past-float"],
+)
+def test_samples_csv_values_checked_before_any_figure(tmp_path: Path, edit, words) -> None:
+    """``validate --sim FOLDER`` reports nothing from a ``samples.csv`` whose values no
+    simulation gives: one line naming the file and row."""
+    code, lines = _validate_folder(_edited_samples(tmp_path, edit), tmp_path)
+    assert code == 2 and "samples.csv" in lines[0] and words in lines[0], lines
+    check_no_output(tmp_path / "rep")

@@ -79,3 +79,118 @@ def test_bad_warmup_text_is_one_line(tmp_path: Path, capsys) -> None:
                        "lukewarm", "-o", str(tmp_path / "o"), "--", "./prog"], capsys)
     assert code == 2 and "unknown part 'lukewarm'" in text
     assert not (tmp_path / "o").exists()
+
+
+# ------------------------------------------- the writer: swap, lock, re-check (no simulator)
+# The shipped example's real warm and cold logs and samples stand in for a run's results.
+
+EXAMPLE = Path(__file__).parent.parent / "analyzer" / "examples" / "simulated-v100"
+
+
+def _results(tmp_path: Path, tag: str):  # noqa: ANN202 - (warm, cold, placement, result)
+    import gzip
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    sim = EXAMPLE / "sims" / "stem-reference"
+    run_dir = tmp_path / f"run-{tag}"
+    run_dir.mkdir()
+    for name in ("sampled", "cold"):
+        (run_dir / f"{name}.log").write_bytes(
+            gzip.decompress((sim / f"{name}.log.gz").read_bytes()) + tag.encode())
+    table = pd.read_csv(sim / "samples.csv")
+    warm = SimpleNamespace(base=SimpleNamespace(
+        run=SimpleNamespace(log_path=run_dir / "sampled.log", run_dir=run_dir),
+        launch_ids=np.asarray(table["launch_id"])), extra=[])
+    cold = SimpleNamespace(run=SimpleNamespace(log_path=run_dir / "cold.log"))
+    result = SimpleNamespace(log=None, launch_list=None, to_dict=lambda: {"tag": tag})
+    return warm, cold, SimpleNamespace(table=table), result
+
+
+def _write(out: Path, tmp_path: Path, tag: str, force: bool = False) -> None:
+    from hilsim.analyzer import simulate
+
+    from hilsim.core.plan import load_plan, parse_warmup
+
+    warm, cold, placement, result = _results(tmp_path, tag)
+    simulate._write_outputs(out, load_plan(EXAMPLE / "plans" / "stem.json"),
+                            parse_warmup("l2-fill"), 0, warm, cold, placement, result, force)
+
+
+def _tag(out: Path) -> str:
+    import json
+
+    return json.loads((out / "simulate.json").read_text())["tag"]
+
+
+def test_outputs_replace_the_folder_whole_and_keep_other_files(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    _write(out, tmp_path, "first")
+    (out / "notes.txt").write_text("mine")
+    (out / "warm-preceding4.log").write_text("a replaced simulation's")
+    _write(out, tmp_path, "second", force=True)
+    assert _tag(out) == "second" and (out / "notes.txt").read_text() == "mine"
+    assert (out / "sampled.log").read_bytes().endswith(b"second")
+    assert not (out / "warm-preceding4.log").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")] == [
+        ".out.lock"]  # no temporary folder left, the lock file stays
+
+
+def test_a_run_killed_while_writing_leaves_the_old_simulation_whole(tmp_path: Path,
+                                                                   monkeypatch) -> None:
+    """The outputs of two simulations never mix (a kill while writing once left one
+    simulation's log beside another's samples)."""
+    from hilsim.analyzer import simulate
+
+    out = tmp_path / "out"
+    _write(out, tmp_path, "old")
+    before = _tree(out)
+    real = simulate.write_text_atomic
+
+    def killed(path, text):  # noqa: ANN001, ANN202
+        if Path(path).name == "samples.csv":
+            raise KeyboardInterrupt  # as a kill between two files
+        return real(path, text)
+
+    monkeypatch.setattr(simulate, "write_text_atomic", killed)
+    with pytest.raises(KeyboardInterrupt):
+        _write(out, tmp_path, "new", force=True)
+    assert _tree(out) == before
+
+
+def test_a_simulation_written_meanwhile_is_not_replaced_without_force(tmp_path: Path) -> None:
+    """Two ``simulate -o OUT`` into a new OUT: the check before simulating passed for
+    both; the second to write refuses (checked again under the lock)."""
+    from hilsim.core.errors import HilsimError
+
+    out = tmp_path / "out"
+    _write(out, tmp_path, "first")
+    with pytest.raises(HilsimError, match="already holds a simulation"):
+        _write(out, tmp_path, "second")
+    assert _tag(out) == "first"
+
+
+def test_outputs_are_locked_while_written(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from hilsim.core.errors import HilsimError
+
+    out = tmp_path / "out"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\n"
+         "from hilsim.core.files import output_lock\n"
+         f"with output_lock({str(out)!r}, 'hilsim simulate'):\n"
+         "    print('held', flush=True); time.sleep(60)\n"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(HilsimError, match=f"another hilsim simulate \\(pid {holder.pid}\\)"):
+            _write(out, tmp_path, "second")
+        assert not out.exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    _write(out, tmp_path, "third")  # the kernel dropped the lock with its holder
+    assert _tag(out) == "third"

@@ -20,6 +20,7 @@ from hilsim.simmodel.gpgpusim.simdevice import card_device_facts
 from hilsim.simmodel.tuner.basecard import CardKey, choose
 from hilsim.simmodel.tuner.card import (
     Setting,
+    clock_domains,
     config_text,
     dl2_value,
     icnt_for,
@@ -303,6 +304,39 @@ def test_on_simulator_errors_are_one_line(
     code, out = run(mb, "--on-simulator", "-o", str(tmp_path / "d"))
     assert code == 2 and "no GPGPU-Sim build found" in out
     assert len(out.strip().splitlines()) == 1 and not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize("clock", [0.0001, 0.0004, math.inf, 1e9])
+def test_a_clock_domain_no_simulator_run_ends_on_is_refused(clock: float) -> None:
+    """A measured SM clock that rounds to 0 MHz (``-gpgpu_clock_domains 0:0:0:...``: the
+    simulator never finishes) or past any GPU's is refused before any run."""
+    qv = card("SM7_QV100")
+    domains, _ = clock_domains(qv, {}, {"sm_clock_mhz": 1380.0})
+    assert domains.core == 1380.0
+    with pytest.raises(HilsimError, match="clock would be .* a clock must be 1..100000 MHz"):
+        clock_domains(qv, {}, {"sm_clock_mhz": clock})
+
+
+def test_on_simulator_refuses_device_facts_no_gpu_has_before_any_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from hilsim.simmodel.tuner import search  # noqa: PLC0415 (the module under test)
+
+    monkeypatch.setattr(search, "find_build", lambda: pytest.fail("looked for a build"))
+    document = json.loads((DATA / "microbench" / "gpgpusim" / "SM7_QV100.microbench.json")
+                          .read_text())
+    document["device"]["sm_count"] = 10**12
+    bench = tmp_path / "bench.json"
+    bench.write_text(json.dumps(document))
+    code = main(["tune", str(bench), "--on-simulator", "-o", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "bench.json: device: sm_count" in err[0], err
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps({"max_sm_clock_mhz": 0.0002}))
+    code = main(["tune", str(DATA / "microbench" / "gpgpusim" / "SM7_QV100.microbench.json"),
+                 "--on-simulator", "--device-facts", str(facts), "-o", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "max_sm_clock_mhz" in err[0], err
 
 
 def test_the_gpgpusim_convention_says_when_it_clamps(

@@ -51,7 +51,9 @@ def test_warmup_text_round_trips_and_refuses_nonsense() -> None:
     # the warm run of no fill states the option explicitly (a card may default to 1)
     assert warm_options(parse_warmup("preceding:1")) == {"-gpgpu_perf_sim_memcpy": "0"}
     assert cold_options() == {"-gpgpu_perf_sim_memcpy": "0"}
-    for bad in ("warm", "preceding:x", "preceding:-1", "l2-fill+hot"):
+    for bad in ("warm", "preceding:x", "preceding:-1", "l2-fill+hot", "preceding:1e9",
+                "preceding:\u00b2", "preceding:\u0663", "preceding:" + "9" * 5001,
+                "preceding:9223372036854775808", "preceding:"):
         with pytest.raises(HilsimError, match="warm-up"):
             parse_warmup(bad)
 
@@ -63,6 +65,27 @@ def test_windows_of_neighbouring_samples_are_merged() -> None:
     assert every[is_sample].tolist() == [2, 10, 12, 30]
     none, mask = warmup_launches(np.array([5, 1]), 0)
     assert none.tolist() == [1, 5] and mask.all()
+
+
+def test_windows_are_built_as_their_union_whatever_k() -> None:
+    """A window longer than the launches before it costs the launches it covers, not K
+    (``preceding:10^9`` on a short profile once asked for gigabytes)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    every, is_sample = warmup_launches(np.array([3, 1000]), 10**9)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert every.tolist() == list(range(1001)) and every[is_sample].tolist() == [3, 1000]
+    assert peak < 1 << 20, peak
+    rng = np.random.default_rng(7)
+    for _ in range(200):  # against the definition: each sample's [id - K, id], clipped at 0
+        ids = rng.integers(0, 300, rng.integers(1, 12))
+        k = int(rng.integers(1, 40))
+        want = sorted({i for s in ids for i in range(max(s - k, 0), s + 1)})
+        every, is_sample = warmup_launches(ids, k)
+        assert every.tolist() == want and every.dtype == np.int64
+        assert every[is_sample].tolist() == sorted(set(ids.tolist()))
 
 
 def _plan(**extra) -> Plan:

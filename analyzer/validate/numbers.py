@@ -51,6 +51,7 @@ of its launches' durations (STEM+ROOT Fig. 10).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -252,15 +253,72 @@ def results_from_simlog(plan: Plan, bundle: Bundle, simlog: pd.DataFrame) -> Sim
                       ", ".join(map(str, files[:5])))
 
 
+def _floats(values: pd.Series) -> np.ndarray:
+    """A column of a read-back table as floats, NaN where a cell is not a number (an
+    integer past the largest float, which pandas keeps as a Python int, becomes inf)."""
+    try:
+        return pd.to_numeric(values, errors="coerce").to_numpy(np.float64)
+    except (OverflowError, TypeError, ValueError):  # object column: samples, not launches
+        return np.array([_float_or_nan(v) for v in values], dtype=np.float64)
+
+
+def _float_or_nan(value: Any) -> float:
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _column_values(table: pd.DataFrame, column: str, where: str, lowest: float,
+                   strictly: bool) -> np.ndarray:
+    """``table[column]`` as finite floats >= (or >, with ``strictly``) ``lowest``; one line
+    naming the row otherwise."""
+    values = _floats(table[column])
+    bad = ~np.isfinite(values) | (values <= lowest if strictly else values < lowest)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        want = f"{'> ' if strictly else '>= '}{lowest:g}"
+        shown = str(table[column].iloc[row])[:40]
+        raise HilsimError(f"{where}: row {row + 1}: {column} {shown} is not a finite number "
+                          f"{want}")
+    return values
+
+
+def check_placement(table: pd.DataFrame, where: str) -> None:
+    """The values of ``samples.csv`` before any figure is made from them: launch ids
+    integers, each once; cycles finite and > 0; weights and state variances finite and
+    >= 0; a kernel name per sample (a hand edit or another tool's file is one line)."""
+    if "kernel" not in table.columns:
+        raise HilsimError(f"{where}: missing column 'kernel' (not written by "
+                          "`hilsim simulate`)")
+    ids = _floats(table["launch_id"])
+    bad = ~np.isfinite(ids) | (ids != np.round(ids)) | (np.abs(ids) >= 2**53)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise HilsimError(f"{where}: row {row + 1}: launch_id "
+                          f"{str(table['launch_id'].iloc[row])[:40]} is not an integer")
+    repeated = pd.Index(ids).duplicated()
+    if repeated.any():
+        row = int(np.flatnonzero(repeated)[0])
+        raise HilsimError(f"{where}: row {row + 1}: launch {int(ids[row])} appears twice")
+    _column_values(table, "cycles", where, 0, strictly=True)
+    _column_values(table, "weight", where, 0, strictly=False)
+    _column_values(table, "state_variance", where, 0, strictly=False)
+
+
 def results_from_placement(bundle: Bundle, table: pd.DataFrame, summary: dict[str, Any],
                            where: str) -> SimResults:
     """The samples of a ``hilsim simulate`` folder (``samples.csv``: placed cycles and
-    counters per sample, the state variance; ``simulate.json``: what was simulated).
+    counters per sample, the state variance; ``simulate.json``: what was simulated),
+    checked first (:func:`check_placement`).
 
     Launches the plan did not sample are NaN, as for logs of a sampled run.
     """
+    check_placement(table, f"{where}: samples.csv")
     n = bundle.n_launches
-    ids = table["launch_id"].to_numpy(np.int64)
+    ids = _floats(table["launch_id"]).astype(np.int64)  # (integers below 2^53: checked)
     if len(ids) and (ids.min() < 0 or ids.max() >= n):
         raise HilsimError(f"{where}: samples beyond the bundle's {n} launches: another "
                           "workload's simulation")

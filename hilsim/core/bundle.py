@@ -124,7 +124,9 @@ def manifest_digest(manifest: dict[str, Any]) -> str:
 
     Written as ``manifest["digest"]`` and checked on read, so an edited
     fact (``n_launches``, a file's size or sha256, the device) is caught even when the
-    files it describes are untouched.
+    files it describes are untouched. Like the files' sha256 it is an integrity checksum
+    against accidental damage, not a signature: it is unkeyed, anyone can recompute it
+    (docs/limits.md, "What a bundle promises").
     """
     facts = {key: value for key, value in manifest.items() if key != "digest"}
     text = json.dumps(facts, sort_keys=True, separators=(",", ":"), default=str)
@@ -145,6 +147,11 @@ def finish_manifest(folder: Path, manifest: dict[str, Any], n_launches: int) -> 
     and the digest of the facts; return the manifest as a reader gets it back."""
     manifest = dict(manifest)
     manifest.setdefault("schema", BUNDLE_SCHEMA)
+    files = manifest.get("source", {}).get("files") if isinstance(
+        manifest.get("source"), dict) else None
+    check_manifest_sections(
+        manifest, files[0] if isinstance(files, list) and files else folder / MANIFEST
+    )
     manifest["files"] = {
         item.name: {"sha256": _sha256(item), "bytes": item.stat().st_size}
         for item in sorted(folder.iterdir())
@@ -196,12 +203,7 @@ def _read_manifest(folder: Path) -> dict[str, Any]:
     manifest = read_json(manifest_path, BUNDLE_SCHEMA)
     if not isinstance(manifest.get("files"), dict):
         raise HilsimError(f"{manifest_path}: no 'files' section with sha256 digests")
-    for key, kind in _MANIFEST_SECTIONS.items():
-        if key in manifest and not isinstance(manifest[key], kind):
-            raise HilsimError(
-                f"{manifest_path}: {key!r} must be a JSON {_JSON_KIND[kind]}, "
-                f"got {type(manifest[key]).__name__}"
-            )
+    check_manifest_sections(manifest, manifest_path)
     for name, entry in manifest["files"].items():
         if not (
             isinstance(entry, dict)
@@ -233,6 +235,18 @@ _MANIFEST_SECTIONS: dict[str, type] = {
     "warnings": list,
 }
 _JSON_KIND: dict[type, str] = {dict: "object", list: "array"}
+
+
+def check_manifest_sections(manifest: dict[str, Any], where: object) -> None:
+    """Each section of :data:`_MANIFEST_SECTIONS` present has its JSON type; one line
+    naming ``where`` otherwise. Checked on read and before a manifest is written, so no
+    bundle is written that its readers refuse."""
+    for key, kind in _MANIFEST_SECTIONS.items():
+        if key in manifest and not isinstance(manifest[key], kind):
+            raise HilsimError(
+                f"{where}: {key!r} must be a JSON {_JSON_KIND[kind]}, "
+                f"got {type(manifest[key]).__name__}"
+            )
 
 
 def _verify_files(folder: Path, manifest: dict[str, Any]) -> None:
@@ -336,6 +350,15 @@ def _parquet_footer(path: Path, data: pa.Buffer | None, expected: int | None = N
         raise HilsimError(f"{path}: cannot read parquet ({exc})") from exc
     size = len(data) if data is not None else path.stat().st_size
     rows = int(meta.num_rows)
+    grouped = sum(int(meta.row_group(g).num_rows) for g in range(meta.num_row_groups))
+    if grouped != rows or any(
+        meta.row_group(g).num_rows < 0 for g in range(meta.num_row_groups)
+    ):
+        # the reader materialises the row groups' rows, whatever the file-level count says
+        raise HilsimError(
+            f"{path}: the parquet footer says {rows} rows but its row groups hold {grouped} "
+            "(file rewritten or damaged)"
+        )
     if rows > limits.value("max_rows_per_byte") * max(size, 1):
         raise limits.exceeded(
             path, "max_rows_per_byte", f"{rows} rows in a {size}-byte file"
@@ -357,8 +380,17 @@ _INT_COLUMNS = ("launch_id", "duration_ns")
 
 
 def _check_launch_types(table_schema: pa.Schema, source: Path) -> None:
+    """Column types of a launches table, from the schema: integer columns are signed (the
+    contract's int64; an unsigned column holds values past 2^63 that numpy arithmetic
+    mixes with int64 into floats or refuses), names are text."""
     for name in table_schema.names:
         kind = table_schema.field(name).type
+        if (name in _INT_COLUMNS or name in OPTIONAL_INT_COLUMNS) and (
+            pa.types.is_unsigned_integer(kind)
+        ):
+            raise HilsimError(
+                f"{source}: column {name} must be signed integers (int64), got {kind}"
+            )
         if name in _INT_COLUMNS and not pa.types.is_integer(kind):
             raise HilsimError(f"{source}: column {name} must be integers, got {kind}")
         if name in OPTIONAL_INT_COLUMNS and not (
@@ -465,6 +497,41 @@ def _constant_int_columns(meta: Any, wanted: list[str]) -> dict[str, int]:
     return out
 
 
+#: rows decoded at a time when constant columns are checked against their pages
+_CHECK_BATCH_ROWS = 1 << 16
+
+
+def _check_constant_columns(
+    path: Path, source: Any, meta: Any, constants: dict[str, int]
+) -> None:
+    """Check that each column of ``constants`` holds its one value in every row, as the
+    footer's statistics claim: statistics are a hint a tool (or an edit) may get wrong,
+    and a column taken from them is never decoded otherwise. The columns are decoded a
+    batch at a time (memory of :data:`_CHECK_BATCH_ROWS` rows, delta-encoded pages decode
+    at ~1 ns per value), and a disagreement is one line naming the first row."""
+    import pyarrow.compute as pc  # lazy: with pyarrow.parquet, only where bundles are read
+    import pyarrow.parquet as pq  # lazy: a plan from a CSV reads no Parquet
+
+    handle = pq.ParquetFile(source, metadata=meta)
+    first = 0
+    for batch in handle.iter_batches(
+        batch_size=_CHECK_BATCH_ROWS, columns=list(constants), use_threads=False
+    ):
+        for name, value in constants.items():
+            column = batch.column(name)
+            differs = pc.fill_null(pc.not_equal(column, pa.scalar(value, column.type)), True)
+            if pc.any(differs).as_py():
+                at = int(np.flatnonzero(differs.to_numpy(zero_copy_only=False))[0])
+                held = column[at].as_py()
+                raise HilsimError(
+                    f"{path}: row {first + at}: column {name} holds "
+                    f"{'null' if held is None else held} where the parquet footer's "
+                    f"statistics say every row holds {value} (statistics rewritten or "
+                    "damaged; re-import the profile)"
+                )
+        first += batch.num_rows
+
+
 def _with_constant_columns(
     frame: pd.DataFrame, constants: dict[str, int], order: list[str], schema: pa.Schema
 ) -> pd.DataFrame:
@@ -506,7 +573,6 @@ def _read_parquet(
 
     meta = _parquet_footer(path, data, expected_rows)
     source: Any = pa.BufferReader(data) if data is not None else path
-    del data  # (the caller passed its only reference) so the bytes go once parsed
     try:
         schema = meta.schema.to_arrow_schema()
         if launches:
@@ -520,8 +586,17 @@ def _read_parquet(
             constants = _constant_int_columns(meta, wanted)
             if constants:
                 order, columns = wanted, [c for c in wanted if c not in constants]
+                checked = pa.BufferReader(data) if data is not None else path
+                _check_constant_columns(path, checked, meta, constants)
+                del checked
+        del data  # (the caller passed its only reference) so the bytes go once parsed
         tables = [pq.read_table(source, columns=columns)]
         del source
+        if tables[0].num_rows != meta.num_rows:
+            raise HilsimError(
+                f"{path}: holds {tables[0].num_rows} rows where its parquet footer says "
+                f"{meta.num_rows} (file rewritten or damaged)"
+            )
         frame = _table_to_frame(tables.pop())  # hands over the only reference
         if not constants:
             return frame

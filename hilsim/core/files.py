@@ -21,7 +21,8 @@ a half-written file. The rules (``docs/limits.md``, "Writes"):
   for a replaced folder); the next write to the same output (file or folder) removes
   those whose process is gone, and so does the next reader of a bundle.
 * **Folder locks.** :func:`folder_lock` holds an exclusive ``flock`` on a folder that
-  several runs write into over time (a sweep's output): a second run refuses at once.
+  several runs write into over time (a sweep's output), :func:`output_lock` one on an
+  output folder replaced whole (``simulate -o``): a second run refuses at once.
 * **Permissions.** Files and folders get the permissions a plain ``open``/``mkdir``
   would give under the user's umask (``0666 & ~umask``, ``0777 & ~umask``), not the
   0600 of ``mkstemp``.
@@ -307,7 +308,18 @@ def folder_lock(path: str | os.PathLike[str], what: str = "run") -> Iterator[Pat
         finally:
             held[1] -= 1
         return
-    lock = folder / LOCK_NAME
+    with _held(folder / LOCK_NAME, folder, what) as fd:
+        _LOCKED[key] = [fd, 1]
+        try:
+            yield folder
+        finally:
+            del _LOCKED[key]
+
+
+@contextlib.contextmanager
+def _held(lock: Path, shown: Path, what: str) -> Iterator[int]:
+    """An exclusive ``flock`` on the file ``lock`` (created), recording this pid; one line
+    naming ``shown`` and the holder's pid when another process holds it."""
     fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666 & ~_umask())
     try:
         try:
@@ -315,17 +327,26 @@ def folder_lock(path: str | os.PathLike[str], what: str = "run") -> Iterator[Pat
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
             raise HilsimError(
-                f"{folder}: another {what} (pid {holder}) is writing into this folder; wait "
+                f"{shown}: another {what} (pid {holder}) is writing into this folder; wait "
                 "for it to finish or choose another folder"
             ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        _LOCKED[key] = [fd, 1]
         try:
-            yield folder
+            yield fd
         finally:
-            del _LOCKED[key]
             os.ftruncate(fd, 0)
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def output_lock(path: str | os.PathLike[str], what: str = "run") -> Iterator[Path]:
+    """Hold an exclusive lock on the output ``path`` (a folder that is replaced whole, so
+    the lock cannot live inside it): an ``flock`` on the sibling ``.<name>.lock`` (which
+    stays, as :func:`folder_lock`'s does). A second process refuses at once in one line."""
+    target = check_output(path, folder=True)
+    _make_parent(target)
+    with _held(target.parent / f".{target.name}.lock", target, what):
+        yield target

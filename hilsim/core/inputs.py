@@ -151,12 +151,21 @@ def read_input_text(path: str | os.PathLike[str], what: str = "a text file") -> 
         raise HilsimError(f"{source}: line {line}: not UTF-8 text (byte {exc.start})") from None
 
 
-def inflate(data: bytes, source: object) -> bytes:
-    """Decompress gzip ``data`` (all members), at most ``max_decompression_ratio`` bytes
-    per compressed byte (after a 1 MiB allowance) and ``max_input_bytes`` in all."""
+#: inflated bytes kept while the first pass still counts: an input inflating past this is
+#: counted to its end first (nothing kept), then inflated again to be kept, so a bomb is
+#: refused at the memory of a block, not of what it inflated to before the refusal
+_KEEP_WHILE_COUNTING = 64 << 20
+
+
+def _inflate_pass(data: bytes, source: object, keep_up_to: int | None) -> list[bytes] | None:
+    """One pass over every gzip member of ``data``, each block checked against
+    ``max_decompression_ratio`` and ``max_input_bytes`` as it comes out: the blocks when
+    they total at most ``keep_up_to`` bytes (``None``: no bound), else ``None`` (they were
+    counted and dropped)."""
     guard = limits.Inflation(source, len(data))
     cap = limits.value("max_input_bytes")
-    parts, total = [], 0
+    parts: list[bytes] | None = []
+    total = 0
     pending = data
     try:
         while pending:
@@ -169,8 +178,13 @@ def inflate(data: bytes, source: object) -> bytes:
                     raise limits.exceeded(
                         source, "max_input_bytes", f"inflates past {cap} bytes"
                     )
-                parts.append(chunk)
-                if not engine.unconsumed_tail:
+                if parts is not None and keep_up_to is not None and total > keep_up_to:
+                    parts = None  # count on without keeping
+                if parts is not None:
+                    parts.append(chunk)
+                # at a member's end the rest of the input is ``unused_data`` (and still
+                # ``unconsumed_tail``, which an ended engine would take forever)
+                if engine.eof or not engine.unconsumed_tail:
                     break
                 chunk = engine.decompress(engine.unconsumed_tail, _CHUNK)
             if not engine.eof:
@@ -182,7 +196,19 @@ def inflate(data: bytes, source: object) -> bytes:
                 raise HilsimError(f"{source}: damaged gzip file (garbage after the data)")
     except zlib.error as exc:
         raise HilsimError(f"{source}: damaged gzip file ({exc})") from None
-    return b"".join(parts)
+    return parts
+
+
+def inflate(data: bytes, source: object) -> bytes:
+    """Decompress gzip ``data`` (all members), at most ``max_decompression_ratio`` bytes
+    per compressed byte (after a 1 MiB allowance) and ``max_input_bytes`` in all, both
+    checked block by block as it inflates. An input inflating past
+    :data:`_KEEP_WHILE_COUNTING` is first counted to its end keeping nothing (a bomb is
+    refused holding one block), then inflated again."""
+    parts = _inflate_pass(data, source, _KEEP_WHILE_COUNTING)
+    if parts is None:
+        parts = _inflate_pass(data, source, None)
+    return b"".join(parts or [])
 
 
 def read_maybe_gzip(path: str | os.PathLike[str], what: str = "a file") -> bytes:

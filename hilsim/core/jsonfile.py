@@ -37,6 +37,14 @@ def _bounded_int(text: str) -> int:
     return int(text)
 
 
+def parse_json_text(text: str | bytes) -> Any:
+    """``text`` parsed as strict JSON (as :func:`read_json` parses a file): ``ValueError``
+    for text that is not JSON, ``NaN``/``Infinity`` or a number past the largest float;
+    :class:`HilsimError` for an integer of more than ``max_number_digits`` digits."""
+    return json.loads(text, parse_constant=_not_json, parse_float=_finite_float,
+                      parse_int=_bounded_int)
+
+
 def read_json(path: str | os.PathLike[str], schema: str | None = None) -> Any:
     """Parse ``path`` as JSON; with ``schema``, require an object whose ``schema`` equals it.
 
@@ -49,8 +57,7 @@ def read_json(path: str | os.PathLike[str], schema: str | None = None) -> Any:
     source = Path(path)
     text = read_input_text(source, "a JSON file")  # regular files only, bounded
     try:
-        data = json.loads(text, parse_constant=_not_json, parse_float=_finite_float,
-                          parse_int=_bounded_int)
+        data = parse_json_text(text)
     except HilsimError as exc:
         raise HilsimError(f"{source}: {exc}") from None
     except ValueError as exc:  # JSONDecodeError, a non-finite number

@@ -32,6 +32,9 @@ from hilsim.core.jsonfile import read_json
 from hilsim.core.measurement_names import MICROBENCH_SCHEMA
 
 SCHEMA = MICROBENCH_SCHEMA
+#: the most samples a hand-written file may give as a count (each becomes a NaN sample;
+#: the suite repeats a benchmark up to tens of times)
+MAX_SAMPLE_COUNT = 100_000
 
 
 def relative_spread(samples: Iterable[float]) -> float:
@@ -89,6 +92,10 @@ class Measurement:
         spread = data.get("spread")
         samples = data.get("samples") or []
         if isinstance(samples, int) and not isinstance(samples, bool):
+            if not 0 <= samples <= MAX_SAMPLE_COUNT:  # a list of that many NaN is built
+                raise ValueError(
+                    f"samples: a count must be 0..{MAX_SAMPLE_COUNT}, got {str(samples)[:40]}"
+                )
             samples = [None] * samples
         return cls(
             name=str(data["name"]),

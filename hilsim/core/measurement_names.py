@@ -284,6 +284,27 @@ DEVICE_FACTS: tuple[DeviceFact, ...] = (
     DeviceFact("dram.type", 1, ("memory_type", "memoryType")),
 )
 
+#: What a GPU can hold for each numeric fact, in the timing field's unit (after the
+#: fact's scale): (lowest, highest, integral). Generous bounds around every NVIDIA GPU
+#: so far (H100: 132 SMs, 1,980 MHz, 50 MB L2, 5,120-bit bus), tight enough that a value
+#: no GPU has (10^12 SMs, a clock that rounds to 0 MHz) is refused before it is simulated.
+FACT_RANGES: dict[str, tuple[float, float, bool]] = {
+    "core.sm_count": (1, 4096, True),
+    "core.boost_clock_mhz": (1, 20_000, False),
+    "core.warp_size": (1, 64, True),
+    "core.max_threads_per_sm": (1, 16_384, True),
+    "core.max_ctas_per_sm": (1, 1024, True),
+    "core.registers_per_sm": (1, 1 << 22, True),
+    "core.registers_per_block": (1, 1 << 22, True),
+    "core.shared_mem_per_sm": (0, 1 << 26, True),
+    "core.shared_mem_per_block": (0, 1 << 26, True),
+    "l2.capacity_bytes": (0, 1 << 32, True),
+    "l1.capacity_bytes": (0, 1 << 26, True),
+    "dram.clock_mhz": (1, 100_000, False),
+    "dram.bus_width_bits": (1, 1 << 16, True),
+    "dram.capacity_bytes": (1, 1 << 50, True),
+}
+
 #: keys the writers record for the manifest and reports that set no timing field
 #: (``compute_capability``/``major``/``minor`` are read by the tuner separately)
 RECORDED_FACTS: frozenset[str] = frozenset({

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,9 +98,14 @@ def parse_warmup(text: str) -> Warmup:
     for word in str(text).strip().lower().split("+"):
         word = word.strip()
         if word.startswith("preceding:"):
-            k = word.split(":", 1)[1]
-            if not k.isdigit():
-                raise HilsimError(f"warm-up {text!r}: preceding:K needs an integer K >= 0")
+            k = word.split(":", 1)[1].strip()
+            # ASCII digits only (``str.isdigit`` also takes "²", which ``int`` refuses), and
+            # fewer than 19 of them (below 2^63; ``int`` refuses past 4,300 digits)
+            if not (re.fullmatch(r"[0-9]{1,18}", k, re.ASCII)):
+                raise HilsimError(
+                    f"warm-up {str(text)[:80]!r}: preceding:K needs an integer K >= 0 of at "
+                    "most 18 digits"
+                )
             fields["preceding"] = int(k)
         elif word in _WARMUP_WORDS:
             fields.update(_WARMUP_WORDS[word])
@@ -138,8 +144,20 @@ def warmup_launches(sample_ids: np.ndarray, preceding: int) -> tuple[np.ndarray,
     ids = np.unique(np.asarray(sample_ids, dtype=np.int64))
     if preceding <= 0 or len(ids) == 0:
         return ids, np.ones(len(ids), dtype=bool)
-    window = (ids[:, None] - np.arange(preceding, -1, -1, dtype=np.int64)[None, :]).ravel()
-    every = np.unique(window[window >= 0])
+    # windows are clipped at 0, so none reaches further back than the last id: what is
+    # built is the union of the windows, at most ``ids[-1] + 1`` launches whatever K is
+    k = min(int(preceding), int(ids[-1]))
+    starts = np.maximum(ids - k, 0)
+    # a window opens a new run where it starts past the previous window's end + 1
+    opens = np.ones(len(ids), dtype=bool)
+    opens[1:] = starts[1:] > ids[:-1] + 1
+    first = np.flatnonzero(opens)
+    run_starts = starts[first]
+    run_ends = ids[np.append(first[1:] - 1, len(ids) - 1)]
+    lengths = run_ends - run_starts + 1
+    before = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    every = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(run_starts - before,
+                                                                       lengths)
     return every, np.isin(every, ids)
 
 

@@ -14,6 +14,7 @@ the analyzer sees one typed layout whatever tool produced the data:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -321,6 +322,22 @@ def _ends_fit(start: pd.api.extensions.ExtensionArray, duration: np.ndarray) -> 
     return latest is pd.NA or int(latest) + int(duration.max()) < 2**63
 
 
+def _refuse_line_breaks(names: pd.Series, source: str) -> None:
+    """One line naming the first row whose kernel name holds a line break: no profiler
+    writes one (a quote out of place in a CSV makes one), and a name is one line of a
+    launch list, a simulator log and a report. Checked once per distinct name."""
+    categories = names.cat.categories
+    broken = np.flatnonzero(categories.astype(str).str.contains(r"[\r\n]", regex=True))
+    if len(broken) == 0:
+        return
+    row = int(np.flatnonzero(np.isin(names.cat.codes.to_numpy(), broken))[0])
+    first_line = re.split(r"[\r\n]", str(names.iloc[row]), maxsplit=1)[0]
+    raise HilsimError(
+        f"{source}: row {row}: kernel name holds a line break (after "
+        f"{shown_value(first_line)})"
+    )
+
+
 def normalize_launches(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     """Return ``frame`` as a bundle-v1 launches table (typed, ordered, validated).
 
@@ -344,6 +361,7 @@ def normalize_launches(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     if names.isna().any():
         row = int(np.flatnonzero(names.isna().to_numpy())[0])
         raise HilsimError(f"{source}: row {row}: kernel name is empty")
+    _refuse_line_breaks(names, source)
     duration = checked_int64(
         frame["duration_ns"], source, "duration_ns", required=True, nonnegative=True
     )

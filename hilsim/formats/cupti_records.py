@@ -43,6 +43,7 @@ from hilsim.core.bundle import Bundle, default_manifest
 from hilsim.core.demangle import demangle
 from hilsim.core.errors import HilsimError
 from hilsim.core.inputs import open_input
+from hilsim.core.jsonfile import parse_json_text
 from hilsim.core.schema import normalize_launches, shown_value
 from hilsim.formats.cupti_format import KINDS, SCHEMA
 from hilsim.formats.nsys_sqlite import attribute_launches, nvtx_regions
@@ -90,9 +91,13 @@ def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             if not line.strip():
                 continue
             try:
-                item = json.loads(line)
+                item = parse_json_text(line)
             except json.JSONDecodeError as exc:
                 raise HilsimError(f"{path}: line {number}: not valid JSON ({exc.msg})") from exc
+            except HilsimError as exc:  # an integer of too many digits
+                raise HilsimError(f"{path}: line {number}: {exc}") from None
+            except ValueError as exc:  # NaN, Infinity, a number past the largest float
+                raise HilsimError(f"{path}: line {number}: not valid JSON ({exc})") from None
             except RecursionError as exc:
                 raise HilsimError(f"{path}: line {number}: JSON nested too deeply") from exc
             if not isinstance(item, dict):
@@ -119,6 +124,12 @@ def read_cupti_records(
                     f"{source}: line {number}: not a hilsim CUPTI records file "
                     f"(expected a header with schema {SCHEMA!r})"
                 )
+            for key, kind in (("device", dict), ("tool", dict)):
+                if item.get(key) is not None and not isinstance(item[key], kind):
+                    raise HilsimError(
+                        f"{source}: line {number}: header's {key!r} must be a JSON object, "
+                        f"got {shown_value(item[key])}"
+                    )
             header = item
             continue
         if not isinstance(kind, str) or kind not in rows:
@@ -131,6 +142,7 @@ def read_cupti_records(
                 isinstance(value, bool)
                 or not isinstance(value, int | float)
                 or not abs(value) < 2**63
+                or (isinstance(value, float) and not value.is_integer())  # 1.5
             ):
                 raise HilsimError(
                     f"{source}: line {number}: {kind} record's {key!r} is not an integer "

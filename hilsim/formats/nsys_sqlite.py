@@ -150,10 +150,31 @@ def check_sqlite_file(path: Path) -> None:
         )
 
 
-def connect_read_only(path: Path) -> sqlite3.Connection:
-    """The database opened read-only (``mode=ro``); one-line error when SQLite refuses."""
+def read_only_uri(path: Path) -> str:
+    """The URI that opens ``path`` read-only without writing beside it: ``immutable=1``
+    (no locks, no ``-shm``/``-wal`` files: ``mode=ro`` alone makes SQLite create both
+    beside a WAL-mode database). A write-ahead log beside the file holds transactions the
+    file itself lacks, which an immutable read would miss: refused in one line."""
+    wal = path.with_name(path.name + "-wal")
     try:
-        conn = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True)
+        pending = wal.stat().st_size > 0
+    except OSError:
+        pending = False
+    if pending:
+        raise HilsimError(
+            f"{path}: a write-ahead log ({wal.name}) beside it holds transactions not yet in "
+            "the database; checkpoint it (open it once with sqlite3 and close it) or copy "
+            "both, then import"
+        )
+    return f"file:{quote(str(path))}?mode=ro&immutable=1"
+
+
+def connect_read_only(path: Path) -> sqlite3.Connection:
+    """The database opened read-only (:func:`read_only_uri`); one-line error when SQLite
+    refuses."""
+    uri = read_only_uri(path)
+    try:
+        conn = sqlite3.connect(uri, uri=True)
     except sqlite3.Error as exc:
         raise HilsimError(f"{path}: cannot open SQLite database ({exc})") from exc
     # nsys stores some environment blobs that are not UTF-8; never fail on a name
@@ -171,10 +192,24 @@ def _query(conn: sqlite3.Connection, sql: str) -> pd.DataFrame:
     return pd.read_sql_query(sql, conn)
 
 
-def table_names(conn: sqlite3.Connection) -> dict[str, str]:
-    """Lower-cased table name -> name as stored."""
-    rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
-    return {str(name).lower(): str(name) for (name,) in rows}
+def table_names(conn: sqlite3.Connection, source: Path | None = None) -> dict[str, str]:
+    """Lower-cased table name -> name as stored. With ``source``, a table whose values
+    are computed as they are read is refused in one line naming it: a virtual table or a
+    virtual generated column (``GENERATED ALWAYS AS (...)``), which a few KB of schema
+    can make yield gigabytes per row; Nsight Systems writes neither."""
+    rows = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall()
+    if source is not None:
+        for name, sql in rows:
+            if str(sql or "").lstrip().upper().startswith("CREATE VIRTUAL"):
+                raise HilsimError(f"{source}: table {name} is a virtual table (computed as "
+                                  "read; not an Nsight Systems export)")
+            computed = [str(row[1]) for row in
+                        conn.execute(f'PRAGMA table_xinfo("{name}")').fetchall()
+                        if row[6] == 2]  # hidden 2: a virtual generated column
+            if computed:
+                raise HilsimError(f"{source}: column {name}.{computed[0]} is computed as it "
+                                  "is read (a generated column; not an Nsight Systems export)")
+    return {str(name).lower(): str(name) for (name, _sql) in rows}
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
@@ -430,8 +465,9 @@ def _adbc_frames(path: Path, sql: str, chunk_rows: int | None) -> Iterator[pd.Da
         from adbc_driver_sqlite import dbapi  # lazy: only the SQLite import reads through it
     except ImportError:
         return None
+    uri = read_only_uri(path)
     try:
-        conn = dbapi.connect(f"file:{quote(str(path))}?mode=ro")
+        conn = dbapi.connect(uri)
     except Exception:  # noqa: BLE001 (any failure: the sqlite3 reader words it)
         return None
 
@@ -719,7 +755,7 @@ def read_nsys_sqlite(path: str | Path) -> NsysSqliteProfile:
     check_sqlite_file(source)
     conn = connect_read_only(source)
     try:
-        tables = table_names(conn)
+        tables = table_names(conn, source)
         frame = _read_kernels(conn, tables, source)
         nvtx = read_nvtx(conn, tables)
         meta = export_meta(conn, tables)

@@ -128,6 +128,22 @@ _KERN_EXEC_COLUMNS: dict[str, tuple[str, str]] = {
 _REQUIRED = ("start_ns", "duration_ns", "name")
 
 
+_LINE_BREAK_RE = re.compile(r"\r\n|\r|\n")
+_LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def csv_lines(text: str, keepends: bool = False) -> list[str]:
+    """The lines of ``text`` as a CSV parser breaks them: at ``\r\n``, ``\r`` or ``\n``
+    only. (``str.splitlines`` also breaks at ``\v``, ``\f``, ``\x1c``-``\x1e``, ``\x85``,
+    U+2028 and U+2029, which pandas and Arrow read as text of a cell.)"""
+    if keepends:
+        return _LINE_RE.findall(text)
+    lines = _LINE_BREAK_RE.split(text)
+    if lines and lines[-1] == "":
+        lines.pop()  # (a last line break ends the last line, as splitlines reads it)
+    return lines
+
+
 def split_header_name(column: str) -> tuple[str, str | None]:
     """``"Start (ns)"`` -> ``("start", "ns")``; ``"Name"`` -> ``("name", None)``."""
     text = column.strip().lstrip("\ufeff")
@@ -201,10 +217,11 @@ def _numbers(
 
 
 def _device_numbers(values: pd.Series) -> pd.Series:
-    """``"NVIDIA A100 (0)"`` -> 0, ``"3"`` -> 3; anything else -> NaN."""
+    """``"NVIDIA A100 (0)"`` -> 0, ``"3"`` -> 3; anything else -> NaN. Floats, as every
+    number column of the CSV readers (a device number past 2^53 rounds alike in each)."""
     text = values.fillna("").astype(str).str.strip()
     digits = text.str.extract(r"(?:^|\()\s*(\d+)\s*\)?\s*$", expand=False)
-    return pd.to_numeric(digits, errors="coerce")
+    return pd.to_numeric(digits, errors="coerce").astype(float)
 
 
 def _triples(path: Path, values: pd.Series, column: str, line_numbers: np.ndarray) -> pd.DataFrame:
@@ -320,6 +337,8 @@ _ARROW_BLOCK_BYTES = 1 << 22
 _CHECK_BLOCK_BYTES = 1 << 24
 _DEVICE_RE = re.compile(r"(?:^|\()\s*(\d+)\s*\)?\s*$", re.ASCII)
 _DIGITS_RE = re.compile(r"[0-9]+", re.ASCII)
+# ``0x`` inside names (``foo_0x1``) looked at before the file goes to the other readers
+_MAX_HEX_CANDIDATES = 1000
 
 
 def _is_utf8(path: Path) -> bool:
@@ -344,6 +363,31 @@ def _is_utf8(path: Path) -> bool:
     except (OSError, ValueError, UnicodeDecodeError):
         return False
     return True
+
+
+def _may_hold_hex(path: Path) -> bool:
+    """Whether a cell of the file may start with ``0x``/``0X``: Arrow reads such a cell as a
+    hexadecimal integer (``0x10`` -> 16, ``0xFFFFFFFFFFFFFFFF`` -> -1) where the other
+    readers refuse it as not a number. Each ``0x`` is found by ``mmap.find`` (no copy of
+    the file); one not preceded by a letter, digit or ``_`` (a cell's start, after blanks or
+    a quote) counts, as do more than :data:`_MAX_HEX_CANDIDATES` of any kind."""
+    try:
+        with open(path, "rb") as handle:
+            if os.fstat(handle.fileno()).st_size == 0:
+                return False
+            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+                seen = 0
+                for prefix in (b"0x", b"0X"):
+                    at = mapped.find(prefix)
+                    while at >= 0:
+                        seen += 1
+                        before = mapped[at - 1 : at] if at else b","
+                        if seen > _MAX_HEX_CANDIDATES or not (before.isalnum() or before == b"_"):
+                            return True
+                        at = mapped.find(prefix, at + 2)
+    except (OSError, ValueError):
+        return True
+    return False
 
 
 def _dictionary_codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
@@ -380,9 +424,12 @@ def _fits_float(column: pa.ChunkedArray) -> bool:
 
 def _per_value(codes: np.ndarray, table: np.ndarray) -> np.ndarray:
     """``table[code]`` per row (``table``: a float per text, NaN for none), NaN where the
-    code is -1; int64 when every row has a value (what the float readers' column holds
-    after the int64 check, without the float round trip)."""
-    if not np.isnan(table).any() and (len(codes) == 0 or int(codes.min()) >= 0):
+    code is -1; int64 when every row has a value below 2^53 in magnitude (what the float
+    readers' column holds after the int64 check, without the float round trip). Larger
+    values stay floats, as the other readers give them: the int64 check of
+    :func:`normalize_launches` refuses those past 2^63 (a cast here would wrap them)."""
+    exact = bool((np.abs(table) < _EXACT_IN_FLOAT).all())  # (NaN is not)
+    if exact and (len(codes) == 0 or int(codes.min()) >= 0):
         if len(table) and (table == table[0]).all():  # one value (e.g. grid_y = 1)
             # a read-only view of one value: no N-long array is written (at 10M launches
             # each would be 80 MB of fresh pages)
@@ -440,42 +487,41 @@ def _arrow_types(
 def arrow_table(source: Path, layout: FastLayout, types: dict[str, pa.DataType]) -> pa.Table | None:
     """The body of ``source`` (from its header line on) parsed by Arrow's CSV reader, only
     the positional columns in ``types`` converted; ``None`` when Arrow refuses a row or a
-    cell, or the file is not UTF-8 (the other readers then word the problem).
+    cell, the file is not UTF-8 or a cell may be hexadecimal (the other readers then word
+    the problem).
 
     Arrow splits rows as pandas' C parser does (a quote opens a quoted value only at the
     start of a cell, ``""`` inside it is one quote, a quoted value may hold line breaks)
     with one difference: a quote still open at the end of the file ends the last value
     where pandas refuses the file. :func:`read_arrow` refuses that case (the last line's
     quotes or a name holding a line break) before it vouches for the table."""
-    if not _is_utf8(source):
+    if not _is_utf8(source) or _may_hold_hex(source):
         return None
-    # Blocks are first cut at line breaks (the fast way); a quoted value that holds a line
-    # break across a cut puts the parser out of step with the cut, which Arrow refuses: the
-    # file is then read again with blocks cut where no quoted value is open (as the other
-    # readers allow line breaks in quoted values). Within a block both parse the same.
-    for newlines_in_values in (False, True):
-        try:
-            with pa.OSFile(str(source)) as body:
-                body.seek(layout.body_offset)
-                return pa_csv.read_csv(
-                    body,
-                    read_options=pa_csv.ReadOptions(
-                        column_names=[f"c{i}" for i in range(layout.n_fields)],
-                        skip_rows=1,  # the header line
-                        block_size=_ARROW_BLOCK_BYTES,
-                    ),
-                    parse_options=pa_csv.ParseOptions(newlines_in_values=newlines_in_values),
-                    convert_options=pa_csv.ConvertOptions(
-                        include_columns=list(types),
-                        column_types=types,
-                        null_values=[""],
-                        strings_can_be_null=False,
-                        quoted_strings_can_be_null=True,
-                    ),
-                )
-        except (pa.ArrowException, OSError, ValueError):
-            continue
-    return None
+    # Blocks are cut where no quoted value is open (``newlines_in_values``): a cut at a line
+    # break inside a quoted value would end that value there and read its remainder as a
+    # row of its own (Arrow's line-break cuts do not see quotes), where the other readers
+    # read one value holding a line break.
+    try:
+        with pa.OSFile(str(source)) as body:
+            body.seek(layout.body_offset)
+            return pa_csv.read_csv(
+                body,
+                read_options=pa_csv.ReadOptions(
+                    column_names=[f"c{i}" for i in range(layout.n_fields)],
+                    skip_rows=1,  # the header line
+                    block_size=_ARROW_BLOCK_BYTES,
+                ),
+                parse_options=pa_csv.ParseOptions(newlines_in_values=True),
+                convert_options=pa_csv.ConvertOptions(
+                    include_columns=list(types),
+                    column_types=types,
+                    null_values=[""],
+                    strings_can_be_null=False,
+                    quoted_strings_can_be_null=True,
+                ),
+            )
+    except (pa.ArrowException, OSError, ValueError):
+        return None
 
 
 def read_arrow(
@@ -541,6 +587,8 @@ def read_arrow(
                 return None
             out[target] = rows(_int_column(column))
         elif kind == "size":
+            if pc.any(pc.is_nan(column)).as_py():
+                return None  # "nan" is a cell the other readers refuse (empty is null)
             numbers = column.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
             out[target] = np.round(rows(numbers) * layout.factors[target])
         elif kind == "text":
@@ -589,7 +637,7 @@ _MAX_TAIL_BYTES = 1 << 24
 
 
 def _head(path: Path) -> tuple[list[str], list[int], int] | None:
-    """Lines of the file's first bytes (as ``str.splitlines`` splits them), the byte
+    """Lines of the file's first bytes (as :func:`csv_lines` splits them), the byte
     offset where each starts plus where the last ends, and the file size.
 
     ``None`` when those bytes are not UTF-8 text or hold nothing but blanks (the exact
@@ -610,7 +658,7 @@ def _head(path: Path) -> tuple[list[str], list[int], int] | None:
         return None
     if not text or text.isspace():
         return None
-    lines = text.splitlines(keepends=True)
+    lines = csv_lines(text, keepends=True)
     offsets = [bom]
     for line in lines:
         offsets.append(offsets[-1] + len(line.encode("utf-8")))
@@ -648,15 +696,20 @@ def _last_line(path: Path, size: int) -> tuple[int, str] | None:
 
 
 def _line_number(path: Path, offset: int) -> int:
-    """1-based line number of the line starting at byte ``offset`` (counts ``\\n``)."""
+    """1-based line number of the line starting at byte ``offset``, lines broken as
+    :func:`csv_lines` breaks them (``\n``, ``\r\n`` or a lone ``\r``)."""
     count = 0
+    last = b""  # the byte before the block (a \r\n split across two blocks is one break)
     with open(path, "rb") as handle:
         remaining = offset
         while remaining > 0:
             block = handle.read(min(remaining, 1 << 24))
             if not block:
                 break
-            count += block.count(b"\n")
+            count += block.count(b"\n") + block.count(b"\r") - block.count(b"\r\n")
+            if last == b"\r" and block.startswith(b"\n"):
+                count -= 1
+            last = block[-1:]
             remaining -= len(block)
     return count + 1
 
@@ -974,14 +1027,21 @@ def _stripped_categorical(names: pd.Categorical) -> pd.Categorical:
 # ----------------------------------------------------------------------------- exact path
 
 
+class OpenQuoteAtEnd(HilsimError):
+    """The text parsed ends inside a quoted value (pandas: "EOF inside string"): at the
+    end of a file, a malformed file; at the end of a block of a file cut into blocks
+    (:mod:`~hilsim.formats.streaming`), a cut that is not between rows."""
+
+
 def _raise_parser_error(source: Path, exc: Exception, header_index: int) -> None:
     message = str(exc).strip().splitlines()[-1] if str(exc).strip() else "parse error"
+    error = OpenQuoteAtEnd if "EOF inside string" in message else HilsimError
     match = re.search(r"line (\d+)", message)
     if match:
         line_no = header_index + int(match.group(1))
         message = re.sub(r"\s*in line \d+", "", message)
-        raise HilsimError(f"{source}: line {line_no}: malformed CSV row ({message})") from exc
-    raise HilsimError(f"{source}: malformed CSV ({message})") from exc
+        raise error(f"{source}: line {line_no}: malformed CSV row ({message})") from exc
+    raise error(f"{source}: malformed CSV ({message})") from exc
 
 
 def read_exact(
@@ -998,7 +1058,7 @@ def read_exact(
     file's end (its last row is not checked for truncation) and may hold no kernel rows.
     """
     text = _read_text(source) if text is None else text
-    lines = text.splitlines()
+    lines = csv_lines(text)
     found = _find_header(lines)
     if found is None:
         first = next((ln.strip() for ln in lines if ln.strip()), "")

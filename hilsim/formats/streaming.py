@@ -320,34 +320,68 @@ def _csv_chunks(source: Path, block_bytes: int) -> Iterator[tuple[pd.DataFrame, 
             if at_end:
                 block, carry = data, b""
             else:
-                cut = data.rfind(b"\n") + 1
-                if cut == 0:  # a line longer than a block: read on
+                cut = row_cut(data)
+                if cut == 0:  # a row longer than a block: read on
                     carry = data
                     continue
                 block, carry = data[:cut], data[cut:]
             if block.count(b"\r") != block.count(b"\r\n"):
                 raise Fallback("line breaks other than \\n and \\r\\n")
-            table = nsys_stats.fast_table(
-                source, layout, io.BytesIO(header + block), first_line=line
-            )
-            parsed = None if table is None else nsys_stats.fast_launches(source, layout, table)
-            del table
-            if parsed is None:
-                try:
-                    text = block.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise HilsimError(
-                        f"{source}: not a text CSV (byte {offset + exc.start} is not UTF-8): "
-                        "not an nsys stats CSV"
-                    ) from exc
-                out, _, dropped = nsys_stats.read_exact(
-                    source, text=layout.header_line + text, line_offset=line - 2, block=True
-                )
-            else:
-                out, dropped = parsed
+            try:
+                out, dropped = _csv_block(source, layout, header, block, line, offset)
+            except nsys_stats.OpenQuoteAtEnd:
+                if at_end:
+                    raise
+                # the cut is inside a quoted value after all (a quote inside an unquoted
+                # cell is text, not counted apart by row_cut): one pass reads the file
+                raise Fallback("a block cut inside a quoted value") from None
             yield out, dropped
             line += block.count(b"\n")
             offset += len(block)
+
+
+def row_cut(data: bytes) -> int:
+    """Offset just past the last line break of ``data`` (which starts at a row's start)
+    outside quotes, 0 when there is none: a line break with an odd number of ``"`` before
+    it lies inside a quoted value (a name holding a line break), and cutting there would
+    read the rest of that value as a row of its own. Quotes are counted once each."""
+    quotes = data.count(b'"')
+    end = len(data)
+    after = 0  # quotes after ``end``
+    while True:
+        cut = data.rfind(b"\n", 0, end)
+        if cut < 0:
+            return 0
+        after += data.count(b'"', cut, end)
+        if (quotes - after) % 2 == 0:
+            return cut + 1
+        end = cut
+
+
+def _csv_block(
+    source: Path, layout: Any, header: bytes, block: bytes, line: int, offset: int
+) -> tuple[pd.DataFrame, int]:
+    """(launch columns, memcpy/memset rows dropped) of one block of whole rows, its first
+    row the file's 1-based ``line`` at byte ``offset``: the fast reader, or the exact one
+    for a block the fast one does not vouch for."""
+    from hilsim.formats import nsys_stats  # lazy: see the note above
+
+    table = nsys_stats.fast_table(source, layout, io.BytesIO(header + block), first_line=line)
+    parsed = None if table is None else nsys_stats.fast_launches(source, layout, table)
+    del table
+    if parsed is not None:
+        return parsed
+    try:
+        text = block.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise HilsimError(
+            f"{source}: not a text CSV (byte {offset + exc.start} is not UTF-8): "
+            "not an nsys stats CSV"
+        ) from exc
+    out, _, dropped = nsys_stats.read_exact(
+        source, text=layout.header_line + text, line_offset=line - 2, block=True
+    )
+    return out, dropped
 
 
 def _import_csv(source: Path, fmt: str, folder: Path, block_bytes: int) -> dict[str, Any]:
@@ -447,7 +481,7 @@ def _import_sqlite(source: Path, folder: Path, chunk_rows: int) -> dict[str, Any
     nsys_sqlite.check_sqlite_file(source)
     conn = nsys_sqlite.connect_read_only(source)
     try:
-        tables = nsys_sqlite.table_names(conn)
+        tables = nsys_sqlite.table_names(conn, source)
         nsys_sqlite.kernel_query(conn, tables, source)  # the missing-table errors first
         nvtx_frame = nsys_sqlite.read_nvtx(conn, tables)
         regions, nvtx = None, None

@@ -6,7 +6,8 @@ folder) in its own process group, with the build's environment
 (:meth:`~hilsim.simmodel.gpgpusim.build.SimBuild.env`). Its stdout and stderr go to
 ``sim.log``, line-buffered through ``stdbuf`` where present: GPGPU-Sim prints with C stdio,
 which is block-buffered into a file, and an ``abort()`` would otherwise lose its last
-message. A timeout kills the whole group; a timeout, crash, abort or non-zero exit is one
+message. A timeout kills the whole group, and the program dies with the process that started it
+(even one killed by SIGKILL); a timeout, crash, abort or non-zero exit is one
 :class:`HilsimError` line that names the log. While the program runs, ``progress`` (when
 given) is called about once a second with the number of kernels finished so far and the
 simulated cycles (``gpu_tot_sim_cycle``) read from the growing log.
@@ -22,7 +23,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -187,6 +188,48 @@ def _terminate_as_interrupt() -> Any:
             signal.signal(sig, handler)
 
 
+#: the simulations this process runs now (from any thread), for :func:`kill_running`
+_RUNNING: set[subprocess.Popen] = set()
+_RUNNING_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def tracked(proc: subprocess.Popen) -> Iterator[subprocess.Popen]:
+    """``proc`` (the leader of its own process group) known to :func:`kill_running` while
+    the block runs."""
+    with _RUNNING_LOCK:
+        _RUNNING.add(proc)
+    try:
+        yield proc
+    finally:
+        with _RUNNING_LOCK:
+            _RUNNING.discard(proc)
+
+
+def kill_running() -> None:
+    """SIGKILL the process group of every simulation this process runs now: the worker
+    threads waiting on them see the kill and return."""
+    with _RUNNING_LOCK:
+        running = list(_RUNNING)
+    for proc in running:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def simulations_interruptible() -> Iterator[None]:
+    """Around a pool of threads that run simulations: Ctrl-C or SIGTERM (raised as
+    KeyboardInterrupt in the main thread), or any error, kills every running simulation
+    before the pool waits for its threads (which would otherwise wait for each simulation
+    to end). Enter it inside the pool's ``with`` so it exits first."""
+    with _terminate_as_interrupt():
+        try:
+            yield
+        except BaseException:
+            kill_running()
+            raise
+
+
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -257,6 +300,29 @@ def _wait(proc: subprocess.Popen, timeout_s: float, log: Path,
             raise subprocess.TimeoutExpired(proc.args, timeout_s)
 
 
+def _set_parent_death_signal() -> None:
+    """In the forked child, before ``exec``: SIGKILL when the thread that started it dies
+    (``prctl(PR_SET_PDEATHSIG)``), also by SIGKILL, which no handler sees."""
+    import ctypes  # lazy: only where setpriv is missing
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+
+
+def spawn_dying_with_parent(argv: Sequence[str], **popen: Any) -> subprocess.Popen:
+    """``subprocess.Popen(argv, **popen)`` whose process is killed when this one dies
+    (even by SIGKILL, which leaves no handler a chance to kill it): the parent-death
+    signal set by ``setpriv --pdeathsig KILL`` (util-linux), which then ``exec``s the
+    program (the signal survives ``exec``), or by ``prctl`` before ``exec`` where setpriv
+    is missing. The signal is tied to the thread that starts the process, which waits
+    for it (:func:`run_program`) and so outlives it."""
+    setpriv = shutil.which("setpriv")
+    if setpriv:
+        return subprocess.Popen([setpriv, "--pdeathsig", "KILL", "--", *argv], **popen)
+    return subprocess.Popen(list(argv), preexec_fn=_set_parent_death_signal,  # noqa: PLW1509
+                            **popen)
+
+
 def run_program(
     argv: Sequence[str | os.PathLike[str]],
     card: str | os.PathLike[str] | CardConfig,
@@ -298,7 +364,7 @@ def run_program(
     started = time.monotonic()
     trace: list[tuple[int, float]] = []
     with log.open("wb") as out:
-        proc = subprocess.Popen(
+        proc = spawn_dying_with_parent(  # a killed caller takes the simulation with it
             full,
             cwd=run,
             stdout=out,
@@ -308,7 +374,7 @@ def run_program(
             start_new_session=True,
         )
         try:
-            with _terminate_as_interrupt():
+            with _terminate_as_interrupt(), tracked(proc):
                 rc, cpu, stopped = _wait(proc, timeout_s, log, progress, trace, stop)
         except BaseException as exc:
             with contextlib.suppress(ProcessLookupError):

@@ -20,6 +20,7 @@ its kind and source), :func:`write_card` the folder (config + the files it names
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -144,6 +145,15 @@ def clock_domains(
         dram = float(mem) * 2 / ratio
         dram_src = f"device max_mem_clock_mhz {float(mem):g} x 2 / command ratio {ratio:g}"
     out = ClockDomains(core, core * b_icnt / b_core, core * b_l2 / b_core, dram)
+    parts = dict(zip(("core", "interconnect", "L2", "DRAM"), (out.core, out.icnt, out.l2,
+                                                               out.dram), strict=True))
+    for part, mhz in parts.items():
+        # GPGPU-Sim runs a 0 MHz domain forever (the option is written to 3 decimals)
+        if not (math.isfinite(mhz) and 1 <= round(mhz, 3) <= 100_000):
+            raise HilsimError(
+                f"the {part} clock would be {mhz:.6g} MHz (-gpgpu_clock_domains "
+                f"{out.text()}; from {core_src}): a clock must be 1..100000 MHz"
+            )
     sources = {
         "core": core_src,
         "icnt": f"base card's interconnect:core ratio {b_icnt / b_core:g}",

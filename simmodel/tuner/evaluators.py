@@ -22,6 +22,7 @@ from hilsim.microbench import bandwidth, compute, latency, launch, unit_ops
 from hilsim.microbench.device import Device
 from hilsim.simmodel.gpgpusim import simhost
 from hilsim.simmodel.gpgpusim.cards import CardConfig
+from hilsim.simmodel.gpgpusim.run import simulations_interruptible
 from hilsim.simmodel.gpgpusim.simdevice import GpgpusimDevice
 
 from hilsim.core.errors import HilsimError
@@ -115,7 +116,7 @@ class CandidateRunner:
             self._precompile(evs, card)
         pairs = [(i, ev, card) for i, (evs, card) in enumerate(jobs) for ev in evs]
         results: list[dict[str, float]] = [{} for _ in jobs]
-        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+        with ThreadPoolExecutor(max_workers=self.workers) as pool, simulations_interruptible():
             for i, values in pool.map(lambda p: (p[0], self.evaluate([p[1]], p[2])), pairs):
                 results[i].update(values)
         return results
@@ -138,7 +139,8 @@ class CandidateRunner:
             return ev, out, device.runs
 
         values: dict[str, float] = {}
-        with ThreadPoolExecutor(max_workers=max(1, min(self.workers, len(evaluators)))) as pool:
+        with (ThreadPoolExecutor(max_workers=max(1, min(self.workers, len(evaluators)))) as pool,
+              simulations_interruptible()):
             for _ev, out, runs in pool.map(one, evaluators):
                 self.runs.extend(runs)
                 for m in out:

@@ -23,7 +23,12 @@ from hilsim.simmodel.tuner.conventions import CONVENTIONS
 from hilsim.simmodel.tuner.dram import DRAM_MODELS, dram_model
 from hilsim.simmodel.tuner.emission import OptionChooser, option_file
 from hilsim.simmodel.tuner.engine import derive_options
-from hilsim.simmodel.tuner.inputs import compute_capability, read_device_facts, read_microbench
+from hilsim.simmodel.tuner.inputs import (
+    check_device_facts,
+    compute_capability,
+    read_device_facts,
+    read_microbench,
+)
 from hilsim.simmodel.tuner.overlay import (
     apply_device_facts,
     apply_measurements,
@@ -65,6 +70,7 @@ def tune(
     if convention not in CONVENTIONS:
         raise HilsimError(f"convention {convention!r} not one of {', '.join(CONVENTIONS)}")
     facts = dict(facts or {})
+    check_device_facts(facts, facts_where)
     rows = list(measurements or [])
     preset, reason, name, cc, mismatches = _preset_for(facts, ubench, preset_name)
     cfg = replace(preset.timing, name=str(name or preset.name), notes=())

@@ -62,6 +62,7 @@ from hilsim.simmodel.tuner.card import (
     valid_channel_counts,
 )
 from hilsim.simmodel.tuner.evaluators import CandidateRunner, cpu_seconds
+from hilsim.simmodel.tuner.inputs import check_device_facts, check_measurement_value
 from hilsim.simmodel.tuner.intsolve import IntSearch
 from hilsim.simmodel.tuner.knobs import KNOBS, applicable
 from hilsim.simmodel.tuner.pairs import (
@@ -330,6 +331,12 @@ def prepare(
     (:func:`tune_on_simulator` has the arguments)."""
     started, cpu0 = time.monotonic(), cpu_seconds()
     rows, raw_facts = read_microbench_json(measured_path)
+    check_device_facts(raw_facts, f"{measured_path}: device")
+    for i, row in enumerate(rows):
+        if row.valid and row.value is not None and row.name not in EXCLUDED:
+            check_measurement_value(row, f"{measured_path}: measurements[{i}] ({row.name})")
+    if device_facts:
+        check_device_facts(device_facts, "device facts")
     facts = canonical_facts({**raw_facts, **(device_facts or {})})
     measured, by_name, skipped = _measured(rows)
     build = build or find_build()

@@ -19,6 +19,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests import reliability_inputs as inputs
+from tests.csv_agreement import assert_line_breaks_agree, assert_readers_agree
+from tests.fuzz.csv_files import gpu_trace_csv
 from tests.fuzz.promise import check_import
 from tests.fuzz.strategies import (
     byte_mutations,
@@ -95,6 +97,21 @@ def test_fuzz_nsys_csv_cells(data):
     _import_bytes("trace.csv", ("\n".join(lines) + "\n").encode("utf-8", "surrogatepass"))
 
 
+@fuzz_settings(40)
+@given(gpu_trace_csv(), st.sampled_from(["\n", "\r\n", "\r"]), st.sampled_from([64, 300, 4096]))
+def test_fuzz_csv_readers_agree(text, newline, block_bytes):
+    """Generated nsys CSVs (cells past int64, hexadecimal, ``nan``, quoted line breaks)
+    in one line-break style: every reader gives the exact reader's launches or refusal,
+    the streaming import (blocks of ``block_bytes``) the in-memory import's bundle, and
+    the file's ``\\n``, ``\\r\\n`` and ``\\r`` copies import alike."""
+    with tempfile.TemporaryDirectory(prefix="hilsim-fuzz-") as folder:
+        source = Path(folder) / "generated_cuda_gpu_trace.csv"
+        source.write_bytes(text.replace("\n", newline).encode("utf-8"))
+        assert_readers_agree(source, block_bytes=block_bytes)
+        check_import(source, Path(folder))
+        assert_line_breaks_agree(Path(folder) / "styles_cuda_gpu_trace.csv", text)
+
+
 @fuzz_settings(30)
 @given(st.data())
 def test_fuzz_wide_table_cells(data):
@@ -132,6 +149,7 @@ def test_fuzz_kineto_event_fields(data):
 
 _CUPTI_FIELDS = ("name", "start", "end", "correlation_id", "device_id", "stream_id", "grid_x",
                  "block_x", "registers_per_thread", "kind", "thread_id")
+_CUPTI_HEADER_FIELDS = ("device", "tool", "complete", "reason", "unclosed_ranges")
 
 
 @fuzz_settings(50)
@@ -139,9 +157,11 @@ _CUPTI_FIELDS = ("name", "start", "end", "correlation_id", "device_id", "stream_
 def test_fuzz_cupti_record_fields(data):
     lines = _cupti_seed().decode().splitlines()
     for _ in range(data.draw(st.integers(1, 3))):
-        row = data.draw(st.integers(1, len(lines) - 1))
+        row = data.draw(st.integers(0, len(lines) - 1))  # 0: the header
         record = json.loads(lines[row])
-        record[data.draw(st.sampled_from(_CUPTI_FIELDS))] = data.draw(json_values)
+        fields = _CUPTI_HEADER_FIELDS if row == 0 else _CUPTI_FIELDS
+        record[data.draw(st.sampled_from(fields))] = data.draw(
+            st.one_of(json_values, st.floats(-1e6, 1e6).filter(lambda v: not v.is_integer())))
         lines[row] = json.dumps(record)
     _import_bytes("r.cupti.jsonl", ("\n".join(lines) + "\n").encode())
 
@@ -161,9 +181,11 @@ def test_fuzz_sqlite_kernel_fields(data):
                 column = data.draw(st.sampled_from([*_SQLITE_COLUMNS, "StringIds.value"]))
                 value = data.draw(sqlite_values)
                 if column == "StringIds.value":
-                    conn.execute("UPDATE StringIds SET value = ? WHERE id = "
-                                 "(SELECT demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL "
-                                 "LIMIT 1 OFFSET ?)", (value, data.draw(st.integers(0, 1105))))
+                    offset = data.draw(st.integers(0, 1105))
+                    with contextlib.suppress(sqlite3.IntegrityError):  # NOT NULL value
+                        conn.execute("UPDATE StringIds SET value = ? WHERE id = "
+                                     "(SELECT demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL "
+                                     "LIMIT 1 OFFSET ?)", (value, offset))
                 else:
                     rows = data.draw(st.sampled_from(["one", "all"]))
                     where = "" if rows == "all" else (
@@ -177,9 +199,14 @@ def test_fuzz_sqlite_kernel_fields(data):
                 conn.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT * FROM "
                              "CUPTI_ACTIVITY_KIND_KERNEL LIMIT 50")
             conn.commit()
+            if data.draw(st.booleans()):  # (outside a transaction, where it takes effect)
+                conn.execute("PRAGMA journal_mode=WAL")  # a reader must not write -shm/-wal
         finally:
             conn.close()
+        before = sorted(p.name for p in Path(folder).iterdir())
         check_import(source, Path(folder))
+        after = sorted(p.name for p in Path(folder).iterdir() if p.name != "out")
+        assert after == before, "the import wrote beside its input"
 
 
 @cache

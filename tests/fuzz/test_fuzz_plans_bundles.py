@@ -13,12 +13,14 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from hilsim.cli.main import main
-from hilsim.core.bundle import manifest_digest
+from hilsim.core.bundle import manifest_digest, read_bundle
+from hilsim.core.errors import HilsimError
 from tests import reliability_inputs as inputs
 from tests.fuzz.promise import check_bundle, check_no_output, run_cli
 from tests.fuzz.strategies import byte_mutations, fuzz_settings, json_values
@@ -131,6 +133,55 @@ def test_fuzz_tampered_bundles(data):
             check_no_output(plan)
         else:
             check_bundle(bundle)
+
+
+_STATISTIC_COLUMNS = ("duration_ns", "grid_x", "grid_y", "block_x", "stream", "device")
+
+
+@fuzz_settings(20)
+@given(st.data())
+def test_fuzz_lying_footers(data):
+    """A launches table whose footer lies (statistics claiming one value for a column
+    whose pages hold two, or a file-level row count other than its row groups') is
+    refused: never read as the footer says."""
+    import pyarrow.parquet as pq
+
+    from hilsim.core.bundle import write_table
+
+    original, _ = _made()
+    with tempfile.TemporaryDirectory(prefix="hilsim-fuzz-") as folder:
+        bundle = Path(folder) / "bundle"
+        shutil.copytree(original, bundle)
+        table = bundle / "launches.parquet"
+        frame = pq.read_table(table).to_pandas()
+        if data.draw(st.booleans()):
+            column = data.draw(st.sampled_from(_STATISTIC_COLUMNS))
+            # values whose 8 bytes occur once in the footer (no small counts or offsets)
+            claimed, other = data.draw(st.lists(st.integers(1 << 40, 1 << 50), min_size=2,
+                                                max_size=2, unique=True))
+            values = np.full(len(frame), claimed, dtype=np.int64)
+            values[data.draw(st.integers(0, len(frame) - 1))] = other
+            write_table(frame.assign(**{column: values}), table)
+            inputs.lying_statistics(table, column, claimed, other)
+            words = "statistics say every row holds"
+        else:
+            # (a count whose varint is as long as the true one's: 64..8191)
+            claimed = data.draw(st.integers(64, 8191).filter(lambda n: n != len(frame)))
+            inputs.lying_row_count(table, claimed)
+            manifest = json.loads((bundle / "manifest.json").read_text())
+            manifest["n_launches"] = claimed
+            (bundle / "manifest.json").write_text(json.dumps(manifest))
+            words = "row groups hold"
+        _resign(bundle)
+        plan = Path(folder) / "plan.json"
+        size = sum(p.stat().st_size for p in bundle.iterdir())
+        code, lines, _ = run_cli(["plan", str(bundle), "-m", "random", "-o", str(plan)], size)
+        if code == 0:  # the command read no column the footer lies about
+            with pytest.raises(HilsimError, match=words):
+                read_bundle(bundle)
+        else:
+            assert words in lines[0], lines
+            check_no_output(plan)
 
 
 @pytest.mark.parametrize(

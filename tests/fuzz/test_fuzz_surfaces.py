@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import stat
 import tarfile
 import tempfile
@@ -27,7 +28,7 @@ from pathlib import Path
 import pytest
 from hilsim.analyzer.sweep import build_tasks, parse_spec
 from hilsim.simmodel.gpgpusim.extract import safe_extract
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from hilsim.core.errors import HilsimError
@@ -223,6 +224,149 @@ def test_fuzz_dse_variations(name, value, scale):
             import json
 
             json.loads(output.read_text(), parse_constant=pytest.fail)
+
+
+# ------------------------------------------------------------- warm-up specs and tune inputs
+
+_WARMUP_PARTS = ("none", "l2-fill", "cold-bound", "bracket", "auto", "preceding:",
+                 "PRECEDING:", "preceding", "+", " ", ":")
+
+
+_WARMUP_K = st.one_of(st.sampled_from(NASTY_TEXT), st.integers(-5, 10**30).map(str),
+                     st.sampled_from(["1e9", "\u00b2", "\u0663", "9" * 5001, "1000000000"]))
+
+
+@fuzz_settings(40)
+@given(st.lists(st.one_of(st.sampled_from(_WARMUP_PARTS), _WARMUP_K,
+                          _WARMUP_K.map(lambda k: "preceding:" + k)), min_size=1, max_size=4))
+@example(["preceding:\u00b2"])  # the attack's reproducers, always run
+@example(["preceding:", "9" * 5001])
+@example(["l2-fill+", "preceding:1000000000"])
+def test_fuzz_warmup_specs(parts):
+    """``export --warmup SPEC``: a list of the plan's samples and their windows, or one
+    line; the windows never cost more than the launches they cover."""
+    with tempfile.TemporaryDirectory(prefix="hilsim-fuzz-warm-") as folder:
+        output = Path(folder) / "list.g"
+        code, _, _ = run_cli(["export", str(EXAMPLE / "plans" / "stem.json"), "--warmup",
+                              "".join(parts), "-o", str(output)], 0)
+        if code == 2:
+            check_no_output(output)
+
+
+_FACT_KEYS = ("sm_count", "multiProcessorCount", "clockRate", "max_sm_clock_mhz",
+              "warp_size", "memoryBusWidth", "l2CacheSize", "max_mem_clock_mhz",
+              "compute_capability", "major", "minor", "memory_type", "regs_per_sm")
+_ROW_FIELDS = ("value", "samples", "spread", "valid", "unit", "name")
+
+
+@fuzz_settings(40)
+@given(st.data(), st.booleans())
+def test_fuzz_tune_inputs(data, on_simulator):
+    """``tune`` (and ``--on-simulator``, up to where it looks for the simulator) on edited
+    device facts and measurement rows of a real microbench file: a card whose facts a GPU
+    can have, or one line."""
+    import json
+    from unittest import mock
+
+    from hilsim.simmodel.tuner import search
+
+    document = json.loads(inputs.MICROBENCH_QV100.read_text())
+    for _ in range(data.draw(st.integers(1, 3))):
+        value = data.draw(st.one_of(numbers, st.sampled_from(NASTY_TEXT), st.none(),
+                                    st.booleans(), st.lists(st.integers(0, 9), max_size=2)))
+        if data.draw(st.booleans()):
+            document["device"][data.draw(st.sampled_from(_FACT_KEYS))] = value
+        else:
+            row = data.draw(st.integers(0, len(document["measurements"]) - 1))
+            document["measurements"][row][data.draw(st.sampled_from(_ROW_FIELDS))] = value
+    with tempfile.TemporaryDirectory(prefix="hilsim-fuzz-tune-") as folder:
+        bench = Path(folder) / "bench.json"
+        try:
+            bench.write_text(json.dumps(document))
+        except ValueError:
+            return  # (an integer json cannot write)
+        output = Path(folder) / "card"
+        extra = ["--on-simulator"] if on_simulator else []
+        with mock.patch.object(search, "find_build", lambda: None):
+            code, lines, _ = run_cli(["tune", str(bench), *extra, "-o", str(output)],
+                                     bench.stat().st_size)
+        if code == 2:
+            check_no_output(output)
+        else:
+            assert not on_simulator  # no build: the search never starts
+            card = (output / "gpgpusim.config").read_text()
+            found = re.search(r"-gpgpu_clock_domains\s+([0-9.:]+)", card)
+            assert found and all(float(x) >= 1 for x in found.group(1).split(":")), found
+            clusters = re.search(r"-gpgpu_n_clusters\s+(\d+)", card)
+            assert clusters and 1 <= int(clusters.group(1)) <= 4096, clusters
+
+
+# ------------------------------------------------------------- gzip inputs
+
+@fuzz_settings(40)
+@given(st.lists(st.tuples(st.integers(0, 3 << 20), st.sampled_from([b"\0", b"ab\n", b"x"])),
+                min_size=1, max_size=3),
+       st.sampled_from(["", "truncate", "garbage", "zeros"]))
+def test_fuzz_gzip_members(members, damage):
+    """Any run of gzip members (each possibly past one inflation block), damaged or not:
+    the members' bytes joined, or one :class:`HilsimError`; never a hang."""
+    import gzip
+
+    from hilsim.core import inputs as core_inputs
+
+    want = b"".join(unit * (size // len(unit)) for size, unit in members)
+    data = b"".join(gzip.compress(unit * (size // len(unit)), compresslevel=1)
+                    for size, unit in members)
+    if damage == "truncate":
+        data = data[: max(len(data) - 9, 1)]
+    elif damage == "garbage":
+        data += b"garbage"
+    elif damage == "zeros":
+        data += b"\0" * 64
+    try:
+        got = core_inputs.inflate(data, "fuzz.log.gz")
+    except HilsimError as exc:
+        assert "\n" not in str(exc) and damage in ("truncate", "garbage", "") , exc
+        return
+    assert got == want and damage in ("", "zeros")
+
+
+# ------------------------------------------------------------- a simulate folder's samples
+
+_SAMPLE_COLUMNS = ("launch_id", "weight", "kernel", "cycles", "state_variance", "dram_reads")
+
+
+@fuzz_settings(12)
+@given(st.data())
+def test_fuzz_simulate_folder_samples(data):
+    """``validate --sim FOLDER`` on a ``samples.csv`` with edited cells (or rows dropped
+    or repeated): a report whose simulated figures are finite, or one line."""
+    import json
+
+    with tempfile.TemporaryDirectory(prefix="hilsim-fuzz-samples-") as folder:
+        sim = Path(folder) / "sim"
+        shutil.copytree(EXAMPLE / "sims" / "stem-reference", sim)
+        lines = (sim / "samples.csv").read_text().splitlines()
+        header = lines[0].split(",")
+        for _ in range(data.draw(st.integers(1, 3))):
+            row = data.draw(st.integers(1, len(lines) - 1))
+            if data.draw(st.integers(0, 4)) == 0:
+                lines.insert(row, lines[row])  # a launch repeated
+                continue
+            cells = lines[row].split(",")
+            column = header.index(data.draw(st.sampled_from(_SAMPLE_COLUMNS)))
+            cells[column] = data.draw(st.one_of(numbers.map(str), st.sampled_from(NASTY_TEXT)))
+            lines[row] = ",".join(c.replace(",", ";").replace("\n", " ") for c in cells)
+        (sim / "samples.csv").write_text("\n".join(lines) + "\n")
+        output = Path(folder) / "rep"
+        code, _, _ = run_cli(["validate", "--silicon", str(EXAMPLE / "reference.bundle"),
+                              "--plan", str(EXAMPLE / "plans" / "stem.json"), "--sim",
+                              str(sim), "-o", str(output)], 0)
+        if code == 2:
+            check_no_output(output)
+        else:
+            text = "".join(p.read_text() for p in output.rglob("*.json"))
+            json.loads(text or "{}", parse_constant=pytest.fail)
 
 
 # ------------------------------------------------------------- input and output paths
