@@ -102,8 +102,9 @@ def _results(tmp_path: Path, tag: str):  # noqa: ANN202 - (warm, cold, placement
     table = pd.read_csv(sim / "samples.csv")
     warm = SimpleNamespace(base=SimpleNamespace(
         run=SimpleNamespace(log_path=run_dir / "sampled.log", run_dir=run_dir),
-        launch_ids=np.asarray(table["launch_id"])), extra=[])
-    cold = SimpleNamespace(run=SimpleNamespace(log_path=run_dir / "cold.log"))
+        launch_ids=np.asarray(table["launch_id"]), logs=(run_dir / "sampled.log",)), extra=[])
+    cold = SimpleNamespace(run=SimpleNamespace(log_path=run_dir / "cold.log"),
+                           logs=(run_dir / "cold.log",))
     result = SimpleNamespace(log=None, launch_list=None, to_dict=lambda: {"tag": tag})
     return warm, cold, SimpleNamespace(table=table), result
 
