@@ -21,12 +21,13 @@ less, or a file missing differs too.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from hilsim.simmodel.gpgpusim.build import sha256_file
 
 from hilsim.core.errors import HilsimError
 
@@ -76,14 +77,6 @@ def copy_digests(log_text: str) -> list[CopyDigest]:
     return out
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def program_outputs(
     log_text: str,
     run_dir: str | os.PathLike[str] | None = None,
@@ -103,7 +96,7 @@ def program_outputs(
         if run_dir is None:
             raise HilsimError(f"output file {name}: no run folder given")
         path = Path(run_dir) / name
-        hashed[name] = _sha256(path) if path.is_file() else "missing"
+        hashed[name] = sha256_file(path) if path.is_file() else "missing"
     pushes = sum(1 for m in _EVENTS.finditer(log_text) if m.group(1) is not None)
     return ProgramOutputs(tuple(copy_digests(log_text)), lines, hashed, pushes)
 
