@@ -39,6 +39,7 @@ from pathlib import Path
 from hilsim.agent.cupti_api import launch_cbids
 
 from hilsim.core.errors import HilsimError
+from hilsim.core.files import cache_root
 
 NATIVE = Path(__file__).resolve().parent / "native"
 LIBRARY_SOURCES = ("hilsim_cupti.c", "cupti_records.c")
@@ -207,9 +208,7 @@ def launch_header(include: Path) -> str:
 
 def cache_dir() -> Path:
     """``$HILSIM_CACHE/cupti-inject``, else ``$XDG_CACHE_HOME`` or ~/.cache /hilsim/cupti-inject."""
-    base = os.environ.get("HILSIM_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "hilsim")
-    return Path(base) / "cupti-inject"
+    return cache_root("cupti-inject")
 
 
 def compile_c(

@@ -350,3 +350,12 @@ def output_lock(path: str | os.PathLike[str], what: str = "run") -> Iterator[Pat
     _make_parent(target)
     with _held(target.parent / f".{target.name}.lock", target, what):
         yield target
+
+
+def cache_root(*parts: str) -> Path:
+    """hilsim's cache folder (``$HILSIM_CACHE``, else ``$XDG_CACHE_HOME/hilsim``, else
+    ``~/.cache/hilsim``), joined with ``parts``: compiled programs and libraries kept
+    between runs."""
+    base = os.environ.get("HILSIM_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "hilsim")
+    return Path(base).joinpath(*parts)

@@ -23,6 +23,7 @@ import subprocess
 from pathlib import Path
 
 from hilsim.core.errors import HilsimError
+from hilsim.core.files import cache_root
 
 SOURCE = Path(__file__).with_name("nvtx_marks.c")
 LIBRARY_NAME = "libhilsim_nvtx_marks.so"
@@ -41,12 +42,6 @@ def nvtx_include(cuda_home: Path | None = None) -> Path | None:
     return None
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("HILSIM_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "hilsim")
-    return Path(base) / "nvtx-marks"
-
-
 def build_nvtx_marks(cuda_home: Path | None = None, cache: Path | None = None) -> Path:
     """The injection library, compiled when the cache lacks it; one-line HilsimError when
     there is no C compiler, no ``nvtx3`` headers, or the compiler fails."""
@@ -60,7 +55,7 @@ def build_nvtx_marks(cuda_home: Path | None = None, cache: Path | None = None) -
                           "folder, /usr/include or /usr/local/cuda/include")
     key = hashlib.sha256(SOURCE.read_bytes() + f"\0{shutil.which(compiler)}\0{include}".encode()
                          ).hexdigest()[:16]
-    library = (cache or _cache_dir()) / key / LIBRARY_NAME
+    library = (cache or cache_root("nvtx-marks")) / key / LIBRARY_NAME
     if library.is_file():
         return library
     library.parent.mkdir(parents=True, exist_ok=True)

@@ -74,6 +74,7 @@ from hilsim.simmodel.gpgpusim.run import run_program
 from hilsim.simmodel.gpgpusim.simlog import parse_simlog
 
 from hilsim.core.errors import HilsimError
+from hilsim.core.files import cache_root
 
 CLOCK_SHIM = r"""
 // hilsim: GPGPU-Sim backend only. clock64()/clock() become %clock64, which the
@@ -162,10 +163,7 @@ def program_source(module: str) -> str:
 
 def cache_dir() -> Path:
     """Where compiled programs are kept (``$HILSIM_CACHE``/microbench-sim, else ~/.cache)."""
-    base = os.environ.get("HILSIM_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "hilsim"
-    )
-    return Path(base) / "microbench-sim"
+    return cache_root("microbench-sim")
 
 
 def compiled_program(module: str, arch: str) -> Path:
