@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 from hilsim.simmodel.gpgpusim.build import SimBuild, find_build
 from hilsim.simmodel.gpgpusim.cards import CardConfig
-from hilsim.simmodel.gpgpusim.run import SimRun, run_program
+from hilsim.simmodel.gpgpusim.run import AppendedLines, SimRun, run_program
 
 from hilsim.core.errors import HilsimError
 from hilsim.core.files import write_text_atomic
@@ -238,24 +238,16 @@ def stop_after_launch(log: Path, uid: int) -> Callable[[], bool]:
     ``gpgpu_simulation_time`` line). Reads only what was appended since the last call."""
     wanted = re.compile(rb"^kernel_launch_uid = (?:\d+ )*" + str(int(uid)).encode()
                         + rb"(?: \d+)* ?$", re.M)
-    state = {"offset": 0, "tail": b"", "seen": False}
+    lines = AppendedLines(log)
+    seen = [False]
 
     def stop() -> bool:
-        try:
-            with log.open("rb") as handle:
-                handle.seek(state["offset"])
-                chunk = handle.read()
-        except OSError:
-            return False
-        state["offset"] += len(chunk)
-        data = state["tail"] + chunk
-        cut = data.rfind(b"\n") + 1
-        state["tail"], whole = data[cut:], data[:cut]
-        if not state["seen"]:
+        whole = lines.poll()
+        if not seen[0]:
             found = wanted.search(whole)
             if found is None:
                 return False
-            state["seen"] = True
+            seen[0] = True
             whole = whole[found.end():]
         return _BLOCK_END in whole
 

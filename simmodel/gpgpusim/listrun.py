@@ -26,7 +26,6 @@
 
 from __future__ import annotations
 
-import resource
 import shutil
 import tempfile
 import time
@@ -84,11 +83,6 @@ FAST_FORWARD, SKIP = "fast-forward", "skip"
 LAUNCH_MODES = (FAST_FORWARD, SKIP)
 
 
-def _children_cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 @dataclass
 class CardRun:
     """A finished run on the card: its log text, wall and CPU seconds, the card's name."""
@@ -119,19 +113,18 @@ def run_on_card(
     """Run ``command`` on ``card`` (+ ``options`` overrides, ``env`` variables) in
     ``run_dir``; CPU time measured.
 
-    CPU time is the simulator process's user + system time (``RUSAGE_CHILDREN`` around
-    the run): on a shared machine it is what the run cost, whatever the wall time.
+    CPU time is the simulator process's user + system time (``wait4`` of that child:
+    :attr:`~hilsim.simmodel.gpgpusim.run.SimRun.cpu_s`): on a shared machine it is what the
+    run cost, whatever the wall time.
     ``progress(kernels finished, simulated cycles)`` is called about once a second.
     """
     if not command:
         raise HilsimError("no program given (put it after '--')")
     overrides = normalize_options(options)
-    cpu0 = _children_cpu_s()
     run = run_program(list(command), card, run_dir, options=overrides, timeout_s=timeout_s,
                       progress=progress, env=env, stop=stop)
-    cpu = _children_cpu_s() - cpu0
     name = Path(card).parent.name if card.endswith(".config") else card
-    return CardRun(run.log_path, run.stdout, run.wall_s, run.cpu_s or cpu, name, overrides,
+    return CardRun(run.log_path, run.stdout, run.wall_s, run.cpu_s, name, overrides,
                    run.run_dir, run.cpu_trace, run.stopped)
 
 

@@ -82,38 +82,50 @@ REAP_POLL_S = 0.05
 KILL_WAIT_S = 30.0
 
 
-class LogFollower:
-    """Counts finished kernels and reads the simulated cycles of a growing log.
-
-    Reads only what was appended since the last call (the log of a full run is ~100 MB);
-    a line cut at the end of the read is kept for the next call.
-    """
+class AppendedLines:
+    """The whole lines appended to a growing file since the last call (a line cut at the
+    end of a read is kept for the next call); a missing file reads as nothing yet."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.offset = 0
         self.tail = b""
-        self.kernels = 0
-        self.cycles = 0.0
 
-    def poll(self) -> tuple[int, float]:
-        """(kernels finished, simulated cycles so far) after reading the new bytes."""
+    def poll(self) -> bytes:
         try:
             with self.path.open("rb") as handle:
                 handle.seek(self.offset)
                 chunk = handle.read()
         except OSError:
-            return self.kernels, self.cycles
+            return b""
         self.offset += len(chunk)
         data = self.tail + chunk
         cut = data.rfind(b"\n") + 1
         self.tail = data[cut:]
-        whole = data[:cut]
+        return data[:cut]
+
+
+class LogFollower:
+    """Counts finished kernels and reads the simulated cycles of a growing log.
+
+    Reads only what was appended since the last call (the log of a full run is ~100 MB).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.lines = AppendedLines(path)
+        self.kernels = 0
+        self.cycles = 0.0
+
+    def poll(self) -> tuple[int, float]:
+        """(kernels finished, simulated cycles so far) after reading the new bytes."""
+        whole = self.lines.poll()
         self.kernels += len(_DONE.findall(whole))
         found = _TOT_CYCLES.findall(whole)
         if found:
             self.cycles = float(found[-1])
         return self.kernels, self.cycles
+
+
 _CYCLES = re.compile(r"^gpu_sim_cycle = (\d+)\s*$", re.M)
 
 
