@@ -65,14 +65,18 @@ from hilsim.analyzer.warmstate import (
     profiled_misses,
     warmer_than_profile,
 )
-from hilsim.simmodel.gpgpusim.datacheck import ProgramOutputs, find_divergences
+from hilsim.simmodel.gpgpusim.datacheck import (
+    ProgramOutputs,
+    digests_from_record,
+    find_divergences,
+)
 from hilsim.simmodel.gpgpusim.listrun import (
     CPU_FACTOR,
+    CPU_PARTS,
     FAST_FORWARD,
     LAUNCH_LIST,
     ListRun,
     ListRunner,
-    digests_from_record,
 )
 from hilsim.simmodel.gpgpusim.logprofile import core_clock_mhz, scan_log
 from hilsim.simmodel.gpgpusim.visualizer import VISUALIZER_GLOB
@@ -437,6 +441,15 @@ def warm_run(runner: ListRunner, spec: Warmup, ids: np.ndarray, weights: np.ndar
     return WarmRuns(base, extra, stats, chosen)
 
 
+def _light_profiler(bundle: Bundle | None) -> dict[str, Any]:
+    """The manifest entry of the profile's light profiler (who timed every launch: the
+    simulated card's record holds its card, options, CPU time and copy digests); empty
+    without a profile."""
+    profilers = bundle.manifest.get("profilers") if bundle is not None else None
+    first = profilers[0] if isinstance(profilers, list) and profilers else {}
+    return first if isinstance(first, dict) else {}
+
+
 def data_check(runner: ListRunner, bundle: Bundle | None) -> dict[str, Any]:
     """Did every fast-forwarded run compute what the full run computed? Each run's copies
     to the host (their digests, :mod:`hilsim.simmodel.gpgpusim.datacheck`) and launch count
@@ -451,8 +464,8 @@ def data_check(runner: ListRunner, bundle: Bundle | None) -> dict[str, Any]:
                                                     else ""), out)
                  for r in runner.runs for i, out in enumerate(r.outputs)]
     reference, label = None, ""
-    prof = (bundle.manifest.get("profilers") or [{}])[0] if bundle is not None else {}
-    if isinstance(prof, dict) and prof.get("copy_digests"):
+    prof = _light_profiler(bundle)
+    if prof.get("copy_digests"):
         digests = digests_from_record(prof["copy_digests"], "the profile's manifest")
         reference = ProgramOutputs(digests, (), {}, bundle.n_launches if bundle else 0)
         label = "profiled full run"
@@ -484,9 +497,8 @@ def _skip_path_check(runner: ListRunner, bundle: Bundle | None) -> dict[str, Any
     checked where it can be: each simulated launch's thread instructions against the
     profile's, when the profile was made on the simulator (the same PTX counted the same
     way; silicon counts SASS). A difference is a one-line error naming the launch."""
-    prof = (bundle.manifest.get("profilers") or [{}])[0] if bundle is not None else {}
     metrics = bundle.metrics if bundle is not None else None
-    if (not isinstance(prof, dict) or prof.get("backend") != "gpgpusim" or metrics is None
+    if (_light_profiler(bundle).get("backend") != "gpgpusim" or metrics is None
             or INSTRUCTIONS_METRIC not in metrics.columns):
         return {"reference": None, "why": "the skip path runs only the listed launches, and "
                 "the profile has no simulator instruction counts to check them against"}
@@ -514,10 +526,8 @@ def card_notes(bundle: Bundle | None, card: str, overrides: Mapping[str, str]) -
     or options): its durations and counters then describe another machine, and the
     estimate's error against them is the two cards' difference as much as sampling's.
     The warm-up's own option is not compared (simulate sets it per run)."""
-    if bundle is None:
-        return []
-    prof = (bundle.manifest.get("profilers") or [{}])[0]
-    if not isinstance(prof, dict) or prof.get("backend") != "gpgpusim":
+    prof = _light_profiler(bundle)
+    if prof.get("backend") != "gpgpusim":
         return []
     skip = set(warm_options(parse_warmup("none")))
     theirs = {k: str(v) for k, v in (prof.get("overrides") or {}).items() if k not in skip}
@@ -544,8 +554,7 @@ def _profiled_cycles(bundle: Bundle | None) -> float | None:
     simulator and counts every launch (durations x clock would round each launch)."""
     if bundle is None or bundle.metrics is None or CYCLES_METRIC not in bundle.metrics:
         return None
-    prof = (bundle.manifest.get("profilers") or [{}])[0]
-    if not isinstance(prof, dict) or prof.get("backend") != "gpgpusim":
+    if _light_profiler(bundle).get("backend") != "gpgpusim":
         return None
     cycles = bundle.metrics[CYCLES_METRIC].to_numpy(np.float64)
     if len(cycles) != bundle.n_launches or not np.isfinite(cycles).all():
@@ -605,10 +614,7 @@ def _result(plan: Plan, plan_path: Path, spec: Warmup, k: int, runner: ListRunne
     per_launch[placement.table["launch_id"].to_numpy(np.int64)] = placement.table[
         "cycles"].to_numpy(np.float64)
     interval = confidence_interval(plan, per_launch, extra_variance=placement.state_variance)
-    full_cpu = None
-    if bundle is not None:
-        prof = (bundle.manifest.get("profilers") or [{}])[0]
-        full_cpu = prof.get("sim_cpu_s") if isinstance(prof, dict) else None
+    full_cpu = _light_profiler(bundle).get("sim_cpu_s")
     chosen = replace(spec, preceding=k, auto=False)
     return SimulationResult(
         plan=str(plan_path),
@@ -645,7 +651,7 @@ def _result(plan: Plan, plan_path: Path, spec: Warmup, k: int, runner: ListRunne
         launch_mode=runner.mode,
         sim_cpu_parts={part: round(sum((r.cpu_parts or {}).get(part, 0.0)
                                        for r in runner.runs), 3)
-                       for part in ("host", "fast_forward", "warmup", "sample")},
+                       for part in CPU_PARTS},
     )
 
 

@@ -16,13 +16,15 @@ import numpy as np
 import pandas as pd
 import pytest
 from hilsim.analyzer.simulate import _skip_path_check, card_notes, data_check
-from hilsim.simmodel.gpgpusim.datacheck import program_outputs
+from hilsim.simmodel.gpgpusim.datacheck import (
+    digests_from_record,
+    digests_record,
+    program_outputs,
+)
 from hilsim.simmodel.gpgpusim.fastforward import _LAUNCH, cpu_per_launch
 from hilsim.simmodel.gpgpusim.listrun import (
     FAST_FORWARD,
     SKIP,
-    digests_from_record,
-    digests_record,
 )
 
 from hilsim.core.errors import HilsimError

@@ -26,6 +26,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hilsim.simmodel.gpgpusim.build import sha256_file
 
@@ -99,6 +100,22 @@ def program_outputs(
         hashed[name] = sha256_file(path) if path.is_file() else "missing"
     pushes = sum(1 for m in _EVENTS.finditer(log_text) if m.group(1) is not None)
     return ProgramOutputs(tuple(copy_digests(log_text)), lines, hashed, pushes)
+
+
+def digests_record(digests: Sequence[CopyDigest]) -> list[list[Any]]:
+    """Copy digests as a manifest keeps them: ``[kind, bytes, digest, after_uid, kernel]``."""
+    return [[d.kind, d.nbytes, d.digest, d.after_uid, d.after_kernel] for d in digests]
+
+
+def digests_from_record(rows: Any, where: str) -> tuple[CopyDigest, ...]:
+    """The copy digests a manifest recorded (:func:`digests_record`); one-line error naming
+    ``where`` on anything else."""
+    try:
+        return tuple(CopyDigest(i, str(kind), int(nbytes), str(digest), int(uid), str(kernel))
+                     for i, (kind, nbytes, digest, uid, kernel) in enumerate(rows))
+    except (TypeError, ValueError) as exc:
+        raise HilsimError(f"{where}: copy_digests is not a list of [kind, bytes, digest, "
+                          f"uid, kernel] rows ({exc})") from None
 
 
 def _digest_divergence(ref: Sequence[CopyDigest], other: Sequence[CopyDigest],

@@ -38,9 +38,9 @@ import numpy as np
 import pandas as pd
 from hilsim.simmodel.gpgpusim.cards import normalize_options
 from hilsim.simmodel.gpgpusim.datacheck import (
-    CopyDigest,
     ProgramOutputs,
     copy_digests,
+    digests_record,
     program_outputs,
 )
 from hilsim.simmodel.gpgpusim.fastforward import (
@@ -81,6 +81,8 @@ from hilsim.core.schema import names_agree
 #: how a launch list is run: every other launch functional, or skipped by the program
 FAST_FORWARD, SKIP = "fast-forward", "skip"
 LAUNCH_MODES = (FAST_FORWARD, SKIP)
+#: the parts a run's CPU time is split into (:func:`cpu_parts`)
+CPU_PARTS = ("host", "fast_forward", "warmup", "sample")
 
 
 @dataclass
@@ -193,22 +195,6 @@ def profile_on_card(
         return path, manifest
     finally:
         tmp.cleanup()
-
-
-def digests_record(digests: Sequence[CopyDigest]) -> list[list[Any]]:
-    """Copy digests as a manifest keeps them: ``[kind, bytes, digest, after_uid, kernel]``."""
-    return [[d.kind, d.nbytes, d.digest, d.after_uid, d.after_kernel] for d in digests]
-
-
-def digests_from_record(rows: Any, where: str) -> tuple[CopyDigest, ...]:
-    """The copy digests a manifest recorded (:func:`digests_record`); one-line error naming
-    ``where`` on anything else."""
-    try:
-        return tuple(CopyDigest(i, str(kind), int(nbytes), str(digest), int(uid), str(kernel))
-                     for i, (kind, nbytes, digest, uid, kernel) in enumerate(rows))
-    except (TypeError, ValueError) as exc:
-        raise HilsimError(f"{where}: copy_digests is not a list of [kind, bytes, digest, "
-                          f"uid, kernel] rows ({exc})") from None
 
 
 def launch_mode_for(command: Sequence[str], skip_launches: bool = False) -> str:
@@ -334,8 +320,7 @@ class _Piece:
 
 
 def _summed(parts: Sequence[dict[str, float]]) -> dict[str, float]:
-    keys = ("host", "fast_forward", "warmup", "sample")
-    return {k: float(sum(p.get(k, 0.0) for p in parts)) for k in keys}
+    return {k: float(sum(p.get(k, 0.0) for p in parts)) for k in CPU_PARTS}
 
 
 def _merged_run(runs: Sequence[CardRun], wall_s: float) -> CardRun:
