@@ -324,8 +324,8 @@ def simulate_plan(
     processes, as many as keep the CPU time within ``cpu_factor`` x one process's
     (:mod:`hilsim.simmodel.gpgpusim.parallel`). A fast-forwarded run stops once its last
     listed launch is simulated (the program's tail costs CPU and measures nothing; the
-    data check covers the copies made until then) unless ``run_to_end``. Returns what
-    ``simulate.json`` holds (:class:`SimulationResult`).
+    data check covers the copies made before its last listed launch) unless ``run_to_end``.
+    Returns what ``simulate.json`` holds (:class:`SimulationResult`).
     """
     plan = load_plan(plan_path)
     _check_output(out_dir, force)

@@ -9,6 +9,7 @@ other data from the second copy to the host on.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -17,8 +18,10 @@ import pandas as pd
 import pytest
 from hilsim.analyzer.simulate import _skip_path_check, card_notes, data_check
 from hilsim.simmodel.gpgpusim.datacheck import (
+    before_launch,
     digests_from_record,
     digests_record,
+    find_divergences,
     program_outputs,
 )
 from hilsim.simmodel.gpgpusim.fastforward import _LAUNCH, cpu_per_launch
@@ -101,6 +104,26 @@ def test_without_profiled_digests_the_runs_are_checked_against_the_first() -> No
                    _bundle(None))
     alone = data_check(_runner([_run("warm", _log("ff"))]), None)
     assert alone["reference"] is None and "one run" in alone["why"]
+
+
+def test_a_run_told_to_stop_is_judged_on_what_it_made_before_its_last_launch() -> None:
+    """The stop after the last listed launch lands some time after that launch's
+    statistics block: a run may end first, or make further launches and copies before the
+    stop. Cut at the launch, its verdict is the same however late the stop came."""
+    full, clock = program_outputs(_log("full-clock")), _log("ff-clock")
+    ended = program_outputs(clock)  # the program ended before the stop came
+    assert find_divergences(full, ended)  # the stamp (uid 7) parts the data at copy 2
+    pushes = [m.start() for m in re.finditer("pushing kernel", clock)]
+    late = program_outputs(clock[:pushes[9]])  # stopped late: before uid 10 was pushed
+    assert len(late.digests) == 2 and late.launches == 9
+    for uid in (3, 4, 7):  # a last listed launch before the stamp's effect is copied
+        verdicts = {find_divergences(full, before_launch(run, uid)) == []
+                    for run in (ended, late)}
+        assert verdicts == {True}, uid
+    for run in (ended, late):  # after the copy the stamp changed: named either way
+        cut = before_launch(run, 9)
+        assert not cut.complete and [d.after_uid for d in cut.digests] == [3, 7]
+        assert "at copy to the host 2 of 2" in find_divergences(full, cut)[0]
 
 
 def test_the_digest_record_round_trips_and_a_bad_one_is_one_line() -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +100,17 @@ def program_outputs(
         hashed[name] = sha256_file(path) if path.is_file() else "missing"
     pushes = sum(1 for m in _EVENTS.finditer(log_text) if m.group(1) is not None)
     return ProgramOutputs(tuple(copy_digests(log_text)), lines, hashed, pushes)
+
+
+def before_launch(outputs: ProgramOutputs, uid: int) -> ProgramOutputs:
+    """``outputs`` cut to what a run stopped after launch ``uid`` made for certain: the
+    copies made before that launch was pushed, as a stopped run (compared as a prefix).
+    The stop lands some time after the launch's statistics block, so copies made after it
+    are in some logs and not in others; cut here, a run's verdict does not depend on how
+    quickly it was stopped."""
+    kept = tuple(d for d in outputs.digests if d.after_uid < uid)
+    return replace(outputs, digests=kept, launches=min(outputs.launches, uid),
+                   complete=False)
 
 
 def digests_record(digests: Sequence[CopyDigest]) -> list[list[Any]]:

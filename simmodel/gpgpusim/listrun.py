@@ -30,7 +30,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ import pandas as pd
 from hilsim.simmodel.gpgpusim.cards import normalize_options
 from hilsim.simmodel.gpgpusim.datacheck import (
     ProgramOutputs,
+    before_launch,
     copy_digests,
     digests_record,
     program_outputs,
@@ -432,7 +433,8 @@ class ListRunner:
         with progress_bar(label, len(launch_ids), self.progress) as advance:
             run = run_on_card(argv, self.card, folder / "run", options, self.timeout_s,
                               _cycles_progress(advance, label), env=env, stop=stop)
-        stats, outputs = self._read(run, launch_ids, complete=not run.stopped)
+        stats, outputs = self._read(run, launch_ids, stop_uid=None if stop is None
+                                    else int(launch_ids.max()) + 1)
         return _Piece(run, stats, outputs, run.wall_s, launch_ids, is_sample)
 
     def _run_chunks(self, folder: Path, label: str, launch_ids: np.ndarray,
@@ -465,18 +467,22 @@ class ListRunner:
             run = CardRun(log, result.log_text, result.wall_s, result.cpu_s, card_name,
                           dict(result.overrides), log.parent, result.cpu_trace)
             ids = np.asarray(task.launch_ids, dtype=np.int64)
-            stats, outputs = self._read(run, ids, complete=not result.stopped)
+            stats, outputs = self._read(run, ids, stop_uid=task.stop_uid)
             pieces.append(_Piece(run, stats, outputs, wall, ids, is_sample[begin:end]))
         return pieces
 
-    def _read(self, run: CardRun, launch_ids: np.ndarray, complete: bool = True
+    def _read(self, run: CardRun, launch_ids: np.ndarray, stop_uid: int | None = None
               ) -> tuple[pd.DataFrame, ProgramOutputs | None]:
-        """A run's statistics placed by launch id and, fast-forwarded, its outputs."""
+        """A run's statistics placed by launch id and, fast-forwarded, its outputs; a run
+        told to stop after launch ``stop_uid`` keeps the outputs it made for certain by then
+        (:func:`~hilsim.simmodel.gpgpusim.datacheck.before_launch`), whether or not the
+        program ended before the stop came."""
         stats = parse_simlog(run.text, str(run.log_path))
         if self.mode == FAST_FORWARD:
             check_fast_forward(run.text, launch_ids, str(run.log_path))
             stats["launch_id"] = stats["uid"].to_numpy(np.int64) - 1
-            return stats, replace(program_outputs(run.text), complete=complete)
+            outputs = program_outputs(run.text)
+            return stats, (outputs if stop_uid is None else before_launch(outputs, stop_uid))
         if "launch_id" not in stats.columns:
             raise HilsimError(
                 f"{run.log_path}: the program printed no 'hilsim-launch K' marks: the skip "
