@@ -273,6 +273,10 @@ class SimulationResult:
             where = f"Dask at {self.scheduler}" if self.scheduler else \
                 f"{self.workers} local workers"
             cpu += f"; {self.processes} simulator processes on {where}"
+            split = ["/".join(str(k) for k in r["chunks"]["samples_per_chunk"])
+                     + f" ({sum(r['chunks'].get('carried_per_chunk', []))} carried)"
+                     for r in self.runs if r.get("chunks")]
+            cpu += f" (samples per chunk: {', '.join(split)})" if split else ""
         lines.append(cpu + f"; log {self.log}")
         check = self.data_check
         if check.get("reference") and check.get("copies"):
@@ -339,8 +343,10 @@ def simulate_plan(
     names = bundle.launches["name"].astype(str).to_numpy() if bundle is not None else None
     found = profiled_misses(bundle, ids) if bundle is not None else None
     metric, miss_column, misses = found if found is not None else (None, "l2_misses", None)
+    durations = (bundle.launches["duration_ns"].to_numpy(np.float64) if bundle is not None
+                 else None)  # each launch's relative cost where chunks are cut
     runner = ListRunner(command, card, options or {}, timeout_s, names, progress,
-                        launch_mode, workers, scheduler, cpu_factor, run_to_end)
+                        launch_mode, workers, scheduler, cpu_factor, run_to_end, durations)
     try:
         warm = warm_run(runner, spec, ids, weights, misses, miss_column, bundle, budget)
         cold = None

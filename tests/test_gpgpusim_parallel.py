@@ -4,8 +4,9 @@
 the one before wrote) on SM7_QV100 with 1 SM: a hand plan of 6 samples simulated in one
 process and in chunks (2 local workers, then a local Dask cluster of 2 workers): the
 merged result holds every sample once, the chunks' copies to the host agree with the
-profile's, and each sample's cycles equal the one-process run's except where its state
-differs (the first sample of a chunk follows functional launches only).
+profile's, and each sample's cycles equal the one-process run's within a few cycles (a
+later chunk first runs the previous chunk's last sample again, so its first sample finds
+the cache state it finds in one process).
 """
 
 from __future__ import annotations
@@ -75,19 +76,23 @@ def test_two_local_workers_give_the_one_process_samples(setup) -> None:
     out = setup["root"] / "two"
     two = _simulate(setup["plan"], setup["program"], out, workers=2)
     assert two.processes == 2 and two.runs[0]["processes"] == 2
-    assert two.runs[0]["chunks"]["samples_per_chunk"] == [3, 3]
+    chunks = two.runs[0]["chunks"]
+    # the later chunk fast-forwards more, so it holds fewer samples; it runs the first
+    # chunk's last sample and its warm-up launch again first (carried)
+    assert chunks["samples_per_chunk"] == [4, 2] and chunks["carried_per_chunk"] == [0, 2]
+    assert "2 simulator processes on 2 local workers (samples per chunk: 4/2 (2 carried))" \
+        in "\n".join(two.lines())
     assert (out / "sampled.log").exists() and (out / "sampled.part2.log").exists()
     assert two.data_check["reference"] == "profiled full run" and two.data_check["runs"] == 2
     one, par = _cycles(setup["root"] / "one"), _cycles(out)
     assert sorted(par) == SAMPLES
-    # a sample whose cache state is the one-process run's comes within a few cycles (the
-    # clock domains' phases depend on the absolute simulated time: measured 4 of 6,663);
-    # a chunk's first sample follows functional launches only, so its state may differ
-    firsts = _firsts(two)
-    assert firsts == {14}
-    assert all(abs(par[k] - one[k]) <= 0.01 * one[k] for k in SAMPLES if k not in firsts), \
-        (one, par)
-    assert one[2] == par[2] and one[5] == par[5] and one[9] == par[9]  # the first chunk
+    # every sample comes within a few cycles of the one-process run (the clock domains'
+    # phases depend on the absolute simulated time: 4 of 6,663), the later chunk's first
+    # one too (its warm-up and the carried sample before it; measured without the carry
+    # and without warm-up, a chunk's first sample came 0.66% off, with the carry exact)
+    assert _firsts(two) == {18}
+    assert all(abs(par[k] - one[k]) <= 0.001 * one[k] for k in SAMPLES), (one, par)
+    assert all(one[k] == par[k] for k in (2, 5, 9, 14))  # the first chunk
     assert sum(two.sim_cpu_parts.values()) == pytest.approx(two.sim_cpu_s, rel=0.05)
     saved = json.loads((out / "simulate.json").read_text())
     assert saved["processes"] == 2 and saved["workers"] == 2

@@ -107,10 +107,9 @@ def before_launch(outputs: ProgramOutputs, uid: int) -> ProgramOutputs:
     copies made before that launch was pushed, as a stopped run (compared as a prefix).
     The stop lands some time after the launch's statistics block, so copies made after it
     are in some logs and not in others; cut here, a run's verdict does not depend on how
-    quickly it was stopped."""
+    quickly it was stopped. ``launches`` stays what the run made."""
     kept = tuple(d for d in outputs.digests if d.after_uid < uid)
-    return replace(outputs, digests=kept, launches=min(outputs.launches, uid),
-                   complete=False)
+    return replace(outputs, digests=kept, complete=False)
 
 
 def digests_record(digests: Sequence[CopyDigest]) -> list[list[Any]]:

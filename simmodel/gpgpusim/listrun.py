@@ -309,15 +309,16 @@ MIN_MEASURED_CPU_S = 2.0
 
 @dataclass
 class _Piece:
-    """One simulator process of a run: its run, statistics, outputs, the wall time of the
-    run it belongs to, and its own listed launches."""
+    """One simulator process of a run: its run, statistics (of its own listed launches),
+    outputs, the wall time of the run it belongs to, and the launches it ran in
+    performance mode."""
 
     run: CardRun
     stats: pd.DataFrame
     outputs: ProgramOutputs | None
     wall_s: float
-    launch_ids: np.ndarray
-    is_sample: np.ndarray
+    launch_ids: np.ndarray  # its performance launches (carried warm-up first)
+    is_sample: np.ndarray  # of ``launch_ids`` (carried ones count as warm-up)
 
 
 def _summed(parts: Sequence[dict[str, float]]) -> dict[str, float]:
@@ -367,7 +368,8 @@ class ListRunner:
     def __init__(self, command: Sequence[str], card: str, options: Mapping[str, str],
                  timeout_s: float, names: np.ndarray | None, progress: bool,
                  mode: str = FAST_FORWARD, workers: int = 1, scheduler: str | None = None,
-                 cpu_factor: float = CPU_FACTOR, run_to_end: bool = False) -> None:
+                 cpu_factor: float = CPU_FACTOR, run_to_end: bool = False,
+                 launch_costs: np.ndarray | None = None) -> None:
         if mode not in LAUNCH_MODES:
             raise HilsimError(f"launch mode {mode!r}: one of {', '.join(LAUNCH_MODES)}")
         if workers < 1:
@@ -381,6 +383,11 @@ class ListRunner:
         #: a functional launch's CPU over a performance one's: the prior until a run
         #: measured it (:meth:`_learn_costs`)
         self.functional_cost = FUNCTIONAL_COST
+        #: a process's start-up CPU in performance launches of mean cost (measured, as f)
+        self.startup_cost = 0.0
+        #: each launch id's relative cost for the chunk cuts (the profile's durations)
+        self.launch_costs = None if launch_costs is None else np.asarray(launch_costs,
+                                                                         dtype=np.float64)
         self.work = Path(tempfile.mkdtemp(prefix="hilsim-simulate-"))
         self.runs: list[ListRun] = []
 
@@ -394,8 +401,10 @@ class ListRunner:
         options = {**self.options, **extra}
         plan = None
         if self.workers > 1 or self.scheduler is not None:
-            plan = plan_chunks(launch_ids, is_sample, self.workers, self.functional_cost,
-                               self.cpu_factor)
+            plan = plan_chunks(launch_ids, is_sample, self.workers,
+                               self.functional_cost if self.mode == FAST_FORWARD else 0.0,
+                               self.cpu_factor, launch_costs=self.launch_costs,
+                               startup_cost=self.startup_cost)
         if plan is not None and len(plan.bounds) > 1:
             pieces = self._run_chunks(folder, label, launch_ids, is_sample, options, plan)
         else:
@@ -412,7 +421,7 @@ class ListRunner:
                          self.mode, parts, outputs,
                          plan.summary() if plan is not None and len(plan.bounds) > 1 else None,
                          tuple(r.log_path for r in runs))
-        self._learn_costs(result)
+        self._learn_costs(pieces, parts)
         self.runs.append(result)
         return result
 
@@ -460,6 +469,7 @@ class ListRunner:
         card_name = Path(self.card).parent.name if self.card.endswith(".config") else self.card
         for task, result, chunk_folder, (begin, end) in zip(tasks, results, folders,
                                                             plan.bounds, strict=True):
+            start = begin - task.carried
             log = chunk_folder / "run" / "sim.log"
             if not log.exists():  # a Dask worker's log comes back as text
                 log.parent.mkdir(parents=True, exist_ok=True)
@@ -468,7 +478,10 @@ class ListRunner:
                           dict(result.overrides), log.parent, result.cpu_trace)
             ids = np.asarray(task.launch_ids, dtype=np.int64)
             stats, outputs = self._read(run, ids, stop_uid=task.stop_uid)
-            pieces.append(_Piece(run, stats, outputs, wall, ids, is_sample[begin:end]))
+            stats = stats[stats["launch_id"].isin(ids[task.carried:])]  # carried: warm-up
+            sampled = is_sample[start:end].copy()
+            sampled[:task.carried] = False
+            pieces.append(_Piece(run, stats, outputs, wall, ids, sampled))
         return pieces
 
     def _read(self, run: CardRun, launch_ids: np.ndarray, stop_uid: int | None = None
@@ -506,18 +519,32 @@ class ListRunner:
             check_simulated_names(self.names[ids[inside]],
                                   listed["kernel"].to_numpy()[inside], ids[inside])
 
-    def _learn_costs(self, run: ListRun) -> None:
-        """The functional cost the next run's chunk plan uses, measured on this run: its
-        fast-forward CPU per functional launch over its performance CPU per listed launch
-        (kept when the run had too little of either to tell)."""
-        parts = run.cpu_parts or {}
-        functional = sum(max(o.launches - len(run.launch_ids), 0) for o in run.outputs[:1])
+    def _learn_costs(self, pieces: Sequence[_Piece], parts: Mapping[str, float]) -> None:
+        """The functional cost and start-up the next run's chunk plan uses, measured on
+        this run (each launch weighted by its relative cost): fast-forward CPU per unit of
+        functional launches over performance CPU per unit of performance launches, and the
+        host CPU per process in performance units (each kept when the run had too little
+        CPU to tell)."""
         perf_cpu = parts.get("warmup", 0.0) + parts.get("sample", 0.0)
-        if functional and perf_cpu > MIN_MEASURED_CPU_S and \
-                parts.get("fast_forward", 0.0) > MIN_MEASURED_CPU_S:
-            per_functional = parts["fast_forward"] / functional
-            per_listed = perf_cpu / len(run.launch_ids)
-            self.functional_cost = float(np.clip(per_functional / per_listed, 0.001, 1.0))
+        if perf_cpu <= MIN_MEASURED_CPU_S:
+            return
+        last = max(int(p.launch_ids.max()) for p in pieces) + 1
+        made = max([last, *[p.outputs.launches for p in pieces if p.outputs is not None]])
+        costs = np.ones(made)
+        if self.launch_costs is not None and len(self.launch_costs):
+            given = self.launch_costs[:made]
+            good = np.isfinite(given) & (given > 0)
+            if good.any():
+                costs[:len(given)] = np.where(good, given / given[good].mean(), 1.0)
+        perf_units = sum(float(costs[p.launch_ids].sum()) for p in pieces)
+        per_unit = perf_cpu / perf_units
+        self.startup_cost = parts.get("host", 0.0) / len(pieces) / per_unit
+        functional = sum(float(costs[:p.outputs.launches].sum()
+                               - costs[p.launch_ids[p.launch_ids < p.outputs.launches]].sum())
+                         for p in pieces if p.outputs is not None)
+        if functional > 0 and parts.get("fast_forward", 0.0) > MIN_MEASURED_CPU_S:
+            self.functional_cost = float(np.clip(parts["fast_forward"] / functional
+                                                 / per_unit, 0.001, 1.0))
 
     def cleanup(self, keep_logs: bool = False) -> None:
         """Remove the work folder; with ``keep_logs`` keep it when a run wrote a log (the

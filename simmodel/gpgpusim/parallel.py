@@ -6,22 +6,29 @@ that fast-forwards (functional mode) every launch before its first listed launch
 its own listed launches in performance mode and is stopped once the statistics block of
 its last one is in the log (:func:`hilsim.simmodel.gpgpusim.fastforward.stop_after_launch`).
 A program on the skip path gets its chunk's list and makes only those launches. The
-chunks' statistics are merged by launch id; what each sample measures is the same as in
-one process except its cache state when it is the first of a chunk: in one process the
-launches before it left their lines in L1/L2 (the previous sample and its warm-up), in a
-chunk the functional launches before it left none (functional launches do not touch the
-timing model). The warm-up (``preceding:K``, ``l2-fill``) is the remedy in both.
+chunks' statistics are merged by launch id. What a sample measures depends on the cache
+state the launches before it left: in one process that is the previous sample and its
+warm-up (functional launches do not touch the timing model, so they leave nothing); a
+chunk's first sample would find a cold card instead. So each chunk but the first also
+runs, first and in performance mode, the previous chunk's last sample with its window of
+warm-up launches (*carried* launches, whose statistics the previous chunk reports): its
+first sample then finds the state it finds in one process, up to what older samples left
+and the clock domains' phases.
 
-**How many chunks** (:func:`plan_chunks`). Chunk ``j`` fast-forwards every launch up to its
-last listed launch that it does not run in detail, so splitting costs CPU: in units of one
-performance launch, a chunk costs ``f x (launches up to its last) - its listed launches)
-+ its listed launches``, with ``f`` the CPU of a functional launch over a performance one.
-The most chunks (at most ``workers``) whose total stays within ``cpu_factor`` x the
-one-process cost are used. ``f`` is measured: each finished run's CPU split
-(:func:`hilsim.simmodel.gpgpusim.listrun.cpu_parts`) gives the functional and the
-performance CPU per launch for the runs that follow; before the first run,
-:data:`FUNCTIONAL_COST` (the median ratio over the programs of ``docs/gpgpusim.md``'s
-fast-forward cost table, measured on the reduced QV100 and H100).
+**How many chunks, cut where** (:func:`plan_chunks`). Chunk ``j`` fast-forwards every launch
+up to its last listed launch that it does not run in detail, so splitting costs CPU: a
+chunk costs ``f x`` (the launches up to its last that it runs functionally) ``+`` (its
+performance launches, carried ones included) ``+`` a process's start-up, each launch
+weighted by its relative cost (the profile's durations, mean 1; equal without a
+profile), with ``f`` the CPU of a functional launch over a performance one of the same
+weight. For each number of chunks the cuts (after a sample only) minimise the longest
+chunk's cost; the most chunks (at most ``workers``) whose total stays within
+``cpu_factor`` x the one-process cost are used, as long as each more shortens the longest
+chunk. ``f`` and the start-up are measured: each finished run's CPU split
+(:func:`hilsim.simmodel.gpgpusim.listrun.cpu_parts`) gives them for the runs that follow;
+before the first run ``f`` is :data:`FUNCTIONAL_COST` (the median ratio over the programs
+of ``docs/gpgpusim.md``'s fast-forward cost table, measured on the reduced QV100 and H100)
+and the start-up 0. On the skip path nothing is fast-forwarded (``f`` = 0).
 
 **Dask** (``scheduler``): each chunk is a task of an existing Dask cluster
 (``dask scheduler`` + ``dask worker``, as ``hilsim sweep`` uses); a worker needs hilsim,
@@ -66,7 +73,9 @@ CPU_FACTOR = 1.5
 @dataclass(frozen=True)
 class ChunkPlan:
     """How a launch list splits: ``bounds[j]`` = (first, end) positions in the list of
-    chunk ``j``; the cost model's figures in performance-launch units."""
+    chunk ``j``'s own launches, ``starts[j]`` the position its performance list starts at
+    (before ``first`` by the carried warm-up: the previous chunk's last sample and its
+    window); the cost model's figures in units of one performance launch of mean cost."""
 
     bounds: tuple[tuple[int, int], ...]
     samples: tuple[int, ...]  # samples per chunk (the rest of a chunk: their warm-up)
@@ -75,11 +84,18 @@ class ChunkPlan:
     longest_chunk_cost: float
     functional_cost: float
     cpu_factor: float
+    starts: tuple[int, ...] = ()
+
+    def carried(self, j: int) -> int:
+        """How many launches chunk ``j`` runs in performance mode only to warm its first
+        sample (their statistics are the previous chunk's)."""
+        return self.bounds[j][0] - self.starts[j] if self.starts else 0
 
     def summary(self) -> dict[str, Any]:
         return {"chunks": len(self.bounds),
                 "samples_per_chunk": list(self.samples),
                 "launches_per_chunk": [int(e - b) for b, e in self.bounds],
+                "carried_per_chunk": [self.carried(j) for j in range(len(self.bounds))],
                 "cpu_estimate_vs_one_process": round(self.chunked_cost
                                                      / self.one_process_cost, 3),
                 "wall_estimate_vs_one_process": round(self.longest_chunk_cost
@@ -88,47 +104,114 @@ class ChunkPlan:
                 "cpu_factor": self.cpu_factor}
 
 
-def _chunk_costs(ids: np.ndarray, bounds: Sequence[tuple[int, int]], f: float) -> np.ndarray:
-    """Each chunk's cost: ``f`` x its functional launches + its listed ones."""
-    return np.array([f * (int(ids[e - 1]) + 1 - (e - b)) + (e - b) for b, e in bounds])
+class _CostModel:
+    """Chunk costs of one launch list with prefix sums: a chunk whose performance list is
+    positions ``[w, e)`` costs ``f x`` (every launch up to its last that it runs
+    functionally) ``+`` (its performance launches) ``+ startup``, each launch weighted by
+    its relative cost (``launch_costs``, mean 1; 1 each without them)."""
+
+    def __init__(self, ids: np.ndarray, samples: np.ndarray, f: float,
+                 launch_costs: np.ndarray | None, startup: float, carry: bool) -> None:
+        last = int(ids[-1]) + 1
+        costs = np.ones(last)
+        if launch_costs is not None and len(launch_costs):
+            given = np.asarray(launch_costs, dtype=np.float64)[:last]
+            given = np.where(np.isfinite(given) & (given > 0), given, np.nan)
+            mean = float(np.nanmean(given)) if np.isfinite(given).any() else 1.0
+            costs[:len(given)] = np.nan_to_num(given / mean, nan=1.0)
+            costs[len(given):] = 1.0
+        self.ids, self.f, self.startup = ids, float(f), float(startup)
+        self.upto = np.cumsum(costs)  # cost of launches 0..id
+        self.listed = np.concatenate([[0.0], np.cumsum(costs[ids])])
+        n = len(ids)
+        # where a chunk starting at position b starts its performance list: the previous
+        # sample and the window of warm-up launches right before it (consecutive ids)
+        self.start = np.arange(n)
+        if carry:
+            for b in np.flatnonzero(samples[:-1]) + 1:
+                w = b - 1
+                while w > 0 and not samples[w - 1] and ids[w - 1] == ids[w] - 1:
+                    w -= 1
+                self.start[b] = w
+
+    def cost(self, b: int, e: int) -> float:
+        w = int(self.start[b])
+        perf = float(self.listed[e] - self.listed[w])
+        return self.f * (float(self.upto[int(self.ids[e - 1])]) - perf) + perf + self.startup
+
+    def costs(self, bounds: Sequence[tuple[int, int]]) -> np.ndarray:
+        return np.array([self.cost(b, e) for b, e in bounds])
 
 
-def _split(cuts: np.ndarray, n: int, chunks: int) -> tuple[tuple[int, int], ...]:
-    """``chunks`` ranges of the list cut only at ``cuts`` (positions where a chunk may
-    start: after a sample), each holding about as many samples."""
-    if chunks <= 1 or len(cuts) == 0:
-        return ((0, n),)
-    targets = np.linspace(0, len(cuts) + 1, chunks + 1)[1:-1]
-    chosen = sorted({int(cuts[min(int(round(t)) - 1, len(cuts) - 1)]) for t in targets
-                     if round(t) >= 1})
-    edges = [0, *[c for c in chosen if 0 < c < n], n]
-    return tuple((a, b) for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a)
+def _balanced(model: _CostModel, ends: np.ndarray, chunks: int
+              ) -> tuple[tuple[int, int], ...]:
+    """At most ``chunks`` ranges ending only at ``ends`` (after a sample, or the list's
+    end) whose longest cost is least: the least threshold (bisection) for which the
+    greedy cut, each chunk as long as the threshold allows, needs no more chunks. A
+    chunk's cost grows with its end and does not grow with its start, so the greedy cut
+    is the fewest chunks for a threshold."""
+    n = int(ends[-1])
+
+    def greedy(limit: float) -> list[tuple[int, int]] | None:
+        out, b = [], 0
+        while b < n:
+            fits = [int(e) for e in ends if e > b and model.cost(b, int(e)) <= limit]
+            if not fits:
+                return None
+            out.append((b, fits[-1]))
+            b = fits[-1]
+            if len(out) > chunks:
+                return None
+        return out
+
+    lo, hi = 0.0, model.cost(0, n)
+    best = greedy(hi) or [(0, n)]
+    for _ in range(48):
+        mid = (lo + hi) / 2
+        got = greedy(mid)
+        if got is None:
+            lo = mid
+        else:
+            hi, best = mid, got
+        if hi - lo <= 1e-6 * hi:
+            break
+    return tuple(best)
 
 
 def plan_chunks(launch_ids: np.ndarray, is_sample: np.ndarray, workers: int,
                 functional_cost: float = FUNCTIONAL_COST,
-                cpu_factor: float = CPU_FACTOR) -> ChunkPlan:
+                cpu_factor: float = CPU_FACTOR, *,
+                launch_costs: np.ndarray | None = None, startup_cost: float = 0.0,
+                carry: bool = True) -> ChunkPlan:
     """The chunks of a sorted launch list for ``workers`` (module docstring): a chunk
-    starts only after a sample, so a sample keeps its warm-up window."""
+    starts only after a sample, so a sample keeps its warm-up window; the cuts balance the
+    chunks' costs (``launch_costs``: each launch id's relative cost, e.g. the profile's
+    durations); with ``carry`` a chunk also runs the previous chunk's last sample and its
+    window first, so its first sample finds the cache state it finds in one process. The
+    most chunks whose total stays within ``cpu_factor`` x one process's cost are used, as
+    long as each more shortens the longest chunk."""
     ids = np.asarray(launch_ids, dtype=np.int64)
     samples = np.asarray(is_sample, dtype=bool)
     n = len(ids)
     if n == 0:
         raise HilsimError("parallel simulation: an empty launch list")
-    cuts = np.flatnonzero(samples[:-1]) + 1  # a chunk may start right after a sample
-    one = _chunk_costs(ids, ((0, n),), functional_cost)
-    best = ((0, n),)
+    model = _CostModel(ids, samples, functional_cost, launch_costs, startup_cost, carry)
+    ends = np.concatenate([np.flatnonzero(samples[:-1]) + 1, [n]])
+    one = model.cost(0, n)
+    best: tuple[tuple[int, int], ...] = ((0, n),)
+    longest = one
     for chunks in range(2, max(int(workers), 1) + 1):
-        bounds = _split(cuts, n, chunks)
-        if len(bounds) < chunks:
+        bounds = _balanced(model, ends, chunks)
+        costs = model.costs(bounds)
+        if costs.sum() > cpu_factor * one:
             break
-        if _chunk_costs(ids, bounds, functional_cost).sum() > cpu_factor * one[0]:
-            break
-        best = bounds
-    costs = _chunk_costs(ids, best, functional_cost)
+        if costs.max() < longest * (1 - 1e-9):
+            best, longest = bounds, float(costs.max())
+    costs = model.costs(best)
     per_chunk = tuple(int(samples[b:e].sum()) for b, e in best)
-    return ChunkPlan(best, per_chunk, float(one[0]), float(costs.sum()), float(costs.max()),
-                     float(functional_cost), float(cpu_factor))
+    return ChunkPlan(best, per_chunk, float(one), float(costs.sum()), float(costs.max()),
+                     float(functional_cost), float(cpu_factor),
+                     tuple(int(model.start[b]) for b, _e in best))
 
 
 @dataclass(frozen=True)
@@ -146,6 +229,7 @@ class ChunkTask:
     list_env: str | None  # the variable that names the list (fast-forward), else None
     stop_uid: int | None  # stop once this uid's statistics block is in the log
     timeout_s: float
+    carried: int = 0  # the leading launch ids run only to warm the chunk's first sample
 
 
 @dataclass(frozen=True)
@@ -264,21 +348,24 @@ def chunk_tasks(argv: Sequence[str], card: str, options: Mapping[str, str],
                 launch_ids: np.ndarray, plan: ChunkPlan, fast_forward: bool,
                 timeout_s: float) -> list[ChunkTask]:
     """One task per chunk of ``plan``: its list (uids for fast-forward, launch ids for the
-    skip path) and, fast-forwarded, the stop after its last listed launch."""
+    skip path; the carried warm-up first) and, fast-forwarded, the stop after its last
+    listed launch."""
     tasks = []
-    for index, (begin, end) in enumerate(plan.bounds):
-        ids = [int(i) for i in launch_ids[begin:end]]
+    for index, (_begin, end) in enumerate(plan.bounds):
+        start = plan.starts[index] if plan.starts else _begin
+        ids = [int(i) for i in launch_ids[start:end]]
+        carried = plan.carried(index)
         if fast_forward:
             uids = uids_of_launches(ids).tolist()
             text = "".join(f"{u}\n" for u in uids)
             tasks.append(ChunkTask(index, tuple(argv), card, dict(options),
                                    {COPY_DIGESTS_ENV: "1"}, tuple(ids), text, LIST_NAME,
-                                   PERF_LAUNCHES_ENV, int(uids[-1]), timeout_s))
+                                   PERF_LAUNCHES_ENV, int(uids[-1]), timeout_s, carried))
         else:
             text = "".join(f"{i}\n" for i in ids)
             tasks.append(ChunkTask(index, tuple(argv), card, dict(options),
                                    {PERF_LAUNCHES_ENV: ""}, tuple(ids), text, LAUNCH_LIST,
-                                   None, None, timeout_s))
+                                   None, None, timeout_s, carried))
     return tasks
 
 
