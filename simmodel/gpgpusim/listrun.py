@@ -61,6 +61,7 @@ from hilsim.simmodel.gpgpusim.parallel import (
     ChunkResult,
     chunk_tasks,
     dask_workers,
+    launch_weights,
     plan_chunks,
     run_chunks_dask,
     run_chunks_local,
@@ -388,6 +389,9 @@ class ListRunner:
         #: each launch id's relative cost for the chunk cuts (the profile's durations)
         self.launch_costs = None if launch_costs is None else np.asarray(launch_costs,
                                                                          dtype=np.float64)
+        #: simulated cycles of the launches earlier runs simulated (launch id -> cycles):
+        #: the later runs' chunk cuts weigh those launches by them
+        self.simulated_cycles: dict[int, float] = {}
         self.work = Path(tempfile.mkdtemp(prefix="hilsim-simulate-"))
         self.runs: list[ListRun] = []
 
@@ -403,7 +407,7 @@ class ListRunner:
         if self.workers > 1 or self.scheduler is not None:
             plan = plan_chunks(launch_ids, is_sample, self.workers,
                                self.functional_cost if self.mode == FAST_FORWARD else 0.0,
-                               self.cpu_factor, launch_costs=self.launch_costs,
+                               self.cpu_factor, launch_costs=self._launch_costs(),
                                startup_cost=self.startup_cost)
         if plan is not None and len(plan.bounds) > 1:
             pieces = self._run_chunks(folder, label, launch_ids, is_sample, options, plan)
@@ -421,6 +425,9 @@ class ListRunner:
                          self.mode, parts, outputs,
                          plan.summary() if plan is not None and len(plan.bounds) > 1 else None,
                          tuple(r.log_path for r in runs))
+        last = stats.drop_duplicates("launch_id", keep="last")
+        self.simulated_cycles.update(zip(last["launch_id"].astype(int).tolist(),
+                                         last["cycles"].astype(float).tolist(), strict=True))
         self._learn_costs(pieces, parts)
         self.runs.append(result)
         return result
@@ -519,6 +526,28 @@ class ListRunner:
             check_simulated_names(self.names[ids[inside]],
                                   listed["kernel"].to_numpy()[inside], ids[inside])
 
+    def _launch_costs(self) -> np.ndarray | None:
+        """Each launch id's relative cost for the next chunk plan: the simulated cycles of
+        launches an earlier run simulated (a performance launch's CPU follows its
+        simulated cycles), the profile's durations for the others, scaled to the cycles by
+        their median ratio where both are known (a profile from another card or SM count
+        weighs launches otherwise than this card does); NaN where neither is known."""
+        prior = self.launch_costs
+        if not self.simulated_cycles:
+            return prior
+        ids = np.fromiter(self.simulated_cycles, dtype=np.int64)
+        cycles = np.fromiter(self.simulated_cycles.values(), dtype=np.float64)
+        n = max(int(ids.max()) + 1, 0 if prior is None else len(prior))
+        costs = np.full(n, np.nan)
+        if prior is not None:
+            known = ids[ids < len(prior)]
+            both = (prior[known] > 0) & (cycles[ids < len(prior)] > 0)
+            scale = (float(np.median(cycles[ids < len(prior)][both] / prior[known][both]))
+                     if both.any() else 1.0)
+            costs[:len(prior)] = prior * scale
+        costs[ids] = cycles
+        return costs
+
     def _learn_costs(self, pieces: Sequence[_Piece], parts: Mapping[str, float]) -> None:
         """The functional cost and start-up the next run's chunk plan uses, measured on
         this run (each launch weighted by its relative cost): fast-forward CPU per unit of
@@ -530,12 +559,7 @@ class ListRunner:
             return
         last = max(int(p.launch_ids.max()) for p in pieces) + 1
         made = max([last, *[p.outputs.launches for p in pieces if p.outputs is not None]])
-        costs = np.ones(made)
-        if self.launch_costs is not None and len(self.launch_costs):
-            given = self.launch_costs[:made]
-            good = np.isfinite(given) & (given > 0)
-            if good.any():
-                costs[:len(given)] = np.where(good, given / given[good].mean(), 1.0)
+        costs = launch_weights(self._launch_costs(), made)
         perf_units = sum(float(costs[p.launch_ids].sum()) for p in pieces)
         per_unit = perf_cpu / perf_units
         self.startup_cost = parts.get("host", 0.0) / len(pieces) / per_unit

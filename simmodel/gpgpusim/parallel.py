@@ -104,6 +104,20 @@ class ChunkPlan:
                 "cpu_factor": self.cpu_factor}
 
 
+def launch_weights(launch_costs: np.ndarray | None, n: int) -> np.ndarray:
+    """Launch ids ``0..n-1``'s weights in the cost model: each known cost (finite, > 0)
+    over the mean of all the known ones, 1 where none is known."""
+    weights = np.ones(n)
+    if launch_costs is None or not len(launch_costs):
+        return weights
+    given = np.asarray(launch_costs, dtype=np.float64)
+    good = np.isfinite(given) & (given > 0)
+    if good.any():
+        scaled = np.where(good, given / given[good].mean(), 1.0)[:n]
+        weights[:len(scaled)] = scaled
+    return weights
+
+
 class _CostModel:
     """Chunk costs of one launch list with prefix sums: a chunk whose performance list is
     positions ``[w, e)`` costs ``f x`` (every launch up to its last that it runs
@@ -112,14 +126,7 @@ class _CostModel:
 
     def __init__(self, ids: np.ndarray, samples: np.ndarray, f: float,
                  launch_costs: np.ndarray | None, startup: float, carry: bool) -> None:
-        last = int(ids[-1]) + 1
-        costs = np.ones(last)
-        if launch_costs is not None and len(launch_costs):
-            given = np.asarray(launch_costs, dtype=np.float64)[:last]
-            given = np.where(np.isfinite(given) & (given > 0), given, np.nan)
-            mean = float(np.nanmean(given)) if np.isfinite(given).any() else 1.0
-            costs[:len(given)] = np.nan_to_num(given / mean, nan=1.0)
-            costs[len(given):] = 1.0
+        costs = launch_weights(launch_costs, int(ids[-1]) + 1)
         self.ids, self.f, self.startup = ids, float(f), float(startup)
         self.upto = np.cumsum(costs)  # cost of launches 0..id
         self.listed = np.concatenate([[0.0], np.cumsum(costs[ids])])
@@ -370,5 +377,5 @@ def chunk_tasks(argv: Sequence[str], card: str, options: Mapping[str, str],
 
 
 __all__ = ["CPU_FACTOR", "FUNCTIONAL_COST", "ChunkPlan", "ChunkResult", "ChunkTask",
-           "chunk_tasks", "dask_workers", "plan_chunks", "run_chunk", "run_chunks_dask",
-           "run_chunks_local"]
+           "chunk_tasks", "dask_workers", "launch_weights", "plan_chunks", "run_chunk",
+           "run_chunks_dask", "run_chunks_local"]
