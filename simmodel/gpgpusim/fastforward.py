@@ -201,7 +201,7 @@ def cpu_per_launch(log_text: str, trace: Sequence[tuple[int, float]],
     ``marks``: the line that starts a launch (default the patch's per-launch mode line;
     a program's ``hilsim-launch K`` marks for a run of the skip path, index = mark order).
 
-    ``trace`` holds (log bytes, CPU seconds) points about a second apart
+    ``trace`` holds (log bytes, CPU seconds) points a fifth of a second apart
     (:attr:`hilsim.simmodel.gpgpusim.run.SimRun.cpu_trace`); the CPU spent between two
     points is shared evenly by the launches that ran in between (the one whose start line
     was the last printed at the first point, and every one started before the second), the

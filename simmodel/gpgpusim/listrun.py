@@ -265,6 +265,9 @@ class ListRun:
     outputs: tuple[ProgramOutputs, ...] = ()
     chunks: dict[str, Any] | None = None
     logs: tuple[Path, ...] = ()
+    #: a functional launch's CPU over a performance one's of the same weight, measured on
+    #: this run (:meth:`ListRunner._learn_costs`); None when it had too little CPU to tell
+    functional_cost: float | None = None
 
     @property
     def cycles(self) -> float:
@@ -300,12 +303,14 @@ class ListRun:
             "sim_wall_s": round(self.run.wall_s, 3),
             **{f"{part}_cpu_s": round(v, 3) for part, v in parts.items()},
             **({"chunks": self.chunks} if self.chunks is not None else {}),
+            **({"functional_cost_measured": round(self.functional_cost, 4)}
+               if self.functional_cost is not None else {}),
         }
 
 
-#: CPU seconds a run part needs before its cost ratio is trusted (the trace ticks once a
-#: second)
-MIN_MEASURED_CPU_S = 2.0
+#: CPU seconds a run part needs before its cost ratio is trusted (the trace ticks every
+#: 0.2 s: five points)
+MIN_MEASURED_CPU_S = 1.0
 
 
 @dataclass
@@ -428,7 +433,7 @@ class ListRunner:
         last = stats.drop_duplicates("launch_id", keep="last")
         self.simulated_cycles.update(zip(last["launch_id"].astype(int).tolist(),
                                          last["cycles"].astype(float).tolist(), strict=True))
-        self._learn_costs(pieces, parts)
+        result.functional_cost = self._learn_costs(pieces, parts)
         self.runs.append(result)
         return result
 
@@ -548,15 +553,16 @@ class ListRunner:
         costs[ids] = cycles
         return costs
 
-    def _learn_costs(self, pieces: Sequence[_Piece], parts: Mapping[str, float]) -> None:
+    def _learn_costs(self, pieces: Sequence[_Piece], parts: Mapping[str, float]
+                     ) -> float | None:
         """The functional cost and start-up the next run's chunk plan uses, measured on
         this run (each launch weighted by its relative cost): fast-forward CPU per unit of
         functional launches over performance CPU per unit of performance launches, and the
         host CPU per process in performance units (each kept when the run had too little
-        CPU to tell)."""
+        CPU to tell). Returns the functional cost measured, None when it was not."""
         perf_cpu = parts.get("warmup", 0.0) + parts.get("sample", 0.0)
         if perf_cpu <= MIN_MEASURED_CPU_S:
-            return
+            return None
         last = max(int(p.launch_ids.max()) for p in pieces) + 1
         made = max([last, *[p.outputs.launches for p in pieces if p.outputs is not None]])
         costs = launch_weights(self._launch_costs(), made)
@@ -569,6 +575,8 @@ class ListRunner:
         if functional > 0 and parts.get("fast_forward", 0.0) > MIN_MEASURED_CPU_S:
             self.functional_cost = float(np.clip(parts["fast_forward"] / functional
                                                  / per_unit, 0.001, 1.0))
+            return self.functional_cost
+        return None
 
     def cleanup(self, keep_logs: bool = False) -> None:
         """Remove the work folder; with ``keep_logs`` keep it when a run wrote a log (the

@@ -51,7 +51,7 @@ class SimRun:
     returncode: int
     wall_s: float
     stdout: str  # the whole log: the program's output interleaved with the simulator's
-    #: (log bytes written, simulator CPU seconds) about once a second while it ran, and
+    #: (log bytes written, simulator CPU seconds) every ``TRACE_INTERVAL_S`` while it ran, and
     #: once at its end (:func:`cpu_trace_point`): which part of the log cost what
     cpu_trace: tuple[tuple[int, float], ...] = ()
     #: the simulator process's user + system CPU seconds (``wait4``: this child only,
@@ -75,6 +75,9 @@ _TOT_CYCLES = re.compile(rb"^gpu_tot_sim_cycle = (\d+)\s*$", re.M)
 _DONE = re.compile(rb"^kernel_name = ", re.M)
 #: seconds between two looks at the growing log
 PROGRESS_INTERVAL_S = 1.0
+#: seconds between two points of a run's CPU trace (a /proc read and a file size: the
+#: finer, the better short launches' CPU is told apart, :func:`fastforward.cpu_per_launch`)
+TRACE_INTERVAL_S = 0.2
 #: seconds between two checks of a run's ``stop`` condition, and of its exit
 STOP_POLL_S = 0.2
 REAP_POLL_S = 0.05
@@ -281,19 +284,21 @@ def _wait(proc: subprocess.Popen, timeout_s: float, log: Path,
           trace: list[tuple[int, float]],
           stop: Callable[[], bool] | None = None) -> tuple[int, float, bool]:
     """Wait for ``proc`` (``TimeoutExpired`` after ``timeout_s``), calling ``progress`` and
-    appending a :func:`cpu_trace_point` to ``trace`` about once a second meanwhile; when
+    appending a :func:`cpu_trace_point` to ``trace`` every :data:`TRACE_INTERVAL_S`; when
     ``stop()`` turns true the process group is killed. (return code, CPU seconds, stopped)."""
     follower = LogFollower(log) if progress is not None else None
     deadline = time.monotonic() + timeout_s
-    interval = STOP_POLL_S if stop is not None else PROGRESS_INTERVAL_S
-    last_point = 0.0
+    interval = min(STOP_POLL_S, TRACE_INTERVAL_S)
+    last_point = last_progress = 0.0
     while True:
         now = time.monotonic()
-        if now - last_point >= PROGRESS_INTERVAL_S:
+        if now - last_point >= TRACE_INTERVAL_S:
             last_point = now
             point = cpu_trace_point(proc.pid, log)
             if point is not None:
                 trace.append(point)
+        if now - last_progress >= PROGRESS_INTERVAL_S:
+            last_progress = now
             if follower is not None and progress is not None:
                 progress(*follower.poll())
         done = _reap(proc, min(interval, max(deadline - time.monotonic(), 0.0)))
