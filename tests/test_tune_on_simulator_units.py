@@ -541,3 +541,40 @@ def test_a_latency_pinned_by_its_interval_moves_with_it(
     assert result.final["fp64_latency"] == QV100_SEED2_DP[(6, 6)][0]
     assert (7, 7) in seen  # the state each search alone stops in was simulated
     assert any("joint step" in line for line in lines), lines
+
+
+def test_a_target_left_off_by_more_than_its_tolerance_is_flagged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A settled search is not a met target. Stand-in simulator whose DP rate jumps
+    across the measured one between adjacent intervals (5 -> 5.2, 6 -> 7.9 cycles per
+    DFMA per unit for 6.4: the drawn-card case of a rate not monotone next to the
+    latency): the interval settles on the nearer side, 19% under the rate, and the
+    report (per target and in ``off_target``) and the console flag it; the chain, 0.2
+    cycle from the measured 13.5 (half a latency step at most), is within its tolerance
+    and not flagged."""
+    from hilsim.simmodel.tuner import report  # noqa: PLC0415 (the module under test)
+
+    def sim(lat: int, ini: int, _rate: bool) -> tuple[float, float]:
+        return lat + 5.3, (ini + 0.2 if ini <= 5 else ini + 1.9)
+
+    result = _tune_mad_stand_in(monkeypatch, tmp_path, "SM7_QV100", "fp64", sim, (13.5, 6.4))
+    got = {st.knob.key: st.value for st in result.knobs}
+    assert got == {"dp_mad_latency": 8, "dp_mad_initiation": 5}
+    doc = report.report(result)
+    rows = {t["knob"]: t for t in doc["targets"]}
+    off = rows["dp_mad_initiation"]["off_target"]
+    assert off is not None and not rows["dp_mad_initiation"]["unreachable"]
+    assert off["simulated"] == pytest.approx(5.2) and off["measured"] == pytest.approx(6.4)
+    assert off["relative"] == pytest.approx(-1.2 / 6.4)
+    assert off["tolerance"] == pytest.approx(0.5)  # half an interval step, slope 1
+    assert rows["dp_mad_latency"]["off_target"] is None
+    assert [o["knob"] for o in doc["off_target"]] == ["dp_mad_initiation"]
+    json.dumps(doc)  # the report stays writable
+    lines = report.summary(result)
+    flagged = [line for line in lines if "OFF TARGET" in line]
+    assert any("-ptx_opcode_initiation_dp[3]" in line and "-18.8%" in line
+               and "tolerance 7.8%" in line for line in flagged), lines
+    assert not any("-ptx_opcode_latency_dp[3]" in line for line in flagged), lines
+    assert any("1 target(s) OFF TARGET" in line and "dp_mad_initiation" in line
+               for line in lines), lines
