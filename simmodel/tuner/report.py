@@ -157,6 +157,9 @@ def summary(result: LoopResult) -> list[str]:
                                 if kinds[k])
         + f"; {unchanged} of the base card's unchanged",
     ]
+    dl2 = next((s for s in result.settings if s.option == "-gpgpu_cache:dl2"), None)
+    if dl2 is not None:  # the L2 sets and ways chosen for the device's L2
+        lines.append(f"  L2 geometry: -gpgpu_cache:dl2 {dl2.value}: {dl2.detail}")
     for row in _knob_rows(result):
         if row["simulated"] is None:
             continue
