@@ -93,9 +93,8 @@ def bank_geometry(capacity: int, banks: int, line: int, ways: int, index: str) -
                      f"over {banks} banks: nearest {capacity + gap} B "
                      f"({100 * gap / capacity:+.2f}%)")
     if w != ways:
-        notes.append(f"ways {ways} -> {w} (the base's {ways} ways hold "
-                     f"{capacity // banks if capacity % banks == 0 else capacity / banks:g} B "
-                     "per bank in no power-of-two set count)" if not gap else
+        notes.append(f"ways {ways} -> {w} (the base's {ways} ways divide {round(want)} "
+                     "lines per bank into no power-of-two set count)" if not gap else
                      f"ways {ways} -> {w}")
     letter = index
     if not set_index_fits(index, sets):
