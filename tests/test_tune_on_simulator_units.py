@@ -608,6 +608,7 @@ def test_a_target_left_off_by_more_than_its_tolerance_is_flagged(
     assert off["relative"] == pytest.approx(-1.2 / 6.4)
     assert off["tolerance"] == pytest.approx(0.5)  # half an interval step, slope 1
     assert rows["dp_mad_latency"]["off_target"] is None
+    assert rows["dp_mad_latency"]["tolerance"] == pytest.approx(0.5)
     assert [o["knob"] for o in doc["off_target"]] == ["dp_mad_initiation"]
     json.dumps(doc)  # the report stays writable
     lines = report.summary(result)

@@ -54,6 +54,7 @@ def _knob_rows(result: LoopResult) -> list[dict[str, Any]]:
             "first_guess": st.search.first_guess,
             "settled": bool(st.frozen or st.search.settled),
             "kept_base": st.frozen,
+            "tolerance": None if simulated is None else st.tolerance(simulated),
             "unreachable": unreachable,
             # every other target the tuned card leaves farther off than its tolerance
             "off_target": None if unreachable else st.off_target(simulated),
