@@ -124,6 +124,27 @@ def test_a_drawn_card_is_recovered_and_never_read(
 
 @pytest.mark.gpgpusim
 @pytest.mark.slow
+def test_a_rate_left_off_on_another_structure_is_flagged(tmp_path: Path) -> None:
+    """A card drawn on the TITAN V's structure (seed 2: DP MAD latency 6, interval 6),
+    tuned from the QV100 the device's facts choose: the DP interval comes back 5, one
+    off, at 5.218 cycles per DFMA per unit for the measured 6.347 (-17.8 %; 6 gives
+    7.9 on this structure), and the report and the console flag it instead of
+    accepting the settled search."""
+    build = require_sim_build()
+    drawn = draw_card(2, card_config("SM7_TITANV", build), tmp_path / "drawn")
+    measured = measure(card_config(drawn.folder), build, tmp_path / "drawn.microbench.json")
+    shutil.rmtree(drawn.folder)
+    result = tune_on_simulator(measured, build=build, workers=2, only=BOUNDED)
+    doc = tunereport.report(result)
+    off = {o["knob"]: o for o in doc["off_target"]}
+    assert "dp_mad_initiation" in off, doc["off_target"]
+    assert off["dp_mad_initiation"]["relative"] < -0.1
+    assert any("-ptx_opcode_initiation_dp[3]" in line and "OFF TARGET" in line
+               for line in tunereport.summary(result))
+
+
+@pytest.mark.gpgpusim
+@pytest.mark.slow
 def test_max_div_shfl_sfu_dp_entries_follow_their_probes(tmp_path: Path) -> None:
     """SM75_RTX2060_S's lists differ from its base's (int 4,13,4,5,145,32 vs 4,4,4,4,21;
     fp MAX 13 vs 4; SFU 100 vs 21; dp 8,19,8,8 / 4,4,4,4 vs 64,64,64,64 / 64,64,64,64).

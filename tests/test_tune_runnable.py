@@ -127,6 +127,53 @@ def test_a_tuned_report_names_each_raised_entry(tmp_path: Path) -> None:
     assert dp["value"].startswith("32,32,32,32") and "MAD 8 -> 32" in dp["note"]
 
 
+def _big_l2(card: str, mib: int, tmp_path: Path) -> Path:
+    """The simulated card's suite file with an A100 / H100 L2 (a cc 7.0 HBM probe with a
+    50 MiB L2 is what Accel-Sim's own H100 configs look like)."""
+    doc = json.loads((DATA / "microbench" / "gpgpusim" / f"{card}.microbench.json").read_text())
+    doc["device"]["l2_cache_bytes"] = mib << 20
+    path = tmp_path / f"{card}-{mib}mib.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _l2_bytes(options: dict[str, str]) -> int:
+    sets, line, ways = (int(x) for x in options["-gpgpu_cache:dl2"].split(",")[0].split(":")[1:])
+    return (sets * line * ways * int(options["-gpgpu_n_mem"])
+            * int(options["-gpgpu_n_sub_partition_per_mchannel"]))
+
+
+@pytest.mark.parametrize(("card", "mib", "exact"), [
+    ("SM7_QV100", 50, True), ("SM7_QV100", 40, True),
+    ("SM75_RTX2060", 40, False), ("SM75_RTX2060", 50, False)])
+def test_an_a100_or_h100_l2_tunes_in_every_convention(
+    card: str, mib: int, exact: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """40 / 50 MiB of L2 over a V100's 64 banks (24 ways: 256 sets x 25 or 20 ways) or an
+    RTX 2060's 24 (no whole number of lines per bank: the nearest size, within 2 %): every
+    convention writes a card GPGPU-Sim runs, its banks hold the L2, and the console says
+    which sets and ways were chosen. An L2 under one line per bank: one line, nothing
+    written."""
+    path = _big_l2(card, mib, tmp_path)
+    for convention in CONVENTIONS:
+        out = tmp_path / convention
+        assert main(["tune", str(path), "--convention", convention, "-o", str(out)]) == 0
+        err = capsys.readouterr().err
+        note = [line for line in err.splitlines() if line.startswith("note: L2 geometry: ")]
+        assert len(note) == 1 and ("nearest" not in note[0]) == exact, err
+        options = read_options(out / "gpgpusim.config").options()
+        assert problems(options) == []
+        got = _l2_bytes(options)
+        assert got == mib << 20 if exact else abs(got / (mib << 20) - 1) <= 0.02
+    bad = tmp_path / "tiny.json"
+    bad.write_text(_big_l2(card, mib, tmp_path).read_text().replace(
+        f'"l2_cache_bytes": {mib << 20}', '"l2_cache_bytes": 200'))
+    assert main(["tune", str(bad), "-o", str(tmp_path / "no")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "L2 of 200 B has no geometry" in err[0], err
+    assert not (tmp_path / "no").exists()
+
+
 # --- on the simulator ---------------------------------------------------------------
 
 
@@ -180,6 +227,22 @@ def test_every_convention_card_runs_on_the_simulator(
         assert code == 2 and "no GPGPU-Sim calibration" in capsys.readouterr().err
         return
     assert code == 0
+    got = _probe_every_entry(out / "gpgpusim.config", build)
+    assert len(got) == len(PROBES) and all(v is not None and v > 0 for v in got.values()), got
+
+
+@pytest.mark.gpgpusim
+@pytest.mark.slow
+@pytest.mark.parametrize(("card", "mib"), [("SM7_QV100", 50), ("SM75_RTX2060", 40)])
+def test_an_a100_or_h100_l2_card_runs_on_the_simulator(card: str, mib: int,
+                                                       tmp_path: Path) -> None:
+    """The card written for a 50 MiB L2 on the V100 preset (256 sets x 25 ways, linear
+    set index) and a 40 MiB L2 on the RTX 2060's (the nearest size) runs the probe
+    program on GPGPU-Sim (the L2 is built at start-up)."""
+    build = require_sim_build()
+    out = tmp_path / "tuned"
+    assert main(["tune", str(_big_l2(card, mib, tmp_path)), "--convention", "gpgpusim",
+                 "-o", str(out)]) == 0
     got = _probe_every_entry(out / "gpgpusim.config", build)
     assert len(got) == len(PROBES) and all(v is not None and v > 0 for v in got.values()), got
 

@@ -16,7 +16,12 @@ import click
 
 from hilsim.cli.options import force_option, output_option
 from hilsim.core.errors import HilsimError
-from hilsim.simmodel.tuner import CONVENTIONS, read_device_facts, tune_files
+from hilsim.simmodel.tuner import (
+    CONVENTIONS,
+    L2_GEOMETRY_NOTE,
+    read_device_facts,
+    tune_files,
+)
 
 
 @click.command("tune")
@@ -65,6 +70,8 @@ def tune_cmd(microbench: Path | None, accelsim_output: Path | None, device_facts
     for note in result.notes:
         if note.startswith(("preset ", "pipeline: ")) or "pipeline floor" in note:
             click.echo(f"warning: {note}", err=True)
+        elif note.startswith(L2_GEOMETRY_NOTE):
+            click.echo(f"note: {note}", err=True)
     result.write(output, overwrite=force)
     click.echo(f"{result.summary()}; wrote {output}")
 

@@ -35,12 +35,13 @@ round / finish), :mod:`~hilsim.simmodel.tuner.card` and
 """
 
 from hilsim.simmodel.tuner.conventions import CONVENTIONS
-from hilsim.simmodel.tuner.flow import tune, tune_files
+from hilsim.simmodel.tuner.flow import L2_GEOMETRY_NOTE, tune, tune_files
 from hilsim.simmodel.tuner.inputs import read_device_facts, read_microbench
 from hilsim.simmodel.tuner.result import EmittedOption, TuneResult
 
 __all__ = [
     "CONVENTIONS",
+    "L2_GEOMETRY_NOTE",
     "EmittedOption",
     "TuneResult",
     "read_device_facts",

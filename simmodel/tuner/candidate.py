@@ -6,6 +6,7 @@ tuner writes a configuration from the device query and the microbenchmarks).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +41,28 @@ class KnobState:
         """The settled (best) option value."""
         best = self.search.best()
         return self.search.first_guess if best is None or self.frozen else best
+
+    def tolerance(self, simulated: float) -> float:
+        """How far the settled value's ``simulated`` quantity may lie from the target: the
+        search's own tolerance, or half the change one option step makes toward the
+        target at the knob's expected slope (the nearest integer can do no better),
+        whichever is larger. A simulator that jumps across the target between adjacent
+        values (a rate not monotone next to the latency) is not excused by the jump."""
+        step = self.search.step_change(self.value, up=simulated < self.target)
+        return max(self.search.tolerance, 0.5 * step)
+
+    def off_target(self, simulated: float | None) -> dict[str, float] | None:
+        """The gap when the tuned card's ``simulated`` quantity lies farther from the
+        measured target than :meth:`tolerance` (None: within it, or not simulated)."""
+        if simulated is None or not math.isfinite(simulated):
+            return None
+        tol = self.tolerance(simulated)
+        if abs(simulated - self.target) <= tol:
+            return None
+        scale = abs(self.target) or 1.0
+        return {"measured": self.target, "simulated": simulated,
+                "relative": (simulated - self.target) / scale, "tolerance": tol,
+                "tolerance_relative": tol / scale}
 
 
 @dataclass(frozen=True)

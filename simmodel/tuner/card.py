@@ -8,8 +8,9 @@ from the device query and the microbenchmarks. Each option of a tuned card is on
   (:mod:`hilsim.simmodel.tuner.search`);
 * ``device``: a fact the device reports about itself (SM count, clocks, cache and shared
   memory sizes, registers): read, not recovered;
-* ``derived``: follows from the two above and the base card's structure (the L2 sets
-  that keep the device's L2 size over the tuned channels; the partition indexing when
+* ``derived``: follows from the two above and the base card's structure (the L2 sets,
+  and the ways where the base's cannot, that keep the device's L2 size over the tuned
+  channels; the partition indexing when
   the base's does not fit the channel count; the interconnect's size);
 * ``base``: the base card's own value, unchanged (every other option).
 
@@ -32,6 +33,7 @@ from typing import Any
 from hilsim.simmodel.accelsim import OptionLine, format_value
 from hilsim.simmodel.gpgpusim.cards import INT_LIST_DEFAULTS, CardConfig
 from hilsim.simmodel.gpgpusim.unitprobe import ENTRY_NAMES
+from hilsim.simmodel.tuner.geometry import L2Geometry, bank_geometry
 from hilsim.simmodel.tuner.inputs import compute_capability
 
 from hilsim.core import measurement_names as mn
@@ -174,46 +176,54 @@ def dl2_parts(base: CardConfig) -> tuple[int, int, int, str, str]:
     return int(m[1]), int(m[2]), int(m[3]), policy[4], rest
 
 
-def l2_sets(l2_bytes: int, channels: int, base: CardConfig) -> int | None:
-    """Sets per L2 bank that hold ``l2_bytes`` over ``channels`` with the base's line,
-    ways and sub-partitions; None when they do not divide."""
-    _sets, line, assoc, _idx, _rest = dl2_parts(base)
-    sub = int(_num(base.option("-gpgpu_n_sub_partition_per_mchannel", "1")))
-    per_set = channels * sub * line * assoc
-    if l2_bytes <= 0 or l2_bytes % per_set:
+def _l2_banks(channels: int, base: CardConfig) -> int:
+    return channels * int(_num(base.option("-gpgpu_n_sub_partition_per_mchannel", "1")))
+
+
+def l2_bank(l2_bytes: int, channels: int, base: CardConfig) -> L2Geometry:
+    """The L2 bank (sets, ways, set index, note) that holds ``l2_bytes`` over ``channels``
+    of the base's sub-partitions, from the base's line, ways and set index
+    (:func:`~hilsim.simmodel.tuner.geometry.bank_geometry`)."""
+    _sets, line, assoc, index, _rest = dl2_parts(base)
+    return bank_geometry(l2_bytes, _l2_banks(channels, base), line, assoc, index)
+
+
+def _holds(l2_bytes: int, channels: int, base: CardConfig) -> L2Geometry | None:
+    try:
+        return l2_bank(l2_bytes, channels, base)
+    except HilsimError:
         return None
-    return l2_bytes // per_set
 
 
 def valid_channel_counts(
     l2_bytes: int | None, base: CardConfig, upto: int = 256
 ) -> tuple[int, ...]:
-    """Channel counts whose L2 banks hold the device's L2 with the base's geometry."""
+    """Channel counts whose L2 banks (the base's line and sub-partitions; sets and ways
+    chosen, :func:`l2_bank`) hold the device's L2, exactly or within the size tolerance
+    (the channels set the bandwidth; a count the L2 does not divide into is held to the
+    nearest size the simulator represents, and the note says so)."""
     if not l2_bytes:
         return tuple(range(1, upto + 1))
-    return tuple(n for n in range(1, upto + 1) if l2_sets(int(l2_bytes), n, base))
+    return tuple(n for n in range(1, upto + 1) if _holds(int(l2_bytes), n, base) is not None)
 
 
 def dl2_value(l2_bytes: int, channels: int, base: CardConfig) -> tuple[str, str]:
-    """``-gpgpu_cache:dl2`` for the device's L2 over ``channels`` and a note."""
-    b_sets, line, assoc, index, rest = dl2_parts(base)
-    sets = l2_sets(l2_bytes, channels, base)
-    if sets is None:
-        raise HilsimError(
-            f"L2 of {l2_bytes} B does not divide over {channels} channels of the base's "
-            f"{line} B x {assoc}-way banks"
-        )
-    note = f"sets {b_sets} -> {sets}: L2 {l2_bytes} B over {channels} channels"
-    pow2 = sets & (sets - 1) == 0
-    fits = {"P": sets in (16, 32, 64), "X": pow2, "H": sets in (32, 64)}.get(index, True)
-    if not fits:
+    """``-gpgpu_cache:dl2`` for the device's L2 over ``channels`` and a note saying what
+    was chosen (sets; ways and set index where the base's do not fit)."""
+    b_sets, line, _assoc, index, rest = dl2_parts(base)
+    g = l2_bank(l2_bytes, channels, base)
+    banks = _l2_banks(channels, base)
+    note = (f"sets {b_sets} -> {g.sets}: L2 {l2_bytes} B over {channels} channels "
+            f"({banks} banks of {g.sets} x {line} B x {g.assoc} ways)")
+    if g.note:
+        note += f"; {g.note}"
+    if g.index != index:
         policy = rest.split(",")
         parts = policy[0].split(":")
-        parts[4] = "L"
+        parts[4] = g.index
         policy[0] = ":".join(parts)
         rest = ",".join(policy)
-        note += f"; set index {index} needs other set counts: linear (L)"
-    return f"S:{sets}:{line}:{assoc},{rest}", note
+    return f"S:{g.sets}:{line}:{g.assoc},{rest}", note
 
 
 def partition_indexing(channels: int, base: CardConfig) -> tuple[str, str]:

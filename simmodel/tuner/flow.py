@@ -42,6 +42,9 @@ from hilsim.core import measurement_names as mn
 from hilsim.core.errors import HilsimError
 from hilsim.core.measurement import Measurement
 
+#: the prefix of the note saying which L2 sets and ways hold the device's L2 where
+#: Accel-Sim's ``l2_config`` cannot (the console prints it)
+L2_GEOMETRY_NOTE = "L2 geometry: "
 #: the note on ``simulator-corrected`` offsets applied to hilsim's own chases
 CORRECTED_ON_HILSIM_NOTE = (
     "simulator-corrected offsets come from Accel-Sim's own kernels on a TITAN V "
@@ -110,6 +113,9 @@ def tune(
         f"{d.name}: {d.note[d.note.index('below the simulator'):]}" for d in derived.values()
         if "pipeline floor" in d.note
     )
+    dl2 = derived.get("-gpgpu_cache:dl2")
+    if dl2 is not None and dl2.note:  # sets and ways chosen beyond Accel-Sim's l2_config
+        result.notes.append(f"{L2_GEOMETRY_NOTE}-gpgpu_cache:dl2 {dl2.value}: {dl2.note}")
     printed = ubench.options if ubench is not None else {}
     chooser = OptionChooser(cfg, preset, convention, ubench)
     # emission: preset option lists, then new options; each value chosen by priority

@@ -124,6 +124,19 @@ class IntSearch:
             "(the closest value, kept)"
         )
 
+    def step_change(self, x: int, up: bool) -> float:
+        """What one allowed step from ``x`` (up or down) changes the quantity by where the
+        simulator behaves as expected: the prior slope (``proportional``: the simulated
+        quantity over the option at ``x``), never a simulated secant, so a step the
+        simulator jumps across (a non-monotone rate) is not counted; 0 past a bound."""
+        nxt = self._neighbour(x, up)
+        if nxt is None:
+            return 0.0
+        slope = self.slope_prior
+        if self.proportional and x and x in self.history:
+            slope = self.history[x] / x
+        return abs(nxt - x) * abs(slope)
+
     # --- the next candidate ----------------------------------------------------------
     def _secant(self) -> float | None:
         pts = sorted(self.history.items(), key=lambda kv: abs(kv[1] - self.target))

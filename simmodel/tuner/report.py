@@ -6,7 +6,10 @@ Accel-Sim (Khairy et al., ISCA 2020), Section II-C: the tuner's output is a
 configuration; Section IV: its error against the card. The report is both: the options
 (kind ``measured``, ``device``, ``derived``; every option not listed is the base card's
 own, unchanged) and, per measured option, the measured value beside the simulated one at
-the tuned configuration, with the targets the simulator cannot reach named.
+the tuned configuration, with the targets the simulator cannot reach named and every
+other target the tuned card leaves farther off than its tolerance flagged
+(``off_target``, :meth:`~hilsim.simmodel.tuner.candidate.KnobState.tolerance`), in the
+report and on the console: a settled search is never taken for a met target.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ def _knob_rows(result: LoopResult) -> list[dict[str, Any]]:
             k.quantity(result.final, result.context) if all(n in result.final for n in k.inputs)
             else None
         )
+        unreachable = st.note if st.search.unreachable and not st.frozen else ""
         rows.append({
             "knob": k.key,
             "option": k.option,
@@ -50,7 +54,10 @@ def _knob_rows(result: LoopResult) -> list[dict[str, Any]]:
             "first_guess": st.search.first_guess,
             "settled": bool(st.frozen or st.search.settled),
             "kept_base": st.frozen,
-            "unreachable": st.note if st.search.unreachable and not st.frozen else "",
+            "tolerance": None if simulated is None else st.tolerance(simulated),
+            "unreachable": unreachable,
+            # every other target the tuned card leaves farther off than its tolerance
+            "off_target": None if unreachable else st.off_target(simulated),
             "note": st.note,
             "history": {str(x): m for x, m in sorted(st.search.history.items())},
         })
@@ -68,6 +75,7 @@ def report(result: LoopResult) -> dict[str, Any]:
             row["entries"] = result.entry_sources[s.option]
         options.append(row)
     written = {s.option for s in result.settings}
+    targets = _knob_rows(result)
     return {
         "schema": SCHEMA,
         "measured": Path(result.measured_path).name,
@@ -78,7 +86,11 @@ def report(result: LoopResult) -> dict[str, Any]:
             "options_unchanged": sorted(set(base_values) - written),
         },
         "options": options,
-        "targets": _knob_rows(result),
+        "targets": targets,
+        "off_target": [
+            {"knob": t["knob"], "option": t["option"], "entry": t["entry"], **t["off_target"]}
+            for t in targets if t["off_target"]
+        ],
         "skipped": result.skipped,
         "rounds": [
             {"round": r.index, "runs": r.runs, "wall_s": r.wall_s, "proposals": r.proposals}
@@ -146,14 +158,25 @@ def summary(result: LoopResult) -> list[str]:
                                 if kinds[k])
         + f"; {unchanged} of the base card's unchanged",
     ]
+    dl2 = next((s for s in result.settings if s.option == "-gpgpu_cache:dl2"), None)
+    if dl2 is not None:  # the L2 sets and ways chosen for the device's L2
+        lines.append(f"  L2 geometry: -gpgpu_cache:dl2 {dl2.value}: {dl2.detail}")
     for row in _knob_rows(result):
         if row["simulated"] is None:
             continue
         where = row["option"] + (f"[{row['entry']}]" if row["entry"] is not None else "")
         flag = " UNREACHABLE" if row["unreachable"] else (" (base kept)" if row["kept_base"]
                                                           else "")
+        off = row["off_target"]
+        if off:
+            flag += (f" OFF TARGET by {100 * off['relative']:+.1f}% (tolerance "
+                     f"{100 * off['tolerance_relative']:.1f}%)")
         lines.append(f"  {where} = {row['value']} (base {row['base_value']}): measured "
                      f"{row['measured']:.4g}, simulated {row['simulated']:.4g}{flag}")
+    off = [row["knob"] for row in _knob_rows(result) if row["off_target"]]
+    if off:
+        lines.append(f"  {len(off)} target(s) OFF TARGET by more than their tolerance: "
+                     f"{', '.join(off)} (tune-report.json: off_target)")
     by_reason: dict[str, list[str]] = {}
     for name, why in sorted(result.skipped.items()):
         by_reason.setdefault(why, []).append(name)

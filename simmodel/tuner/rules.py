@@ -500,7 +500,9 @@ OPTION_RULES: tuple[OptionRule, ...] = _rules(
                "l2_config",
                doc="per bank = L2 / (2 x channels); a power of two: 16-way, IPOLY `P` if "
                "sets <= 64 else `X`; else 24-way, `P` if sets is a power of two and banks "
-               "<= 64; neither: the largest assoc <= 32 with power-of-two sets (hilsim)"),
+               "<= 64; neither (40/50 MiB over 24 or 64 banks): power-of-two sets and the "
+               "ways nearest 24 (1-64) that hold it, else the nearest size within 2 % "
+               "(hilsim, said on the console)"),
     # --- the fixed latencies and the launch latency (conventions) --------------------------
     OptionRule("-gpgpu_l1_latency", (L1_HIT,), lambda t: t.float_of(L1_HIT),
                "floor(L1 hit) (l1_lat)", "l1_lat", latency=LatencyKind.FIXED,

@@ -59,6 +59,7 @@ from hilsim.simmodel.tuner.card import (
     canonical_facts,
     clock_domains,
     device_settings,
+    l2_bank,
     valid_channel_counts,
 )
 from hilsim.simmodel.tuner.evaluators import CandidateRunner, cpu_seconds
@@ -230,6 +231,15 @@ def choose_base(
     return next(c for c in cards if c.name == choice.name), choice
 
 
+def _no_l2_bank(l2_bytes: int, base: CardConfig) -> str:
+    """Why the L2 fits no bank geometry (at the base's own channel count)."""
+    try:
+        l2_bank(l2_bytes, int(float(base.option("-gpgpu_n_mem", "1").split()[0])), base)
+    except HilsimError as e:
+        return str(e)
+    return "no channel count holds it exactly or within the size tolerance"
+
+
 def _first_channels(facts: Mapping[str, Any], base: CardConfig, domain: tuple[int, ...]) -> int:
     """Channels before the loop: the device's bus width over the base's channel width
     when that is a valid count, else the base's count (nearest valid)."""
@@ -354,8 +364,9 @@ def prepare(
     channels = valid_channel_counts(facts.get("l2_cache_bytes"), structure)
     if not channels:
         raise HilsimError(
-            f"device L2 of {facts.get('l2_cache_bytes')} B does not divide into the base "
-            f"card {base_card.name}'s L2 banks for any channel count"
+            f"device L2 of {facts.get('l2_cache_bytes')} B fits the base card "
+            f"{base_card.name}'s L2 banks over no channel count: "
+            f"{_no_l2_bank(int(facts['l2_cache_bytes']), structure)}"
         )
     s = Structure(base_card, device, clocks, clock_src, facts,
                   _first_channels(facts, structure, channels))
