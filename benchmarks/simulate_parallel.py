@@ -17,7 +17,8 @@ run on its skip path (``--launches {launches}``: chunks cost no fast-forward); a
 app is given as ``NAME=BUNDLE,PLAN,PROGRAM ARGS`` (e.g. from ``rodinia_loop.py``'s work
 folder), run with fast-forward. Printed: one row per case and setting: wall seconds (and
 its ratio to one process), CPU seconds, CPU per part (fast-forward / warm-up / sample /
-host), processes, the estimate's difference from the one-process run's, and how many
+host), processes, the samples per chunk of each split run (with the launches it carried),
+the estimate's difference from the one-process run's, and how many
 samples' cycles differ from it (with the largest relative difference).
 """
 
@@ -88,6 +89,19 @@ def start_dask(workers: int, folder: Path) -> tuple[str, list[subprocess.Popen]]
     return address, procs
 
 
+def _split(summary: dict[str, Any]) -> str:
+    """Samples per chunk of each run that was split (carried launches in brackets)."""
+    out = []
+    for run in summary.get("runs", []):
+        chunks = run.get("chunks")
+        if chunks:
+            carried = chunks.get("carried_per_chunk") or [0] * chunks["chunks"]
+            out.append(f"{run['run']} " + "/".join(
+                f"{n}" + (f"[{c}]" if c else "") for n, c in zip(
+                    chunks["samples_per_chunk"], carried, strict=True)))
+    return ", ".join(out) or "-"
+
+
 def row(case: str, setting: str, got: dict[str, Any], one: dict[str, Any]) -> str:
     s, base = got["summary"], one["summary"]
     parts = s.get("sim_cpu_parts") or {}
@@ -99,7 +113,7 @@ def row(case: str, setting: str, got: dict[str, Any], one: dict[str, Any]) -> st
             f" | {s['sim_cpu_s']:.0f} ({s['sim_cpu_s'] / base['sim_cpu_s']:.2f}x) | "
             f"{parts.get('fast_forward', 0):.0f} / {parts.get('warmup', 0):.0f} / "
             f"{parts.get('sample', 0):.0f} / {parts.get('host', 0):.0f} | "
-            f"{s.get('processes', 1)} | "
+            f"{s.get('processes', 1)} | {_split(s)} | "
             f"{100 * moved:+.3f}% | {len(differ)} of {len(one['cycles'])} "
             f"(max {100 * worst:.2f}%) |")
 
@@ -123,8 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         bundle, plan, command = rest.split(",", 2)
         cases[name] = (Path(bundle), Path(plan), shlex.split(command))
     print("| case | setting | wall s (vs 1) | CPU s (vs 1) | CPU ff / warm-up / sample / host | "
-          "processes | estimate vs 1 | samples that differ |")
-    print("|---|---|---|---|---|---|---|---|")
+          "processes | samples per chunk [carried] | estimate vs 1 | samples that differ |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name, (bundle, plan, program) in cases.items():
         one = None
         for n in [int(w) for w in args.workers.split(",")]:
