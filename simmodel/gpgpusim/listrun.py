@@ -57,6 +57,8 @@ from hilsim.simmodel.gpgpusim.nvtxmarks import NVTX_INJECTION_ENV, nvtx_environm
 from hilsim.simmodel.gpgpusim.parallel import (
     CPU_FACTOR,
     FUNCTIONAL_COST,
+    MEASURED_COST_ERROR,
+    PRIOR_COST_ERROR,
     ChunkPlan,
     ChunkResult,
     chunk_tasks,
@@ -339,6 +341,19 @@ def _merged_run(runs: Sequence[CardRun], wall_s: float) -> CardRun:
                    first.card, first.overrides, first.run_dir, ())
 
 
+def listed_cpu(run: CardRun, launch_ids: np.ndarray, mode: str
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """(launch ids, CPU seconds) of the run's performance launches, from its CPU trace
+    (:func:`~hilsim.simmodel.gpgpusim.fastforward.cpu_per_launch`)."""
+    if mode == FAST_FORWARD:
+        per_launch, _host = cpu_per_launch(run.text, run.cpu_trace, run.cpu_s)
+        ids = launch_ids[launch_ids < len(per_launch)]
+        return ids, per_launch[ids]
+    per_launch, _host = cpu_per_launch(run.text, run.cpu_trace, run.cpu_s, SKIP_MARK)
+    n = min(len(per_launch), len(launch_ids))
+    return launch_ids[:n], per_launch[:n]
+
+
 def cpu_parts(run: CardRun, launch_ids: np.ndarray, is_sample: np.ndarray,
               mode: str) -> dict[str, float]:
     """The run's CPU seconds by part (:class:`ListRun`), from its CPU trace: each launch's
@@ -394,9 +409,9 @@ class ListRunner:
         #: each launch id's relative cost for the chunk cuts (the profile's durations)
         self.launch_costs = None if launch_costs is None else np.asarray(launch_costs,
                                                                          dtype=np.float64)
-        #: simulated cycles of the launches earlier runs simulated (launch id -> cycles):
-        #: the later runs' chunk cuts weigh those launches by them
-        self.simulated_cycles: dict[int, float] = {}
+        #: CPU seconds of the launches earlier runs simulated in performance mode (launch
+        #: id -> seconds, the last run's): the later runs' chunk cuts weigh them so
+        self.measured_cpu: dict[int, float] = {}
         self.work = Path(tempfile.mkdtemp(prefix="hilsim-simulate-"))
         self.runs: list[ListRun] = []
 
@@ -410,10 +425,12 @@ class ListRunner:
         options = {**self.options, **extra}
         plan = None
         if self.workers > 1 or self.scheduler is not None:
+            measured = all(int(i) in self.measured_cpu for i in launch_ids)
             plan = plan_chunks(launch_ids, is_sample, self.workers,
                                self.functional_cost if self.mode == FAST_FORWARD else 0.0,
                                self.cpu_factor, launch_costs=self._launch_costs(),
-                               startup_cost=self.startup_cost)
+                               startup_cost=self.startup_cost,
+                               cost_error=MEASURED_COST_ERROR if measured else PRIOR_COST_ERROR)
         if plan is not None and len(plan.bounds) > 1:
             pieces = self._run_chunks(folder, label, launch_ids, is_sample, options, plan)
         else:
@@ -428,11 +445,14 @@ class ListRunner:
         outputs = tuple(p.outputs for p in pieces if p.outputs is not None)
         result = ListRun(name, warmup, launch_ids, is_sample, stats, merged, preceding,
                          self.mode, parts, outputs,
-                         plan.summary() if plan is not None and len(plan.bounds) > 1 else None,
+                         None if plan is None or len(plan.bounds) < 2 else {
+                             **plan.summary(),
+                             "cpu_s_per_chunk": [round(p.run.cpu_s, 2) for p in pieces],
+                             "wall_s_per_chunk": [round(p.run.wall_s, 2) for p in pieces]},
                          tuple(r.log_path for r in runs))
-        last = stats.drop_duplicates("launch_id", keep="last")
-        self.simulated_cycles.update(zip(last["launch_id"].astype(int).tolist(),
-                                         last["cycles"].astype(float).tolist(), strict=True))
+        for piece in pieces:
+            ids, cpu = listed_cpu(piece.run, piece.launch_ids, self.mode)
+            self.measured_cpu.update(zip(ids.tolist(), cpu.tolist(), strict=True))
         result.functional_cost = self._learn_costs(pieces, parts)
         self.runs.append(result)
         return result
@@ -473,9 +493,9 @@ class ListRunner:
                 advance(1)
 
             if self.scheduler is not None:
-                results = run_chunks_dask(tasks, self.scheduler, done)
+                results = run_chunks_dask(tasks, self.scheduler, done, plan.order())
             else:
-                results = run_chunks_local(tasks, folders, done)
+                results = run_chunks_local(tasks, folders, done, plan.slots, plan.order())
         wall = time.monotonic() - started
         pieces = []
         card_name = Path(self.card).parent.name if self.card.endswith(".config") else self.card
@@ -532,25 +552,25 @@ class ListRunner:
                                   listed["kernel"].to_numpy()[inside], ids[inside])
 
     def _launch_costs(self) -> np.ndarray | None:
-        """Each launch id's relative cost for the next chunk plan: the simulated cycles of
-        launches an earlier run simulated (a performance launch's CPU follows its
-        simulated cycles), the profile's durations for the others, scaled to the cycles by
-        their median ratio where both are known (a profile from another card or SM count
-        weighs launches otherwise than this card does); NaN where neither is known."""
+        """Each launch id's relative cost for the next chunk plan: the CPU seconds an
+        earlier run spent on it in performance mode where one did, the profile's durations
+        for the others, scaled to those seconds by their median ratio where both are known
+        (a profile from another card or SM count weighs launches otherwise than this card
+        does); NaN where neither is known."""
         prior = self.launch_costs
-        if not self.simulated_cycles:
+        if not self.measured_cpu:
             return prior
-        ids = np.fromiter(self.simulated_cycles, dtype=np.int64)
-        cycles = np.fromiter(self.simulated_cycles.values(), dtype=np.float64)
+        ids = np.fromiter(self.measured_cpu, dtype=np.int64)
+        seconds = np.fromiter(self.measured_cpu.values(), dtype=np.float64)
         n = max(int(ids.max()) + 1, 0 if prior is None else len(prior))
         costs = np.full(n, np.nan)
         if prior is not None:
-            known = ids[ids < len(prior)]
-            both = (prior[known] > 0) & (cycles[ids < len(prior)] > 0)
-            scale = (float(np.median(cycles[ids < len(prior)][both] / prior[known][both]))
-                     if both.any() else 1.0)
+            inside = ids < len(prior)
+            known, spent = ids[inside], seconds[inside]
+            both = (prior[known] > 0) & (spent > 0)
+            scale = float(np.median(spent[both] / prior[known][both])) if both.any() else 1.0
             costs[:len(prior)] = prior * scale
-        costs[ids] = cycles
+        costs[ids] = seconds
         return costs
 
     def _learn_costs(self, pieces: Sequence[_Piece], parts: Mapping[str, float]
