@@ -14,7 +14,7 @@ import pytest
 from hilsim.simmodel.gpgpusim import parallel
 from hilsim.simmodel.gpgpusim.datacheck import find_divergences, program_outputs
 from hilsim.simmodel.gpgpusim.fastforward import stop_after_launch
-from hilsim.simmodel.gpgpusim.parallel import ChunkResult, chunk_tasks, makespan, plan_chunks
+from hilsim.simmodel.gpgpusim.parallel import ChunkResult, chunk_tasks, plan_chunks
 
 from hilsim.core.errors import HilsimError
 
@@ -79,38 +79,6 @@ def test_the_cpu_factor_bounds_the_chunks_by_the_cost_model() -> None:
     summary = two.summary()
     assert summary["chunks"] == 2 and summary["samples_per_chunk"] == [3, 1]
     assert summary["cpu_estimate_vs_one_process"] == pytest.approx(74.7 / 43.7, abs=1e-3)
-
-
-def test_uncertain_costs_take_more_smaller_chunks_started_longest_first() -> None:
-    # list scheduling by hand: 5 and 4 start, 3 follows the 4 (7), 3 follows the 5 (8)
-    assert makespan([3, 5, 3, 4], 2) == 8.0
-    ids, is_sample = _list(list(range(10, 810, 10)), k=0)  # 80 equal samples, skip path
-    exact = plan_chunks(ids, is_sample, 2, 0.0, 1.5)
-    assert exact.samples == (41, 39) and exact.wall_cost == 41.0  # 40 + 1 carried
-    # a chunk may run 10% over its estimate: two chunks may end at 41 x 1.1 = 45.1; four
-    # (21 + 21 on each worker, one carried launch each but the first) at 42 + 2.1 = 44.1
-    unsure = plan_chunks(ids, is_sample, 2, 0.0, 1.5, cost_error=0.1)
-    assert unsure.samples == (21, 20, 20, 19) and unsure.wall_cost == 42.0
-    assert unsure.summary()["workers"] == 2
-    costs = np.asarray(unsure.costs)
-    assert list(costs[unsure.order()]) == sorted(costs, reverse=True)
-
-
-def test_local_chunks_run_on_their_slots_in_the_plan_order(monkeypatch, tmp_path) -> None:
-    ids, is_sample = _list([10, 20, 30, 40], k=0)
-    plan = plan_chunks(ids, is_sample, 4, 0.0, 3.0, carry=False)
-    tasks = chunk_tasks(["./app"], "SM7_QV100", {}, ids, plan, True, 60)
-    assert len(tasks) == 4
-    started: list[int] = []
-
-    def stand_in(task, folder=None):
-        started.append(task.index)
-        return ChunkResult(task.index, "log", 1.0, 1.0, (), True, {}, "here")
-
-    monkeypatch.setattr(parallel, "run_chunk", stand_in)
-    got = parallel.run_chunks_local(tasks, [tmp_path / str(t.index) for t in tasks],
-                                    lambda r: None, slots=1, order=[2, 0, 3, 1])
-    assert started == [2, 0, 3, 1] and [r.index for r in got] == [0, 1, 2, 3]
 
 
 def test_one_sample_or_one_worker_is_one_process() -> None:

@@ -57,8 +57,6 @@ from hilsim.simmodel.gpgpusim.nvtxmarks import NVTX_INJECTION_ENV, nvtx_environm
 from hilsim.simmodel.gpgpusim.parallel import (
     CPU_FACTOR,
     FUNCTIONAL_COST,
-    MEASURED_COST_ERROR,
-    PRIOR_COST_ERROR,
     ChunkPlan,
     ChunkResult,
     chunk_tasks,
@@ -425,12 +423,10 @@ class ListRunner:
         options = {**self.options, **extra}
         plan = None
         if self.workers > 1 or self.scheduler is not None:
-            measured = all(int(i) in self.measured_cpu for i in launch_ids)
             plan = plan_chunks(launch_ids, is_sample, self.workers,
                                self.functional_cost if self.mode == FAST_FORWARD else 0.0,
                                self.cpu_factor, launch_costs=self._launch_costs(),
-                               startup_cost=self.startup_cost,
-                               cost_error=MEASURED_COST_ERROR if measured else PRIOR_COST_ERROR)
+                               startup_cost=self.startup_cost)
         if plan is not None and len(plan.bounds) > 1:
             pieces = self._run_chunks(folder, label, launch_ids, is_sample, options, plan)
         else:
@@ -493,9 +489,9 @@ class ListRunner:
                 advance(1)
 
             if self.scheduler is not None:
-                results = run_chunks_dask(tasks, self.scheduler, done, plan.order())
+                results = run_chunks_dask(tasks, self.scheduler, done)
             else:
-                results = run_chunks_local(tasks, folders, done, plan.slots, plan.order())
+                results = run_chunks_local(tasks, folders, done)
         wall = time.monotonic() - started
         pieces = []
         card_name = Path(self.card).parent.name if self.card.endswith(".config") else self.card

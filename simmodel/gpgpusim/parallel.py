@@ -68,15 +68,6 @@ from hilsim.core.errors import HilsimError
 FUNCTIONAL_COST = 0.17
 #: the chunked runs' total CPU may reach this multiple of the one-process run's
 CPU_FACTOR = 1.5
-#: chunks per worker a plan may use: more, smaller chunks, each started as a worker frees
-#: (longest first), bound what one mis-estimated chunk adds to the wall time
-CHUNKS_PER_WORKER = 2
-#: the relative error of a chunk's estimated cost weighed by the profile's durations (the
-#: shipped transformer example's warm run, profiled at 80 SMs and simulated at 4: two
-#: chunks estimated equal took 30 and 15 CPU seconds) and by the CPU an earlier run
-#: measured per launch
-PRIOR_COST_ERROR = 0.33
-MEASURED_COST_ERROR = 0.1
 
 
 @dataclass(frozen=True)
@@ -94,14 +85,6 @@ class ChunkPlan:
     functional_cost: float
     cpu_factor: float
     starts: tuple[int, ...] = ()
-    costs: tuple[float, ...] = ()  # each chunk's estimated cost
-    slots: int = 0  # chunks run at once (the workers); 0: all
-    wall_cost: float = 0.0  # the chunks' estimated wall time on the slots (:func:`makespan`)
-
-    def order(self) -> list[int]:
-        """The chunks in the order they start: longest first."""
-        return sorted(range(len(self.bounds)), key=lambda j: -self.costs[j]) if self.costs \
-            else list(range(len(self.bounds)))
 
     def carried(self, j: int) -> int:
         """How many launches chunk ``j`` runs in performance mode only to warm its first
@@ -115,10 +98,8 @@ class ChunkPlan:
                 "carried_per_chunk": [self.carried(j) for j in range(len(self.bounds))],
                 "cpu_estimate_vs_one_process": round(self.chunked_cost
                                                      / self.one_process_cost, 3),
-                "wall_estimate_vs_one_process": round((self.wall_cost
-                                                       or self.longest_chunk_cost)
+                "wall_estimate_vs_one_process": round(self.longest_chunk_cost
                                                       / self.one_process_cost, 3),
-                "workers": self.slots or len(self.bounds),
                 "functional_cost": round(self.functional_cost, 4),
                 "cpu_factor": self.cpu_factor}
 
@@ -204,31 +185,18 @@ def _balanced(model: _CostModel, ends: np.ndarray, chunks: int
     return tuple(best)
 
 
-def makespan(costs: Sequence[float], slots: int) -> float:
-    """When the last of ``costs`` ends on ``slots`` workers, each started longest first on
-    the worker that frees first (list scheduling, LPT)."""
-    finish = np.zeros(max(int(slots), 1))
-    for cost in sorted(costs, reverse=True):
-        finish[int(np.argmin(finish))] += cost
-    return float(finish.max())
-
-
 def plan_chunks(launch_ids: np.ndarray, is_sample: np.ndarray, workers: int,
                 functional_cost: float = FUNCTIONAL_COST,
                 cpu_factor: float = CPU_FACTOR, *,
                 launch_costs: np.ndarray | None = None, startup_cost: float = 0.0,
-                carry: bool = True, cost_error: float = 0.0) -> ChunkPlan:
+                carry: bool = True) -> ChunkPlan:
     """The chunks of a sorted launch list for ``workers`` (module docstring): a chunk
     starts only after a sample, so a sample keeps its warm-up window; the cuts balance the
     chunks' costs (``launch_costs``: each launch id's relative cost, e.g. the profile's
     durations); with ``carry`` a chunk also runs the previous chunk's last sample and its
-    window first, so its first sample finds the cache state it finds in one process.
-
-    From 2 to :data:`CHUNKS_PER_WORKER` x ``workers`` chunks, the count whose wall time is
-    least is used, among those whose total stays within ``cpu_factor`` x one process's
-    cost: the wall time of ``c`` chunks is their :func:`makespan` on ``workers`` plus
-    ``cost_error`` x the longest (a chunk that ends last runs that much over its
-    estimate); a count must gain 1% over a smaller one."""
+    window first, so its first sample finds the cache state it finds in one process. The
+    most chunks whose total stays within ``cpu_factor`` x one process's cost are used, as
+    long as each more shortens the longest chunk."""
     ids = np.asarray(launch_ids, dtype=np.int64)
     samples = np.asarray(is_sample, dtype=bool)
     n = len(ids)
@@ -237,26 +205,20 @@ def plan_chunks(launch_ids: np.ndarray, is_sample: np.ndarray, workers: int,
     model = _CostModel(ids, samples, functional_cost, launch_costs, startup_cost, carry)
     ends = np.concatenate([np.flatnonzero(samples[:-1]) + 1, [n]])
     one = model.cost(0, n)
-    slots = max(int(workers), 1)
     best: tuple[tuple[int, int], ...] = ((0, n),)
-    best_wall = one * (1 + cost_error)
-    if slots > 1:
-        for chunks in range(2, CHUNKS_PER_WORKER * slots + 1):
-            if chunks > len(ends):
-                break  # no more places to cut
-            bounds = _balanced(model, ends, chunks)
-            costs = model.costs(bounds)
-            if costs.sum() > cpu_factor * one:
-                break
-            wall = makespan(costs, slots) + cost_error * float(costs.max())
-            if wall < best_wall * 0.99:
-                best, best_wall = bounds, wall
+    longest = one
+    for chunks in range(2, max(int(workers), 1) + 1):
+        bounds = _balanced(model, ends, chunks)
+        costs = model.costs(bounds)
+        if costs.sum() > cpu_factor * one:
+            break
+        if costs.max() < longest * (1 - 1e-9):
+            best, longest = bounds, float(costs.max())
     costs = model.costs(best)
     per_chunk = tuple(int(samples[b:e].sum()) for b, e in best)
     return ChunkPlan(best, per_chunk, float(one), float(costs.sum()), float(costs.max()),
                      float(functional_cost), float(cpu_factor),
-                     tuple(int(model.start[b]) for b, _e in best),
-                     tuple(float(c) for c in costs), slots, makespan(costs, slots))
+                     tuple(int(model.start[b]) for b, _e in best))
 
 
 @dataclass(frozen=True)
@@ -318,18 +280,15 @@ def run_chunk(task: ChunkTask, folder: str | None = None) -> ChunkResult:
 
 
 def run_chunks_local(tasks: Sequence[ChunkTask], folders: Sequence[Path],
-                     done: Callable[[ChunkResult], None], slots: int = 0,
-                     order: Sequence[int] | None = None) -> list[ChunkResult]:
-    """The chunks on this machine, ``slots`` at once (0: all; a thread each waits for its
-    simulator process), started in ``order`` (positions in ``tasks``; default as given);
-    ``done`` is called as each finishes. The first failure is raised once all have ended
-    (a failed chunk's folder keeps its log)."""
+                     done: Callable[[ChunkResult], None]) -> list[ChunkResult]:
+    """Every chunk at once on this machine (a thread each waits for its simulator
+    process); ``done`` is called as each finishes. The first failure is raised once all
+    have ended (a failed chunk's folder keeps its log)."""
     results: list[ChunkResult | None] = [None] * len(tasks)
     failures: list[BaseException] = []
-    order = list(range(len(tasks))) if order is None else list(order)
-    with ThreadPoolExecutor(max_workers=max(slots or len(tasks), 1)) as pool:
-        futures = {pool.submit(run_chunk, tasks[k], str(folders[k])): tasks[k].index
-                   for k in order}
+    with ThreadPoolExecutor(max_workers=max(len(tasks), 1)) as pool:
+        futures = {pool.submit(run_chunk, t, str(f)): t.index for t, f in zip(tasks, folders,
+                                                                              strict=True)}
         for future in futures:
             try:
                 result = future.result()
@@ -365,23 +324,18 @@ def dask_workers(scheduler: str) -> int:
 
 
 def run_chunks_dask(tasks: Sequence[ChunkTask], scheduler: str,
-                    done: Callable[[ChunkResult], None],
-                    order: Sequence[int] | None = None) -> list[ChunkResult]:
-    """Every chunk as a task of the Dask cluster at ``scheduler``, those first in
-    ``order`` with the higher priority; ``done`` as each finishes. A task whose worker
-    died is rerun by the scheduler; one that fails is raised (one line) once the others
-    ended."""
+                    done: Callable[[ChunkResult], None]) -> list[ChunkResult]:
+    """Every chunk as a task of the Dask cluster at ``scheduler``; ``done`` as each
+    finishes. A task whose worker died is rerun by the scheduler; one that fails is
+    raised (one line) once the others ended."""
     from distributed import as_completed  # (importable: _client checked it)
 
     client = _client(scheduler)
     results: dict[int, ChunkResult] = {}
     failures: list[str] = []
-    order = list(range(len(tasks))) if order is None else list(order)
     try:
-        futures = [client.submit(run_chunk, tasks[k], None, pure=False,
-                                 priority=len(order) - rank,
-                                 key=f"hilsim-chunk-{tasks[k].index}-{time.time_ns()}")
-                   for rank, k in enumerate(order)]
+        futures = [client.submit(run_chunk, t, None, pure=False, key=f"hilsim-chunk-{t.index}-"
+                                 f"{time.time_ns()}") for t in tasks]
         for future in as_completed(futures):
             try:
                 result = future.result()
@@ -422,7 +376,6 @@ def chunk_tasks(argv: Sequence[str], card: str, options: Mapping[str, str],
     return tasks
 
 
-__all__ = ["CHUNKS_PER_WORKER", "CPU_FACTOR", "FUNCTIONAL_COST", "MEASURED_COST_ERROR",
-           "PRIOR_COST_ERROR", "ChunkPlan", "ChunkResult", "ChunkTask",
-           "chunk_tasks", "dask_workers", "launch_weights", "makespan", "plan_chunks", "run_chunk",
+__all__ = ["CPU_FACTOR", "FUNCTIONAL_COST", "ChunkPlan", "ChunkResult", "ChunkTask",
+           "chunk_tasks", "dask_workers", "launch_weights", "plan_chunks", "run_chunk",
            "run_chunks_dask", "run_chunks_local"]
