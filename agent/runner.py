@@ -4,7 +4,8 @@ The child runs in its own session (process group), so Ctrl-C at the terminal rea
 only hilsim, which forwards it. On a timeout or Ctrl-C the group gets SIGINT first (the
 profilers and the in-process launchers then flush what they captured), SIGTERM after
 ``grace_s`` seconds, SIGKILL after another ``grace_s``. Only the process group hilsim
-started is signalled, by its id.
+started is signalled, by its id. The child starts with SIGINT's default action even where
+hilsim ignores it (:func:`sigint_default_in_children`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -40,6 +43,25 @@ class RunResult:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@contextlib.contextmanager
+def sigint_default_in_children() -> Iterator[None]:
+    """While the block spawns children: SIGINT caught (by a no-op) where this process
+    ignores it, so a child starts with SIGINT's default action (exec resets a caught
+    signal to its default, an ignored one stays ignored). A shell starts background jobs
+    with SIGINT ignored (``nohup ... &``, ``&`` in a batch script); without this their
+    workload would ignore the SIGINT a timeout sends first, and run on until SIGTERM.
+    Only from the main thread (where Python sets handlers); elsewhere a no-op."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.SIG_IGN):
+        yield
+        return
+    signal.signal(signal.SIGINT, lambda _signum, _frame: None)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
@@ -72,10 +94,11 @@ def run_workload(
     start = time.perf_counter()
     try:
         try:
-            process = subprocess.Popen(
-                argv, env=env, cwd=cwd, start_new_session=True,
-                stdout=handle, stderr=subprocess.STDOUT if handle else None,
-            )
+            with sigint_default_in_children():
+                process = subprocess.Popen(
+                    argv, env=env, cwd=cwd, start_new_session=True,
+                    stdout=handle, stderr=subprocess.STDOUT if handle else None,
+                )
         except FileNotFoundError as exc:
             raise HilsimError(f"cannot run {argv[0]!r}: no such program") from exc
         except PermissionError as exc:

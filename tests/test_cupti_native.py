@@ -328,9 +328,12 @@ def standin(first_install, tmp_path_factory) -> Path:
 
 
 def _start(standin: Path, mode: str, out: Path) -> subprocess.Popen:
+    from hilsim.agent.runner import sigint_default_in_children
+
     env = {**os.environ, "HILSIM_CUPTI_OUT": str(out)}
-    return subprocess.Popen([str(standin), mode, "10"], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    with sigint_default_in_children():  # as hilsim starts a workload, also from `&`
+        return subprocess.Popen([str(standin), mode, "10"], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 @pytest.mark.parametrize("mode, code, complete, reason", [
