@@ -24,9 +24,8 @@ spent on it, else the profile's warp instructions or durations scaled to that CP
 caller gives them; equal without any), with ``f`` the CPU of a functional launch over a
 performance one of the same weight. For each number of chunks the cuts (after a sample
 only) minimise the longest chunk's cost; the most chunks (at most ``workers``) whose
-total stays within
-``cpu_factor`` x the one-process cost are used, as long as each more shortens the longest
-chunk. ``f`` and the start-up are measured: each finished run's CPU split
+total stays within ``cpu_factor`` x the one-process cost are used, as long as each more
+shortens the longest chunk. ``f`` and the start-up are measured: each finished run's CPU split
 (:func:`hilsim.simmodel.gpgpusim.listrun.cpu_parts`) gives them for the runs that follow;
 before the first run ``f`` is :data:`FUNCTIONAL_COST` (measured on sampled runs of
 Rodinia apps) and the start-up 0. On the skip path nothing is fast-forwarded (``f`` = 0).
