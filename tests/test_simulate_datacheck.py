@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
-from hilsim.analyzer.simulate import _skip_path_check, card_notes, data_check
+from hilsim.analyzer.simulate import _skip_path_check, card_notes, data_check, launch_costs
 from hilsim.simmodel.gpgpusim.datacheck import (
     before_launch,
     digests_from_record,
@@ -168,3 +168,17 @@ def test_a_fast_forwarded_log_places_its_kernels_by_uid() -> None:
     ff = parse_simlog(_log("ff"))
     assert ff["launch_id"].tolist() == [2, 3, 8] and ff["uid"].tolist() == [3, 4, 9]
     assert "launch_id" not in parse_simlog(_log("full")).columns  # a full run: by position
+
+
+def test_chunks_weigh_launches_by_instructions_where_every_launch_is_counted() -> None:
+    launches = pd.DataFrame({"duration_ns": [100, 200, 300]})
+    counted = pd.DataFrame({"launch_id": [2, 0, 1],
+                            "smsp__inst_executed.sum": [5.0, 7.0, 9.0]})
+    bundle = SimpleNamespace(launches=launches, n_launches=3, metrics=counted)
+    assert launch_costs(bundle).tolist() == [7.0, 9.0, 5.0]  # placed by launch id
+    # a detailed level that counted a subset (ncu on silicon): the durations
+    bundle.metrics = counted.iloc[:2]
+    assert launch_costs(bundle).tolist() == [100.0, 200.0, 300.0]
+    bundle.metrics = counted.assign(launch_id=[2, 0, 7])  # an id the profile lacks
+    assert launch_costs(bundle).tolist() == [100.0, 200.0, 300.0]
+    assert launch_costs(None) is None

@@ -19,12 +19,13 @@ and the clock domains' phases.
 up to its last listed launch that it does not run in detail, so splitting costs CPU: a
 chunk costs ``f x`` (the launches up to its last that it runs functionally) ``+`` (its
 performance launches, carried ones included) ``+`` a process's start-up, each launch
-weighted by its relative cost (the profile's durations, mean 1; equal without a
-profile), with ``f`` the CPU of a functional launch over a performance one of the same
-weight. For each number of chunks the cuts (after a sample only) minimise the longest
-chunk's cost; the most chunks (at most ``workers``) whose total stays within
-``cpu_factor`` x the one-process cost are used, as long as each more shortens the longest
-chunk. ``f`` and the start-up are measured: each finished run's CPU split
+weighted by its relative cost (mean 1: the CPU an earlier run of the same simulation
+spent on it, else the profile's warp instructions or durations scaled to that CPU, as the
+caller gives them; equal without any), with ``f`` the CPU of a functional launch over a
+performance one of the same weight. For each number of chunks the cuts (after a sample
+only) minimise the longest chunk's cost; the most chunks (at most ``workers``) whose
+total stays within ``cpu_factor`` x the one-process cost are used, as long as each more
+shortens the longest chunk. ``f`` and the start-up are measured: each finished run's CPU split
 (:func:`hilsim.simmodel.gpgpusim.listrun.cpu_parts`) gives them for the runs that follow;
 before the first run ``f`` is :data:`FUNCTIONAL_COST` (measured on sampled runs of
 Rodinia apps) and the start-up 0. On the skip path nothing is fast-forwarded (``f`` = 0).
@@ -63,9 +64,11 @@ from hilsim.core.errors import HilsimError
 
 #: a functional launch's CPU over a performance launch's of the same weight before any run
 #: measured it: the median of the ratio the sampled runs of the Rodinia training apps
-#: measured in these units (STEM seed 0, ``--warmup auto``, reduced QV100: gaussian 0.17,
-#: srad_v2 0.22 and 0.18, lud 0.02; ``functional_cost_measured`` in ``simulate.json``)
-FUNCTIONAL_COST = 0.17
+#: measured with launches weighted by their warp instructions (STEM seed 0, ``--warmup
+#: auto``, reduced QV100: gaussian 0.17, srad_v2 0.20 and 0.19, lud 0.29;
+#: ``functional_cost_measured`` in ``simulate.json``). Weighted by durations the same runs
+#: gave 0.17, 0.22, 0.18 and 0.02: instructions weigh a launch's simulation more evenly
+FUNCTIONAL_COST = 0.19
 #: the chunked runs' total CPU may reach this multiple of the one-process run's
 CPU_FACTOR = 1.5
 
