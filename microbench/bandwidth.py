@@ -20,13 +20,16 @@ On a simulated device (:attr:`~hilsim.microbench.device.Device.simulated`) the s
 kernels run on a slice of the card, timed by the simulated cycles of one launch:
 
 * L1 / shared at full occupancy on the active SMs, 48 passes: per-SM rates, no scaling;
-* L2 and DRAM on one memory channel (:attr:`~hilsim.microbench.device.Setup.MEMORY_SLICE`):
-  the channel's bytes per core clock times
+* L2 and DRAM on ``k`` memory channels
+  (:attr:`~hilsim.microbench.device.Setup.MEMORY_SLICE`,
+  :attr:`~hilsim.microbench.device.Device.memory_slice_channels`, one unless the tuner
+  sizes the slice): the slice's bytes per core clock / ``k`` times
   :attr:`~hilsim.microbench.device.Device.memory_scale` (the card's channels: they and
   their L2 banks are independent and addresses interleave over them). DRAM read: one
-  cold pass over 2 MiB; L2: a quarter of the slice's L2 read 8 times after a warm pass;
-  write / copy over 512 KiB (at least twice the slice's L2), the second of two launches
-  timed (L2 is write-back: one launch would end with dirty lines not yet in DRAM).
+  cold pass over 2 MiB per channel; L2: a quarter of the slice's L2 read 8 times after a
+  warm pass; write / copy over 512 KiB per channel (at least twice the slice's L2), the
+  second of two launches timed (L2 is write-back: one launch would end with dirty lines
+  not yet in DRAM).
 """
 
 from __future__ import annotations
@@ -346,7 +349,7 @@ def _slice_read(
         "grid": grid,
         "block": block,
         "warm_pass": warm,
-        "mem_channels_simulated": 1,
+        "mem_channels_simulated": device.memory_slice_channels,
         "mem_channels": device.memory_scale,
         "slice_cycles": cycles,
         "slice_bytes_per_clk": per_clk,
@@ -358,22 +361,23 @@ def _slice_read(
 def _slice_dram(
     device: Device, name: str, per_clk: float, ok: bool, note: str, params: dict[str, Any]
 ) -> Measurement:
-    """A DRAM bandwidth measurement from a one-channel slice's bytes per core clock,
-    scaled by the device's channels."""
+    """A DRAM bandwidth measurement from a memory slice's bytes per core clock: per
+    channel of the slice, scaled by the device's channels."""
     mhz, source = device.sm_clock_mhz()
     mhz = float(mhz or math.nan)
-    chans = device.memory_scale
+    chans, k = device.memory_scale, device.memory_slice_channels
     slice_gbs = per_clk * mhz * 1e6 / 1e9
-    value = slice_gbs * chans
+    value = slice_gbs * chans / k
     peak = device.facts.get("peak_dram_gbs")
     params.update(
         slice_bytes_per_clk=per_clk,
         slice_gbs=slice_gbs,
-        scaling=f"x {chans} {device.memory_scale_note}: channels are independent",
+        scaling=f"x {chans}{f' / {k}' if k > 1 else ''} {device.memory_scale_note}: "
+        "channels are independent",
         sm_clock_mhz=mhz,
         clock_source=source,
-        bytes_per_clk=per_clk * chans,
-        bytes_per_clk_per_sm=per_clk * chans / float(device.sm_count),
+        bytes_per_clk=per_clk * chans / k,
+        bytes_per_clk_per_sm=per_clk * chans / k / float(device.sm_count),
         peak_gbs=peak,
         achieved_fraction=value / peak if peak else None,
         cold=f"{device.cold_l2_note} (L2 cold after the copies)",
@@ -453,17 +457,19 @@ def dram(device: Device) -> list[Measurement]:
 
 
 def dram_read_slice(device: Device, n_bytes: int = 2 << 20) -> Measurement:
-    """``dram_read_bandwidth`` (GB/s) on a simulated slice: one cold read pass on one
-    channel, x channels."""
-    per_clk, ok, params = _slice_read(device, "bandwidth.dram", "ca", n_bytes, 1, warm=False)
+    """``dram_read_bandwidth`` (GB/s) on a simulated slice: one cold read pass over
+    ``n_bytes`` per channel of the slice, per channel x channels."""
+    per_clk, ok, params = _slice_read(device, "bandwidth.dram", "ca",
+                                      n_bytes * device.memory_slice_channels, 1, warm=False)
     return _slice_dram(device, mn.DRAM_READ_BANDWIDTH, per_clk, ok, "checksum mismatch", params)
 
 
 def dram_write_copy_slice(device: Device, n_bytes: int = 512 << 10) -> list[Measurement]:
     """``dram_write_bandwidth`` / ``dram_copy_bandwidth`` (GB/s) on a simulated slice.
 
-    ``grid_write`` (fills ``n_bytes``) and ``grid_copy`` (a cold source of ``n_bytes``
-    into another buffer; read + write bytes counted), each launched twice and the second
+    ``grid_write`` (fills ``n_bytes`` per channel of the slice) and ``grid_copy`` (a cold
+    source as large into another buffer; read + write bytes counted), each launched twice
+    and the second
     launch timed by its simulated cycles: L2 is write-back, so a single launch would end
     with up to the slice's L2 of dirty lines not yet in DRAM (measured: 1.13 x the peak
     for one 1 MiB write on the QV100 slice). In the second launch the previous launch's
@@ -472,9 +478,10 @@ def dram_write_copy_slice(device: Device, n_bytes: int = 512 << 10) -> list[Meas
     Validation: the destination holds the written value / the source.
     """
     grid, block = _grid_dims(device)
+    k = device.memory_slice_channels
     # the write-back argument needs a footprint of at least twice the slice's L2
-    slice_l2 = int(device.facts.get("l2_cache_bytes") or (4 << 20)) // device.memory_scale
-    n_vec = max(grid * block, max(n_bytes, 2 * slice_l2) // 16)
+    slice_l2 = int(device.facts.get("l2_cache_bytes") or (4 << 20)) * k // device.memory_scale
+    n_vec = max(grid * block, max(n_bytes * k, 2 * slice_l2) // 16)
     value = 0x5A5A5A5A
     program = Program("bandwidth.grid").buf("dst_w", 16 * n_vec).iota("src_c", 4 * n_vec)
     program.buf("dst_c", 16 * n_vec)
@@ -497,7 +504,7 @@ def dram_write_copy_slice(device: Device, n_bytes: int = 512 << 10) -> list[Meas
             "bytes_counted": "read + write" if factor == 2 else "written",
             "grid": grid,
             "block": block,
-            "mem_channels_simulated": 1,
+            "mem_channels_simulated": k,
             "mem_channels": device.memory_scale,
             "slice_cycles": cycles,
             "launches": 2,
@@ -514,8 +521,9 @@ def l2(device: Device) -> list[Measurement]:
     ``l2_bw_*`` prints byte/clk).
 
     A GPU reads a footprint of L2/4 repeatedly with ``ld.global.cg`` (~2 GiB in all) and
-    converts GB/s with the SM clock; a simulated device reads a quarter of its one-channel
-    slice's L2 8 times after a warm pass and scales by the channels.
+    converts GB/s with the SM clock; a simulated device reads a quarter of its memory
+    slice's L2 8 times after a warm pass and scales the bandwidth per channel of the slice
+    by the channels.
     """
     l2_bytes = int(device.facts.get("l2_cache_bytes") or (4 << 20))
     if device.simulated:
@@ -534,13 +542,14 @@ def l2(device: Device) -> list[Measurement]:
 
 
 def _l2_slice(device: Device, l2_bytes: int, reps: int = 8) -> Measurement:
-    chans = device.memory_scale
-    slice_l2 = l2_bytes // chans
+    chans, k = device.memory_scale, device.memory_slice_channels
+    slice_l2 = l2_bytes * k // chans
     per_clk, ok, params = _slice_read(device, "bandwidth.l2", "cg", slice_l2 // 4, reps, warm=True)
-    value = per_clk * chans
+    value = per_clk * chans / k
     mhz = float(device.sm_clock_mhz()[0] or math.nan)
     params.update(
-        scaling=f"x {chans} memory channels (2 L2 banks each): banks are independent",
+        scaling=f"x {chans}{f' / {k}' if k > 1 else ''} memory channels (2 L2 banks each): "
+        "banks are independent",
         gbs=value * mhz * 1e6 / 1e9,
         sm_clock_mhz=mhz,
         slice_l2_bytes=slice_l2,

@@ -96,6 +96,7 @@ class CupyDevice:
     cold_l2_note: str = field(default="a 2 x L2 buffer read through L2 first (flush_l2)",
                               init=False)
     memory_scale_note: str = field(default="the whole GPU (no slice)", init=False)
+    memory_slice_channels: int = field(default=1, init=False)
     _modules: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
     _functions: dict[tuple[str, str], Any] = field(default_factory=dict, init=False, repr=False)
 

@@ -59,7 +59,8 @@ class Setup(enum.Enum):
     LAUNCH = "launch"
     #: per-SM rates: :attr:`Device.active_sms` SMs, no launch latency, cold uploads
     SM_SLICE = "sm_slice"
-    #: L2 and DRAM bandwidth: the SM slice on one memory channel (scaled by the device)
+    #: L2 and DRAM bandwidth: the SM slice on :attr:`Device.memory_slice_channels` memory
+    #: channels (scaled by the device)
     MEMORY_SLICE = "memory_slice"
 
 
@@ -83,6 +84,10 @@ class Device(Protocol):
     #: what :attr:`memory_scale` counts, as this device names it (the ``scaling`` param of
     #: the DRAM bandwidths measured on a slice)
     memory_scale_note: str
+    #: memory channels a :attr:`Setup.MEMORY_SLICE` run has: its bandwidth over them is
+    #: the bandwidth per channel that :attr:`memory_scale` multiplies (1 where the slice
+    #: is the whole device)
+    memory_slice_channels: int
 
     @property
     def sm_count(self) -> int:

@@ -64,6 +64,7 @@ class SimulatedFake(CupyDevice):
         default_factory=lambda: {"backend": "fake", "clock": "fake cycles"}, init=False)
     cold_l2_note: str = field(default="cold by the fake's setting", init=False)
     memory_scale_note: str = field(default="fake channels", init=False)
+    memory_slice_channels: int = field(default=1, init=False)
 
     @property
     def active_sms(self) -> int:
@@ -218,6 +219,32 @@ def test_the_simulated_branches_take_the_devices_own_notes(fake: FakeCupy) -> No
         "cold by the fake's setting (L2 cold after the copies)")
     assert by_name[mn.DRAM_READ_BANDWIDTH].params["scaling"] == (
         "x 4 fake channels: channels are independent")
+
+
+def test_a_slice_of_several_channels_gives_the_bandwidth_per_channel(fake: FakeCupy) -> None:
+    """L2 and DRAM bandwidth on a memory slice of k channels: the footprint per channel is
+    the one-channel slice's, and the slice's bytes per clock are divided by k before the
+    card's channels multiply them. The stand-in times every launch 1,000 cycles, so the
+    same bytes per channel give the same figure on 1 and 2 channels (a slice's figure not
+    divided by its channels would double)."""
+    from hilsim.microbench import bandwidth  # noqa: PLC0415 (the module under test)
+
+    def measured(k: int) -> dict[str, Measurement]:
+        device = DEVICES["simulated"](fake)
+        device.memory_slice_channels = k
+        return {m.name: m for m in (*bandwidth.l2(device), bandwidth.dram_read_slice(device),
+                                    *bandwidth.dram_write_copy_slice(device))}
+
+    one, two = measured(1), measured(2)
+    for name in (mn.L2_BANDWIDTH, mn.DRAM_READ_BANDWIDTH, mn.DRAM_WRITE_BANDWIDTH,
+                 mn.DRAM_COPY_BANDWIDTH):
+        assert two[name].params["mem_channels_simulated"] == 2, name
+        assert two[name].params["footprint_bytes"] == 2 * one[name].params["footprint_bytes"]
+        assert two[name].params["slice_bytes_per_clk"] == pytest.approx(
+            2 * one[name].params["slice_bytes_per_clk"]), name
+        assert two[name].value == pytest.approx(one[name].value), name
+    assert two[mn.DRAM_READ_BANDWIDTH].params["scaling"] == (
+        "x 4 / 2 fake channels: channels are independent")
 
 
 # --- each check catches its mutant -----------------------------------------------------------

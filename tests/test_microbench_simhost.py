@@ -108,6 +108,11 @@ def test_device_setups_and_what_it_cannot_do() -> None:
     memory = dev.setup_options(Setup.MEMORY_SLICE)
     assert memory["-gpgpu_n_mem"] == "1" and memory["-gpgpu_memory_partition_indexing"] == "0"
     assert memory["-gpgpu_n_clusters"] == dev.setup_options(Setup.SM_SLICE)["-gpgpu_n_clusters"]
+    wide = GpgpusimDevice(cfg, throughput_sms=5, memory_slice_channels=2)
+    memory = wide.setup_options(Setup.MEMORY_SLICE)
+    assert (memory["-gpgpu_n_mem"], memory["-gpgpu_n_clusters"]) == ("2", "5")
+    assert memory["-gpgpu_memory_partition_indexing"] == "0"
+    assert wide.setup_options(Setup.ONE_SM_ONE_CHANNEL)["-gpgpu_n_mem"] == "1"
     for feature in (GLOBALTIMER, MMA, RED, TLB):
         assert not dev.supports(feature) and dev.unsupported[feature]
     assert dev.executed_as("red.global.add.u32") == (

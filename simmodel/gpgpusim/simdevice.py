@@ -12,8 +12,9 @@ What differs from a GPU is a property of this device:
   chases on one SM (``-gpgpu_n_clusters 1``: the same cycles, ~4x faster), kernel launch
   latency 0 but where launches are measured, ``-gpgpu_perf_sim_memcpy 0`` so uploads leave
   L2 cold; per-SM rates on :attr:`GpgpusimDevice.throughput_sms` SMs (2); L2 and DRAM
-  bandwidth on one memory channel (``-gpgpu_n_mem 1``, linear partition indexing because
-  IPOLY needs 16/32/64 L2 banks), which the families scale by
+  bandwidth on :attr:`GpgpusimDevice.memory_slice_channels` memory channels (one unless
+  the tuner sizes the slice; ``-gpgpu_n_mem``, linear partition indexing because IPOLY
+  needs 16/32/64 L2 banks), whose bandwidth per channel the families scale by
   :attr:`GpgpusimDevice.memory_scale`, the card's channel count (GPGPU-Sim's channels and
   their L2 banks are independent and addresses interleave over them).
 * **Kernel text shims** (:mod:`hilsim.simmodel.gpgpusim.simhost`): ``%clock`` for
@@ -157,6 +158,8 @@ class GpgpusimDevice:
     build: Any = None
     seed: int = 0
     throughput_sms: int = 2
+    #: memory channels of :attr:`~hilsim.microbench.device.Setup.MEMORY_SLICE` runs
+    memory_slice_channels: int = 1
     overrides: dict[str, str] = field(default_factory=dict)
     runs: list[dict[str, Any]] = field(default_factory=list)
     on_run: Callable[[dict[str, Any]], None] | None = None
@@ -200,8 +203,8 @@ class GpgpusimDevice:
 
     @property
     def memory_scale(self) -> int:
-        """The card's memory channels (``-gpgpu_n_mem``): what a one-channel slice's L2 and
-        DRAM bandwidth is scaled by."""
+        """The card's memory channels (``-gpgpu_n_mem``): what a memory slice's L2 and DRAM
+        bandwidth per channel is scaled by."""
         return int(float(self.card.option("-gpgpu_n_mem", "8")))
 
     def supports(self, feature: str) -> bool:
@@ -265,7 +268,7 @@ class GpgpusimDevice:
             "-gpgpu_perf_sim_memcpy": "0",
         }
         if setup is Setup.MEMORY_SLICE:
-            opts["-gpgpu_n_mem"] = "1"
+            opts["-gpgpu_n_mem"] = str(self.memory_slice_channels)
             opts["-gpgpu_memory_partition_indexing"] = "0"
         return opts
 

@@ -24,6 +24,7 @@ from hilsim.simmodel.gpgpusim import simhost
 from hilsim.simmodel.gpgpusim.cards import CardConfig
 from hilsim.simmodel.gpgpusim.run import simulations_interruptible
 from hilsim.simmodel.gpgpusim.simdevice import GpgpusimDevice
+from hilsim.simmodel.tuner.memslice import MemorySlice
 
 from hilsim.core.errors import HilsimError
 from hilsim.core.measurement import Measurement
@@ -40,7 +41,8 @@ class Evaluator:
     run: Callable[[Device], list[Measurement]]
     #: the programs (source modules) it compiles
     programs: tuple[str, ...]
-    #: its kernels run on a memory slice (the slice's SMs matter)
+    #: its kernels run on a memory slice (the slice's channels and SMs matter:
+    #: :class:`~hilsim.simmodel.tuner.memslice.MemorySlice`)
     memory_slice: bool = False
     #: its timed loops touch no global memory (register chains, shared memory, an empty
     #: kernel's launch): it runs on one memory channel, which gives the same values as
@@ -90,10 +92,11 @@ def cpu_seconds() -> float:
 class CandidateRunner:
     """Runs evaluators on candidate cards in parallel and counts what ran."""
 
-    def __init__(self, build: Any, workers: int, memory_slice_sms: int) -> None:
+    def __init__(self, build: Any, workers: int, memory_slice: MemorySlice) -> None:
         self.build = build
         self.workers = workers
-        self.memory_slice_sms = memory_slice_sms
+        #: the channels and SMs the memory-slice evaluators run on
+        self.memory_slice = memory_slice
         self.runs: list[dict[str, Any]] = []
         self.compiled: set[tuple[str, str]] = set()
 
@@ -127,9 +130,11 @@ class CandidateRunner:
 
         def one(ev: str) -> tuple[str, list[Measurement], list[dict[str, Any]]]:
             spec = EVALUATORS[ev]
-            sms = self.memory_slice_sms if spec.memory_slice else 2
+            sms, chans = ((self.memory_slice.sms, self.memory_slice.channels)
+                          if spec.memory_slice else (2, 1))
             one = dict(ONE_CHANNEL) if spec.one_channel else {}
-            device = GpgpusimDevice(card, build=self.build, throughput_sms=sms, overrides=one)
+            device = GpgpusimDevice(card, build=self.build, throughput_sms=sms,
+                                    memory_slice_channels=chans, overrides=one)
             try:
                 out = spec(device)
             except HilsimError as exc:

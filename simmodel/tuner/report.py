@@ -100,7 +100,8 @@ def report(result: LoopResult) -> dict[str, Any]:
         "cpu_s": round(result.cpu_s, 1),
         "wall_s": round(result.wall_s, 1),
         "workers": result.workers,
-        "memory_slice_sms": result.memory_slice_sms,
+        "memory_slice_sms": result.memory_slice.sms,
+        "memory_slice": result.memory_slice.as_dict(),
         "notes": result.notes,
         "runs": result.runs,
     }

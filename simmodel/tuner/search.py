@@ -19,8 +19,9 @@ config: the measured card's config is not opened) and the base card's structure
 (:mod:`~hilsim.simmodel.tuner.basecard`). Each round's programs run in parallel
 (threads, each driving one simulator process; their CPU time is counted from the child
 processes). The slices are the suite's: one SM for latencies, the throughput slice for
-per-SM rates, one memory channel for L2 and DRAM bandwidth; for a measurement of a whole
-GPU the memory slice carries the card's SMs per channel, so the slice is limited where
+per-SM rates, a memory slice for L2 and DRAM bandwidth; for a measurement of a whole
+GPU the memory slice is the fewest channels whose SMs carry the card's SMs per channel
+(:func:`~hilsim.simmodel.tuner.memslice.choose_slice`), so the slice is limited where
 the GPU is. Kernels whose timed loops touch no global memory (register chains, shared
 memory, launch: :data:`~hilsim.simmodel.tuner.evaluators.ONE_CHANNEL_EVALUATORS`) run
 on one memory channel, the same values for a fraction of the simulator's time; the
@@ -62,10 +63,11 @@ from hilsim.simmodel.tuner.card import (
     l2_bank,
     valid_channel_counts,
 )
-from hilsim.simmodel.tuner.evaluators import CandidateRunner, cpu_seconds
+from hilsim.simmodel.tuner.evaluators import EVALUATORS, CandidateRunner, cpu_seconds
 from hilsim.simmodel.tuner.inputs import check_device_facts, check_measurement_value
 from hilsim.simmodel.tuner.intsolve import IntSearch
 from hilsim.simmodel.tuner.knobs import KNOBS, applicable
+from hilsim.simmodel.tuner.memslice import MemorySlice, choose_slice
 from hilsim.simmodel.tuner.pairs import (
     cap_intervals,
     extra_candidates,
@@ -122,7 +124,7 @@ class LoopResult:
     cpu_s: float
     wall_s: float
     workers: int
-    memory_slice_sms: int
+    memory_slice: MemorySlice
     context: SearchContext
     entry_sources: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
@@ -157,22 +159,29 @@ class Search:
     previous: dict[str, int] = field(default_factory=dict)
     #: (interval key, latency, interval) pairs the joint step simulated
     tried_joint: set[tuple[str, int, int]] = field(default_factory=set)
+    #: the memory slice the console last named
+    slice_said: MemorySlice | None = None
 
     @property
     def by_key(self) -> dict[str, KnobState]:
         """Each knob's state by key."""
         return {st.knob.key: st for st in self.states}
 
-    def memory_slice_sms(self, channels: int) -> int:
-        """SMs of the memory slice: the measurement's own simulated slice when it was
-        taken on one, else the candidate's SMs per channel (rounded, at least 1: a whole
-        GPU's bandwidth is bound where its SMs per channel bind it)."""
+    def memory_slice(self, channels: int, per_cluster: int = 1) -> MemorySlice:
+        """The memory slice of a candidate of ``channels`` channels and ``per_cluster`` SMs
+        per cluster: the measurement's own simulated slice (its channels and SMs) when it
+        was taken on one, else the fewest channels whose SMs carry the candidate's SMs per
+        channel (:func:`~hilsim.simmodel.tuner.memslice.choose_slice`: a whole GPU's
+        bandwidth is bound where its SMs per channel bind it)."""
+        sms = int(self.structure.facts.get("sm_count") or 2)
+        channels = max(1, channels)
         for name in (mn.DRAM_READ_BANDWIDTH, mn.L2_BANDWIDTH):
             m = self.by_name.get(name)
             if m is not None and m.params.get("sms_simulated"):
-                return int(m.params["sms_simulated"])
-        sms = int(self.structure.facts.get("sm_count") or 2)
-        return max(1, round(sms / max(1, channels)))
+                return MemorySlice(int(m.params.get("mem_channels_simulated") or 1),
+                                   int(m.params["sms_simulated"]), sms, channels,
+                                   f"the simulated slice {name} was measured on")
+        return choose_slice(sms, channels, per_cluster)
 
 
 # --- prepare ------------------------------------------------------------------------
@@ -267,7 +276,8 @@ def _searched(
                           and by_name[n].params.get("sms_simulated")), None)
         if knob.simulated_slice_note and slice_run is not None:
             skipped[slice_run.name] = knob.simulated_slice_note.format(
-                sms=slice_run.params["sms_simulated"])
+                sms=slice_run.params["sms_simulated"],
+                channels=slice_run.params.get("mem_channels_simulated") or 1)
             continue
         if not applicable(knob, measured):
             continue
@@ -376,11 +386,17 @@ def prepare(
         if st is not None:
             states.append(st)
     _note_unused(states, measured, skipped)
-    runner = CandidateRunner(build, workers or max(1, os.cpu_count() or 1), 0)
+    runner = CandidateRunner(build, workers or max(1, os.cpu_count() or 1),
+                             MemorySlice(1, 2, 2, 1))
     search = Search(str(measured_path), s, choice, measured, by_name, skipped, ctx, states,
                     runner, started, cpu0)
-    runner.memory_slice_sms = search.memory_slice_sms(s.first_channels)  # per round below
+    runner.memory_slice = search.memory_slice(  # per round below
+        s.first_channels, _per_cluster(structure))
     return search
+
+
+def _per_cluster(card: CardConfig) -> int:
+    return int(float(card.option("-gpgpu_n_cores_per_cluster", "1").split()[0]))
 
 
 # --- one round ----------------------------------------------------------------------
@@ -467,11 +483,12 @@ def _jobs(s: Search, proposals: dict[str, int], changed: set[str]) -> _Jobs:
     by_key = s.by_key
     settings, _entries = assemble(s.structure, s.states, proposals)
     options = options_of(settings)
-    s.runner.memory_slice_sms = s.memory_slice_sms(
-        int(options.get("-gpgpu_n_mem") or s.structure.first_channels))
+    card = s.structure.base.with_options(options)
+    s.runner.memory_slice = s.memory_slice(
+        int(options.get("-gpgpu_n_mem") or s.structure.first_channels), _per_cluster(card))
     evaluators = sorted({st.knob.evaluator for st in s.states
                          if _needs_run(st, options, s.last_run, by_key)})
-    cards = [(evaluators, s.structure.base.with_options(options))]
+    cards = [(evaluators, card)]
     # intervals next to their latency: the neighbours simulated in the same round
     extras = extra_candidates(s.states, by_key, proposals, changed)
     extra = []
@@ -529,6 +546,11 @@ def one_round(s: Search, index: int, say: Callable[[str], None]) -> bool:
     knob is settled, none moved and no extra candidate is pending."""
     proposals, changed = _propose(s)
     jobs = _jobs(s, proposals, changed)
+    if s.runner.memory_slice != s.slice_said and any(
+        EVALUATORS[ev].memory_slice for evs, _card in jobs.cards for ev in evs
+    ):
+        s.slice_said = s.runner.memory_slice
+        say(s.slice_said.line())
     t0, n0 = time.monotonic(), len(s.runner.runs)
     sim, *extra_sim = s.runner.evaluate_many(jobs.cards)
     extra_sim, joint_sim = extra_sim[:len(jobs.extra)], extra_sim[len(jobs.extra):]
@@ -581,7 +603,7 @@ def finish(s: Search, say: Callable[[str], None]) -> LoopResult:
         s.measured_path, s.structure.base, s.choice, dict(s.structure.facts), s.measured,
         s.states, settings, s.rounds, s.runner.runs, s.skipped, s.notes, s.final_sim,
         cpu_seconds() - s.cpu0, time.monotonic() - s.started, s.runner.workers,
-        s.runner.memory_slice_sms, s.ctx, entries,
+        s.runner.memory_slice, s.ctx, entries,
     )
 
 
