@@ -404,7 +404,8 @@ class ListRunner:
         self.functional_cost = FUNCTIONAL_COST
         #: a process's start-up CPU in performance launches of mean cost (measured, as f)
         self.startup_cost = 0.0
-        #: each launch id's relative cost for the chunk cuts (the profile's durations)
+        #: each launch id's relative cost for the chunk cuts before a run measured it (the
+        #: profile's warp instructions or durations, ``analyzer.simulate.launch_costs``)
         self.launch_costs = None if launch_costs is None else np.asarray(launch_costs,
                                                                          dtype=np.float64)
         #: CPU seconds of the launches earlier runs simulated in performance mode (launch
@@ -549,10 +550,10 @@ class ListRunner:
 
     def _launch_costs(self) -> np.ndarray | None:
         """Each launch id's relative cost for the next chunk plan: the CPU seconds an
-        earlier run spent on it in performance mode where one did, the profile's durations
-        for the others, scaled to those seconds by their median ratio where both are known
-        (a profile from another card or SM count weighs launches otherwise than this card
-        does); NaN where neither is known."""
+        earlier run spent on it in performance mode where one did, the profile's costs
+        (:attr:`launch_costs`) for the others, scaled to those seconds by their median ratio
+        where both are known (a profile from another card or SM count weighs launches
+        otherwise than this card does); NaN where neither is known."""
         prior = self.launch_costs
         if not self.measured_cpu:
             return prior
