@@ -83,7 +83,7 @@ from hilsim.core.schema import names_agree
 #: how a launch list is run: every other launch functional, or skipped by the program
 FAST_FORWARD, SKIP = "fast-forward", "skip"
 LAUNCH_MODES = (FAST_FORWARD, SKIP)
-#: the parts a run's CPU time is split into (:func:`cpu_parts`)
+#: the parts a run's CPU time is split into (:func:`cpu_split`)
 CPU_PARTS = ("host", "fast_forward", "warmup", "sample")
 
 
@@ -339,42 +339,42 @@ def _merged_run(runs: Sequence[CardRun], wall_s: float) -> CardRun:
                    first.card, first.overrides, first.run_dir, ())
 
 
-def listed_cpu(run: CardRun, launch_ids: np.ndarray, mode: str
-               ) -> tuple[np.ndarray, np.ndarray]:
-    """(launch ids, CPU seconds) of the run's performance launches, from its CPU trace
-    (:func:`~hilsim.simmodel.gpgpusim.fastforward.cpu_per_launch`)."""
-    if mode == FAST_FORWARD:
-        per_launch, _host = cpu_per_launch(run.text, run.cpu_trace, run.cpu_s)
-        ids = launch_ids[launch_ids < len(per_launch)]
-        return ids, per_launch[ids]
-    per_launch, _host = cpu_per_launch(run.text, run.cpu_trace, run.cpu_s, SKIP_MARK)
-    n = min(len(per_launch), len(launch_ids))
-    return launch_ids[:n], per_launch[:n]
+@dataclass(frozen=True)
+class CpuSplit:
+    """One simulator process's CPU seconds, from its CPU trace: by part (:class:`ListRun`)
+    and per performance launch (``launch_ids`` and their seconds)."""
+
+    parts: dict[str, float]
+    launch_ids: np.ndarray
+    seconds: np.ndarray
 
 
-def cpu_parts(run: CardRun, launch_ids: np.ndarray, is_sample: np.ndarray,
-              mode: str) -> dict[str, float]:
-    """The run's CPU seconds by part (:class:`ListRun`), from its CPU trace: each launch's
-    time (:func:`~hilsim.simmodel.gpgpusim.fastforward.cpu_per_launch`) goes to
-    ``sample``, ``warmup`` (a listed launch that is not a sample) or ``fast_forward`` (an
-    unlisted launch, run functionally)."""
+def cpu_split(run: CardRun, launch_ids: np.ndarray, is_sample: np.ndarray,
+              mode: str) -> CpuSplit:
+    """The run's CPU by part and per performance launch: each launch's time
+    (:func:`~hilsim.simmodel.gpgpusim.fastforward.cpu_per_launch`) goes to ``sample``,
+    ``warmup`` (a listed launch that is not a sample) or ``fast_forward`` (an unlisted
+    launch, run functionally); the rest (start-up, PTX parsing) to ``host``."""
     if mode == FAST_FORWARD:
         per_launch, host = cpu_per_launch(run.text, run.cpu_trace, run.cpu_s)
-        listed = np.zeros(len(per_launch), dtype=bool)
-        sampled = np.zeros(len(per_launch), dtype=bool)
         inside = launch_ids < len(per_launch)
-        listed[launch_ids[inside]] = True
-        sampled[launch_ids[inside & is_sample]] = True
+        ids = launch_ids[inside]
+        at = ids  # a fast-forwarded log has a line per launch: index = launch id
+        sampled_at = launch_ids[inside & is_sample]
     else:  # the program's marks, one per listed launch in list order
         per_launch, host = cpu_per_launch(run.text, run.cpu_trace, run.cpu_s, SKIP_MARK)
-        listed = np.ones(len(per_launch), dtype=bool)
-        sampled = np.zeros(len(per_launch), dtype=bool)
-        n = min(len(per_launch), len(is_sample))
-        sampled[:n] = is_sample[:n]
-    return {"host": host,
-            "fast_forward": float(per_launch[~listed].sum()),
-            "warmup": float(per_launch[listed & ~sampled].sum()),
-            "sample": float(per_launch[sampled].sum())}
+        n = min(len(per_launch), len(launch_ids))
+        ids, at = launch_ids[:n], np.arange(n)
+        sampled_at = np.flatnonzero(is_sample[:n])
+    listed = np.zeros(len(per_launch), dtype=bool)
+    sampled = np.zeros(len(per_launch), dtype=bool)
+    listed[at] = True
+    sampled[sampled_at] = True
+    parts = {"host": host,
+             "fast_forward": float(per_launch[~listed].sum()),
+             "warmup": float(per_launch[listed & ~sampled].sum()),
+             "sample": float(per_launch[sampled].sum())}
+    return CpuSplit(parts, ids, per_launch[at])
 
 
 class ListRunner:
@@ -437,8 +437,8 @@ class ListRunner:
         self._check_ran(stats, launch_ids, pieces[0].run.log_path)
         runs = [p.run for p in pieces]
         merged = runs[0] if len(runs) == 1 else _merged_run(runs, pieces[0].wall_s)
-        parts = _summed([cpu_parts(p.run, p.launch_ids, p.is_sample, self.mode)
-                         for p in pieces])
+        splits = [cpu_split(p.run, p.launch_ids, p.is_sample, self.mode) for p in pieces]
+        parts = _summed([split.parts for split in splits])
         outputs = tuple(p.outputs for p in pieces if p.outputs is not None)
         result = ListRun(name, warmup, launch_ids, is_sample, stats, merged, preceding,
                          self.mode, parts, outputs,
@@ -447,9 +447,9 @@ class ListRunner:
                              "cpu_s_per_chunk": [round(p.run.cpu_s, 2) for p in pieces],
                              "wall_s_per_chunk": [round(p.run.wall_s, 2) for p in pieces]},
                          tuple(r.log_path for r in runs))
-        for piece in pieces:
-            ids, cpu = listed_cpu(piece.run, piece.launch_ids, self.mode)
-            self.measured_cpu.update(zip(ids.tolist(), cpu.tolist(), strict=True))
+        for split in splits:
+            self.measured_cpu.update(zip(split.launch_ids.tolist(), split.seconds.tolist(),
+                                         strict=True))
         result.functional_cost = self._learn_costs(pieces, parts)
         self.runs.append(result)
         return result

@@ -26,7 +26,7 @@ performance one of the same weight. For each number of chunks the cuts (after a 
 only) minimise the longest chunk's cost; the most chunks (at most ``workers``) whose
 total stays within ``cpu_factor`` x the one-process cost are used, as long as each more
 shortens the longest chunk. ``f`` and the start-up are measured: each finished run's CPU split
-(:func:`hilsim.simmodel.gpgpusim.listrun.cpu_parts`) gives them for the runs that follow;
+(:func:`hilsim.simmodel.gpgpusim.listrun.cpu_split`) gives them for the runs that follow;
 before the first run ``f`` is :data:`FUNCTIONAL_COST` (measured on sampled runs of
 Rodinia apps) and the start-up 0. On the skip path nothing is fast-forwarded (``f`` = 0).
 
@@ -87,12 +87,12 @@ class ChunkPlan:
     longest_chunk_cost: float
     functional_cost: float
     cpu_factor: float
-    starts: tuple[int, ...] = ()
+    starts: tuple[int, ...]
 
     def carried(self, j: int) -> int:
         """How many launches chunk ``j`` runs in performance mode only to warm its first
         sample (their statistics are the previous chunk's)."""
-        return self.bounds[j][0] - self.starts[j] if self.starts else 0
+        return self.bounds[j][0] - self.starts[j]
 
     def summary(self) -> dict[str, Any]:
         return {"chunks": len(self.bounds),
@@ -135,22 +135,24 @@ class _CostModel:
         self.listed = np.concatenate([[0.0], np.cumsum(costs[ids])])
         n = len(ids)
         # where a chunk starting at position b starts its performance list: the previous
-        # sample and the window of warm-up launches right before it (consecutive ids)
+        # sample and the window of warm-up launches right before it (consecutive ids): the
+        # last position up to b - 1 that begins such a window
         self.start = np.arange(n)
-        if carry:
-            for b in np.flatnonzero(samples[:-1]) + 1:
-                w = b - 1
-                while w > 0 and not samples[w - 1] and ids[w - 1] == ids[w] - 1:
-                    w -= 1
-                self.start[b] = w
+        if carry and n > 1:
+            begins = np.ones(n, dtype=bool)
+            begins[1:] = samples[:-1] | (ids[1:] != ids[:-1] + 1)
+            window = np.maximum.accumulate(np.where(begins, np.arange(n), 0))
+            after = np.flatnonzero(samples[:-1]) + 1
+            self.start[after] = window[after - 1]
 
-    def cost(self, b: int, e: int) -> float:
+    def cost(self, b: int, e: int | np.ndarray) -> Any:
+        """The cost of the chunk of positions ``[b, e)`` (``e`` an array: one per end)."""
         w = int(self.start[b])
-        perf = float(self.listed[e] - self.listed[w])
-        return self.f * (float(self.upto[int(self.ids[e - 1])]) - perf) + perf + self.startup
+        perf = self.listed[e] - self.listed[w]
+        return self.f * (self.upto[self.ids[np.asarray(e) - 1]] - perf) + perf + self.startup
 
     def costs(self, bounds: Sequence[tuple[int, int]]) -> np.ndarray:
-        return np.array([self.cost(b, e) for b, e in bounds])
+        return np.array([float(self.cost(b, e)) for b, e in bounds])
 
 
 def _balanced(model: _CostModel, ends: np.ndarray, chunks: int
@@ -165,16 +167,17 @@ def _balanced(model: _CostModel, ends: np.ndarray, chunks: int
     def greedy(limit: float) -> list[tuple[int, int]] | None:
         out, b = [], 0
         while b < n:
-            fits = [int(e) for e in ends if e > b and model.cost(b, int(e)) <= limit]
-            if not fits:
+            later = ends[ends > b]
+            fits = later[model.cost(b, later) <= limit]  # a prefix: cost grows with the end
+            if not len(fits):
                 return None
-            out.append((b, fits[-1]))
-            b = fits[-1]
+            out.append((b, int(fits[-1])))
+            b = int(fits[-1])
             if len(out) > chunks:
                 return None
         return out
 
-    lo, hi = 0.0, model.cost(0, n)
+    lo, hi = 0.0, float(model.cost(0, n))
     best = greedy(hi) or [(0, n)]
     for _ in range(48):
         mid = (lo + hi) / 2
@@ -207,7 +210,7 @@ def plan_chunks(launch_ids: np.ndarray, is_sample: np.ndarray, workers: int,
         raise HilsimError("parallel simulation: an empty launch list")
     model = _CostModel(ids, samples, functional_cost, launch_costs, startup_cost, carry)
     ends = np.concatenate([np.flatnonzero(samples[:-1]) + 1, [n]])
-    one = model.cost(0, n)
+    one = float(model.cost(0, n))
     best: tuple[tuple[int, int], ...] = ((0, n),)
     longest = one
     for chunks in range(2, max(int(workers), 1) + 1):
@@ -361,8 +364,8 @@ def chunk_tasks(argv: Sequence[str], card: str, options: Mapping[str, str],
     skip path; the carried warm-up first) and, fast-forwarded, the stop after its last
     listed launch."""
     tasks = []
-    for index, (_begin, end) in enumerate(plan.bounds):
-        start = plan.starts[index] if plan.starts else _begin
+    for index, (start, (_begin, end)) in enumerate(zip(plan.starts, plan.bounds,
+                                                       strict=True)):
         ids = [int(i) for i in launch_ids[start:end]]
         carried = plan.carried(index)
         if fast_forward:
