@@ -2,8 +2,9 @@
 what it recovers, how many simulator runs and CPU minutes it takes (prints the figures;
 not a test; docs/tuner.md's tables come from here).
 
-    python benchmarks/tune_on_simulator.py [--cases held-out,drawn,h100,silicon]
+    python benchmarks/tune_on_simulator.py [--cases held-out,drawn,h100,silicon,remeasure]
         [--seeds 3] [--workers 2] [--out DIR] [--base CARD (h100 only)]
+        [--structures SM7_QV100,... (remeasure only)]
 
 * held-out: GPGPU-Sim's SM7_GV100, SM7_TITANV, SM75_RTX2060_S, measured by the suite
   with its unit probes (tests/data/microbench/tuner/heldout/), tuned with every knob,
@@ -17,7 +18,14 @@ not a test; docs/tuner.md's tables come from here).
   tuned from its own base (the base is the card: only the measured options are evidence)
   and from SM86_RTX3070 (another generation's structure);
 * silicon: tests/data/silicon/H100/microbench.json (+ probe.json), base SM90_H100:
-  measured vs simulated per target, the unreachable ones named.
+  measured vs simulated per target, the unreachable ones named;
+* remeasure: judged as a user would: a card drawn on each of ``--structures`` (GPGPU-Sim
+  cards, bases or not: the tuner chooses its base from the drawn card's facts) is
+  measured with every kernel the tuner reads (latencies, unit probes, MAD rates, shared,
+  L2 and DRAM bandwidth), tuned with every knob and the whole-card streaming check, and
+  the tuned card is measured again with the same kernels: each measurement on the tuned
+  card against the one it was tuned from (cycles within 2 or 3 %, rates and bandwidths
+  within 3 %), the off-target flags and the whole card's streaming rate.
 
 Every case: simulator runs, rounds, CPU minutes (the simulator processes' and this
 process's), wall seconds. Results also go to OUT/results.json.
@@ -43,8 +51,11 @@ from hilsim.simmodel.tuner.heldout import (
     measure,
     probe_check,
     recovery,
+    within,
 )
 from hilsim.simmodel.tuner.search import LoopResult, tune_on_simulator
+
+from hilsim.core.measurement import read_microbench_json
 
 ROOT = Path(__file__).resolve().parent.parent
 HELD = ROOT / "tests" / "data" / "microbench" / "gpgpusim" / "heldout"
@@ -158,6 +169,79 @@ def silicon(build: Any, workers: int, out: Path) -> dict[str, Any]:
     return {"cost": cost(result), "targets": targets(result), "skipped": result.skipped}
 
 
+#: the kernels the remeasure case measures a card with (every evaluator a knob reads)
+REMEASURE_EVALUATORS = (*LATENCY_EVALUATORS, "shared_bw", "l2_bw", "dram_bw", "units")
+
+
+def _agree(name: str, unit: str, true: float, tuned: float) -> bool:
+    """Cycles within 2 or 3 %; rates and bandwidths within 3 %."""
+    if unit == "cycles":
+        return within(true, tuned)
+    return abs(tuned - true) <= 0.03 * abs(true)
+
+
+def remeasure(build: Any, workers: int, seeds: int, structures: list[str],
+              out: Path) -> dict[str, Any]:
+    res: dict[str, Any] = {}
+    for structure in structures:
+        for seed in range(seeds):
+            tag = f"{structure}-seed{seed}"
+            card = draw_card(seed, card_config(structure, build), out / f"drawn-{tag}")
+            true = card_config(card.folder)
+            measured = measure(true, build, out / f"{tag}.microbench.json",
+                               REMEASURE_EVALUATORS)
+            result = tune_on_simulator(measured, build=build, workers=workers, say=print,
+                                       card_check=True)
+            tuned = tuned_card(result, out / f"tuned-{tag}")
+            again = measure(tuned, build, out / f"{tag}.tuned.microbench.json",
+                            REMEASURE_EVALUATORS)
+            before = {m.name: m for m in read_microbench_json(measured)[0]}
+            rows = []
+            for m in read_microbench_json(again)[0]:
+                b = before.get(m.name)
+                if b is None or not (b.valid and m.valid) or b.value is None or m.value is None:
+                    continue
+                rows.append({"name": m.name, "unit": m.unit, "true": float(b.value),
+                             "tuned": float(m.value),
+                             "relative": float(m.value) / float(b.value) - 1.0,
+                             "ok": _agree(m.name, m.unit, float(b.value), float(m.value))})
+            doc = tunereport.report(result)
+            print(f"\n#### remeasured {tag} (base {result.base.name}): {card.drawn}\n")
+            print("| measurement | unit | drawn card | tuned card | diff | ok |\n"
+                  "|---|---|---:|---:|---:|---|")
+            for r in rows:
+                print(f"| {r['name']} | {r['unit']} | {r['true']:.4g} | {r['tuned']:.4g} | "
+                      f"{100 * r['relative']:+.2f}% | {'yes' if r['ok'] else 'NO'} |")
+            wc = doc["whole_card_streaming"]
+            if wc:
+                print(f"\n{tag}: {wc['line']}")
+            print(f"\n{tag}: {sum(r['ok'] for r in rows)}/{len(rows)} within; off target: "
+                  f"{[o['knob'] for o in doc['off_target']]}; {cost(result)}")
+            res[tag] = {"drawn": card.drawn, "base": result.base.name, "cost": cost(result),
+                        "rows": rows, "off_target": doc["off_target"],
+                        "unreachable": [t["knob"] for t in doc["targets"] if t["unreachable"]],
+                        "whole_card_streaming": wc,
+                        "register_file_ports": doc["register_file_ports"]}
+    return res
+
+
+def remeasure_summary(res: dict[str, Any]) -> None:
+    """One row per drawn card: measurements within, the ones off, flags, cost."""
+    print("\n| drawn card | base | within (cycles 2 / 3 %, rates 3 %) | off | flagged | "
+          "whole-card streaming vs slice | runs | CPU-min |")
+    print("|---|---|---|---|---|---|---:|---:|")
+    for tag, v in res.items():
+        rows = v["rows"]
+        off = "; ".join(f"{r['name']} {100 * r['relative']:+.1f}%" for r in rows if not r["ok"])
+        wc = v.get("whole_card_streaming")
+        stream = "-" if not wc else f"{100 * (wc['ratio'] - 1):+.1f}%"
+        flags = [o["knob"] for o in v["off_target"]] + [f"{k} (unreachable)"
+                                                       for k in v["unreachable"]]
+        print(f"| {tag} | {v['base']} | {sum(r['ok'] for r in rows)}/{len(rows)} | "
+              f"{off or '-'} | {', '.join(flags) or '-'} | {stream} | {v['cost']['runs']} | "
+              f"{v['cost']['cpu_min']} |")
+
+
 def summary(results: dict[str, Any]) -> None:
     """One row per tuned card: recovered latencies and intervals, probed list entries,
     runs, rounds, CPU minutes."""
@@ -194,6 +278,9 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--structures", default="SM7_QV100,SM75_RTX2060,SM7_TITANV,SM75_RTX2060_S",
+                    help="remeasure case: the GPGPU-Sim cards whose structure the drawn cards "
+                    "take")
     ap.add_argument("--base", default=None,
                     help="h100 case: tune from this base card only (default: its own and "
                     "SM86_RTX3070)")
@@ -202,11 +289,13 @@ def main() -> None:
         merged: dict[str, Any] = {}
         for path in args.summarize:
             for case, v in json.loads(path.read_text()).items():
-                if case == "silicon":
+                if case in ("silicon",):
                     merged[case] = v
                 else:
                     merged.setdefault(case, {}).update(v)
         summary(merged)
+        if "remeasure" in merged:
+            remeasure_summary(merged["remeasure"])
         return
     build = find_build()
     if build is None:
@@ -228,8 +317,13 @@ def main() -> None:
         results["h100"] = h100(build, args.workers, out, bases)
     if "silicon" in cases:
         results["silicon"] = silicon(build, args.workers, out)
+    if "remeasure" in cases:
+        results["remeasure"] = remeasure(build, args.workers, args.seeds,
+                                         args.structures.split(","), out)
     (out / "results.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
     summary(results)
+    if "remeasure" in results:
+        remeasure_summary(results["remeasure"])
     print(f"\nresults: {out / 'results.json'}")
 
 

@@ -416,12 +416,14 @@ def _tune_mad_stand_in(  # noqa: PLR0913 - the stand-in's whole description
     workers: int = 1,
     say=None,  # noqa: ANN001
     device: dict | None = None,
+    with_ports: bool = False,
 ):  # noqa: ANN202 - the tuner's result
     """Tune ``unit``'s MAD latency and interval of ``base`` against a stand-in simulator.
 
     ``sim`` answers a candidate's (latency, interval) with the dependent chain's cycles and
     the cycles per instruction per unit at full occupancy; ``measured`` is the same pair as
-    the suite measured it. Every candidate must keep its interval at or below its latency
+    the suite measured it (``with_ports``: ``sim`` also gets the candidate's
+    register-file ports). Every candidate must keep its interval at or below its latency
     (GPGPU-Sim crashes otherwise)."""
     from hilsim.simmodel.tuner import evaluators, search  # noqa: PLC0415 (the module under test)
 
@@ -432,7 +434,8 @@ def _tune_mad_stand_in(  # noqa: PLR0913 - the stand-in's whole description
         lat = int(list_entries(c, f"-ptx_opcode_latency_{lists}")[3])
         ini = int(list_entries(c, f"-ptx_opcode_initiation_{lists}")[3])
         assert ini <= lat, f"interval {ini} above latency {lat}: the simulator would crash"
-        chain, cpi = sim(lat, ini, f"tput.{unit}" in evaluators)
+        ports = (int(c.option("-gpgpu_reg_file_port_throughput")),) if with_ports else ()
+        chain, cpi = sim(lat, ini, f"tput.{unit}" in evaluators, *ports)
         out = {}
         if f"lat.{unit}" in evaluators:
             out[f"{unit}_latency"] = chain
@@ -660,3 +663,71 @@ def test_a_50_mib_hbm_volta_card_tunes_on_the_simulator(
     assert code == 2 and len(err) == 1, err
     assert "device L2 of 200" in err[0] and "has no geometry" in err[0], err
     assert not (tmp_path / "no").exists()
+
+
+# what GPGPU-Sim 667834c adds to a dependent FP32 chain beyond the MAD latency, by
+# register-file ports (SM90_H100, latency 1: 6.328 at 2 ports, 5.289 at 4 and 8)
+_CHAIN_OVERHEAD_BY_PORTS = {2: 5.328, 4: 4.289, 8: 4.289}
+
+
+def test_a_chain_below_the_floor_searches_the_register_file_ports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The silicon H100's FFMA chain (4.07 cycles, 1.022 cycles per FFMA per unit) on a
+    stand-in simulator that adds GPGPU-Sim's measured chain overhead per port count: at the
+    base's 2 ports latency 1 gives 6.33, the settled candidate is simulated at 4 and 8
+    ports (5.29 both), 4 ports are taken, the searches restart on them, and the report
+    names the simulator's true floor at latency 1."""
+    from hilsim.simmodel.tuner import report  # noqa: PLC0415 (the module under test)
+
+    seen_ports: list[int] = []
+
+    def sim(lat: int, ini: int, _rate: bool, ports: int) -> tuple[float, float]:
+        seen_ports.append(ports)
+        return lat + _CHAIN_OVERHEAD_BY_PORTS[ports], ini + 0.04
+
+    lines: list[str] = []
+    result = _tune_mad_stand_in(monkeypatch, tmp_path, "SM7_QV100", "fp32", sim, (4.07, 1.022),
+                                say=lines.append, with_ports=True)
+    got = {st.knob.key: st for st in result.knobs}
+    assert (got["fp_mad_latency"].value, got["fp_mad_initiation"].value) == (1, 1)
+    settings = {s.option: s for s in result.settings}
+    assert settings["-gpgpu_reg_file_port_throughput"].value == "4"
+    assert settings["-gpgpu_reg_file_port_throughput"].kind == "measured"
+    assert result.final["fp32_latency"] == pytest.approx(5.289)
+    assert seen_ports.count(8) == 1  # one trial, then the searches ran at 4
+    trial = result.port_trial
+    assert trial["taken"] == 4 and trial["base"] == 2
+    assert trial["chains"]["fp_mad_latency"]["chain_by_ports"] == pytest.approx(
+        {"2": 6.328, "4": 5.289, "8": 5.289})
+    note = got["fp_mad_latency"].note
+    assert "below the simulator's floor" in note and "8 give 5.289" in note, note
+    assert any("register-file ports" in line for line in lines), lines
+    assert report.report(result)["register_file_ports"]["taken"] == 4
+
+
+def test_ports_are_kept_where_they_do_not_lower_the_chain_or_no_chain_needs_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No trial where the chain is reached (a measured 10.33: latency 5 at 2 ports), and a
+    trial that does not move the chain keeps the base's 2 ports (stated)."""
+    seen_ports: list[int] = []
+
+    def sim(lat: int, ini: int, _rate: bool, ports: int) -> tuple[float, float]:
+        seen_ports.append(ports)
+        return lat + _CHAIN_OVERHEAD_BY_PORTS[ports], ini + 0.04
+
+    result = _tune_mad_stand_in(monkeypatch, tmp_path, "SM7_QV100", "fp32", sim, (10.33, 2.04),
+                                with_ports=True)
+    assert result.port_trial is None and set(seen_ports) == {2}
+    assert "-gpgpu_reg_file_port_throughput" not in {s.option for s in result.settings}
+
+    def flat(lat: int, ini: int, _rate: bool, _ports: int) -> tuple[float, float]:
+        return lat + 5.328, ini + 0.04
+
+    lines: list[str] = []
+    result = _tune_mad_stand_in(monkeypatch, tmp_path, "SM7_QV100", "fp32", flat, (4.07, 1.022),
+                                say=lines.append, with_ports=True)
+    assert result.port_trial is not None and result.port_trial["taken"] is None
+    assert "-gpgpu_reg_file_port_throughput" not in {s.option for s in result.settings}
+    assert any("more ports do not lower them" in line for line in lines), lines

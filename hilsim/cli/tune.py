@@ -46,11 +46,16 @@ from hilsim.simmodel.tuner import (
               "of the one closest to the device's facts.")
 @click.option("--workers", type=click.IntRange(1, 256),
               help="--on-simulator: simulator processes at a time (default: CPU count).")
+@click.option("--card-check/--no-card-check", default=True, show_default=True,
+              help="--on-simulator: once the channel count is tuned, stream on the whole "
+              "tuned card (every SM and channel, its partition indexing) against the memory "
+              "slice it was tuned on, and flag a difference over 5%.")
 @output_option("Output folder (written atomically).", required=True)
 @force_option("Replace an existing output folder.")
 def tune_cmd(microbench: Path | None, accelsim_output: Path | None, device_facts: Path | None,
              preset_name: str | None, convention: str, on_simulator: bool,
-             base_card: str | None, workers: int | None, output: Path, force: bool) -> None:
+             base_card: str | None, workers: int | None, card_check: bool, output: Path,
+             force: bool) -> None:
     """Build a timing config and Accel-Sim gpgpusim.config/trace.config.
 
     Input: MICROBENCH.json (hilsim.microbench/1) and/or --accelsim-output FILE, plus
@@ -60,7 +65,7 @@ def tune_cmd(microbench: Path | None, accelsim_output: Path | None, device_facts
         raise HilsimError(f"{output}: already exists (use --force to replace)")
     if on_simulator:
         _on_simulator(microbench, accelsim_output, device_facts, preset_name, base_card,
-                      workers, output, force)
+                      workers, output, force, card_check=card_check)
         return
     if base_card or workers:
         raise click.UsageError("--base and --workers need --on-simulator")
@@ -78,7 +83,8 @@ def tune_cmd(microbench: Path | None, accelsim_output: Path | None, device_facts
 
 def _on_simulator(microbench: Path | None, accelsim_output: Path | None,
                   device_facts: Path | None, preset_name: str | None, base_card: str | None,
-                  workers: int | None, output: Path, force: bool) -> None:
+                  workers: int | None, output: Path, force: bool, *,
+                  card_check: bool = True) -> None:
     if microbench is None:
         raise click.UsageError("--on-simulator needs MICROBENCH.json")
     if accelsim_output or preset_name:
@@ -92,7 +98,8 @@ def _on_simulator(microbench: Path | None, accelsim_output: Path | None,
 
     facts = read_device_facts(device_facts) if device_facts is not None else None
     result = search.tune_on_simulator(
-        microbench, base=base_card, workers=workers, say=click.echo, device_facts=facts
+        microbench, base=base_card, workers=workers, say=click.echo, device_facts=facts,
+        card_check=card_check,
     )
     report.write(result, output, overwrite=force)
     for line in report.summary(result):

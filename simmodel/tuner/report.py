@@ -103,6 +103,8 @@ def report(result: LoopResult) -> dict[str, Any]:
         "memory_slice_sms": result.memory_slice.sms,
         "memory_slice": result.memory_slice.as_dict(),
         "notes": result.notes,
+        "register_file_ports": result.port_trial,
+        "whole_card_streaming": result.whole_card_streaming,
         "runs": result.runs,
     }
 
@@ -174,6 +176,8 @@ def summary(result: LoopResult) -> list[str]:
                      f"{100 * off['tolerance_relative']:.1f}%)")
         lines.append(f"  {where} = {row['value']} (base {row['base_value']}): measured "
                      f"{row['measured']:.4g}, simulated {row['simulated']:.4g}{flag}")
+    if result.whole_card_streaming is not None:
+        lines.append("  " + result.whole_card_streaming["line"])
     off = [row["knob"] for row in _knob_rows(result) if row["off_target"]]
     if off:
         lines.append(f"  {len(off)} target(s) OFF TARGET by more than their tolerance: "

@@ -63,6 +63,7 @@ from hilsim.simmodel.tuner.card import (
     l2_bank,
     valid_channel_counts,
 )
+from hilsim.simmodel.tuner.cardcheck import streaming_check
 from hilsim.simmodel.tuner.evaluators import EVALUATORS, CandidateRunner, cpu_seconds
 from hilsim.simmodel.tuner.inputs import check_device_facts, check_measurement_value
 from hilsim.simmodel.tuner.intsolve import IntSearch
@@ -75,6 +76,7 @@ from hilsim.simmodel.tuner.pairs import (
     joint_candidates,
     joint_step,
 )
+from hilsim.simmodel.tuner.ports import port_step
 from hilsim.simmodel.tuner.rule import Knob, SearchContext, Slot
 
 from hilsim.core import measurement_names as mn
@@ -127,6 +129,11 @@ class LoopResult:
     memory_slice: MemorySlice
     context: SearchContext
     entry_sources: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: the register-file port trial (:func:`~hilsim.simmodel.tuner.ports.port_step`), if run
+    port_trial: dict[str, Any] | None = None
+    #: the whole tuned card's streaming read against its slice
+    #: (:func:`~hilsim.simmodel.tuner.cardcheck.streaming_check`), if run
+    whole_card_streaming: dict[str, Any] | None = None
 
     @property
     def unreachable(self) -> list[KnobState]:
@@ -161,6 +168,10 @@ class Search:
     tried_joint: set[tuple[str, int, int]] = field(default_factory=set)
     #: the memory slice the console last named
     slice_said: MemorySlice | None = None
+    #: what the register-file port trial simulated and took (None: not run)
+    port_trial: dict[str, Any] | None = None
+    #: the whole-card streaming check (None: not run)
+    whole_card_streaming: dict[str, Any] | None = None
 
     @property
     def by_key(self) -> dict[str, KnobState]:
@@ -582,6 +593,25 @@ def one_round(s: Search, index: int, say: Callable[[str], None]) -> bool:
 # --- finish -------------------------------------------------------------------------
 
 
+def whole_card_check(s: Search, say: Callable[[str], None]) -> None:
+    """The settled card's streaming read on every SM and channel against its memory slice
+    (:mod:`~hilsim.simmodel.tuner.cardcheck`), where the channel count was searched."""
+    if not any(st.knob.slot is Slot.CHANNELS and not st.frozen for st in s.states):
+        return
+    tuned = candidate(s.structure, s.states, {st.knob.key: st.value for st in s.states})
+    m = s.by_name.get(mn.DRAM_READ_BANDWIDTH)
+    say("whole card: streaming read on every SM and channel (the tuned card's partition "
+        "indexing) and on its slice ...")
+    check = streaming_check(
+        tuned, s.memory_slice(int(float(tuned.option("-gpgpu_n_mem"))), _per_cluster(tuned)),
+        s.runner.build, measured_gbps=None if m is None else float(m.value),
+        measured_whole_gpu=m is not None and not m.params.get("sms_simulated"),
+        runs=s.runner.runs)
+    s.whole_card_streaming = check.as_dict()
+    say(check.line())
+
+
+
 def finish(s: Search, say: Callable[[str], None]) -> LoopResult:
     """Each knob's settled value (the unreachable ones said why) and the tuned card's
     settings."""
@@ -594,6 +624,14 @@ def finish(s: Search, say: Callable[[str], None]) -> LoopResult:
             if st.search.hi < st.knob.hi and st.search.best() == st.search.hi:
                 st.note += ("; the bound is the same entry's tuned latency (an interval "
                             "above its latency crashes GPGPU-Sim), not the simulator's")
+            trial = (s.port_trial or {}).get("chains", {}).get(st.knob.key)
+            if trial is not None and st.note:
+                ports = s.port_trial["taken"] or s.port_trial["base"]
+                most = str(s.port_trial["trials"][-1])
+                st.note += (f"; the simulator's floor: {ports} register-file ports "
+                            f"(-gpgpu_reg_file_port_throughput), {most} give "
+                            f"{trial['chain_by_ports'].get(most, float('nan')):.4g} at "
+                            f"latency {trial['option_value']}")
             say(f"unreachable: {st.knob.option}"
                 f"{f' entry {st.knob.entry}' if st.knob.entry is not None else ''} "
                 f"({', '.join(st.knob.inputs)}): {st.note}")
@@ -603,7 +641,7 @@ def finish(s: Search, say: Callable[[str], None]) -> LoopResult:
         s.measured_path, s.structure.base, s.choice, dict(s.structure.facts), s.measured,
         s.states, settings, s.rounds, s.runner.runs, s.skipped, s.notes, s.final_sim,
         cpu_seconds() - s.cpu0, time.monotonic() - s.started, s.runner.workers,
-        s.runner.memory_slice, s.ctx, entries,
+        s.runner.memory_slice, s.ctx, entries, s.port_trial, s.whole_card_streaming,
     )
 
 
@@ -617,20 +655,31 @@ def tune_on_simulator(
     say: Callable[[str], None] | None = None,
     only: Sequence[str] | None = None,
     device_facts: Mapping[str, Any] | None = None,
+    card_check: bool = False,
 ) -> LoopResult:
     """Tune a card from ``MEASURED.json`` by simulating candidates (module docstring).
 
     ``only``: the knob keys to tune (:data:`~hilsim.simmodel.tuner.knobs.KNOBS`); the
     others keep the base card's values (the tests' bounded runs). ``device_facts`` (an
-    ``agent probe`` file's) win over the file's device block.
+    ``agent probe`` file's) win over the file's device block. ``card_check``: once the
+    channel count is tuned, stream on the whole tuned card against its slice
+    (:func:`whole_card_check`).
     """
     say = say or (lambda _text: None)
     s = prepare(measured_path, base=base, build=build, workers=workers, say=say, only=only,
                 device_facts=device_facts)
-    for r in range(max_rounds + 1):
-        if one_round(s, r, say):
+    index = 0
+    for phase in range(2):  # the second: after the register-file ports changed
+        for _ in range(max_rounds + 1):
+            index += 1
+            if one_round(s, index - 1, say):
+                break
+        else:
+            s.notes.append(f"stopped after {max_rounds + 1} rounds with unsettled options: "
+                           "the report's simulated values are the last round's")
             break
-    else:
-        s.notes.append(f"stopped after {max_rounds + 1} rounds with unsettled options: the "
-                       "report's simulated values are the last round's")
+        if phase or not port_step(s, say):
+            break
+    if card_check:
+        whole_card_check(s, say)
     return finish(s, say)

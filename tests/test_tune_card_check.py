@@ -1,0 +1,114 @@
+"""The whole tuned card's streaming read against the memory slice its channel count was
+tuned on (``hilsim tune --on-simulator --card-check``): which card each run is on, what
+the report and the console say. The simulator tier runs it on GPGPU-Sim
+(tests/test_tune_on_simulator.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hilsim.simmodel.tuner import cardcheck
+
+from hilsim.core import measurement_names as mn
+from hilsim.core.measurement import Measurement
+
+DATA = Path(__file__).parent / "data"
+ACCEL = DATA / "accelsim"
+
+#: GPGPU-Sim 667834c, SM7_QV100 (1132 MHz): simulated cycles of one cold read pass of 256
+#: and 512 KiB per channel on the whole card (80 SMs, 32 channels, IPOLY) and on its
+#: 2-channel, 5-SM slice (linear indexing). One pass puts the whole card 25 % / 15 % below
+#: the slice; the slopes agree.
+QV100_WHOLE = {256 << 10: 16202.0, 512 << 10: 26547.0}
+QV100_SLICE = {256 << 10: 12072.0, 512 << 10: 22426.0}
+
+
+def _tune(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, whole: dict[int, float],
+          slice_: dict[int, float], **kw):  # noqa: ANN003, ANN202 - the tuner's result
+    """Tune the QV100's channels from a whole GPU's file on a stand-in simulator (26.15 GB/s
+    per channel on the slice); the streaming check's passes take ``whole[bytes per
+    channel]`` cycles on the whole card and ``slice_[...]`` on the slice, and each pass's
+    card is kept in ``_tune.seen``."""
+    from hilsim.simmodel.tuner import evaluators, search  # noqa: PLC0415 (under test)
+
+    def evaluate(self, evs, c):  # noqa: ANN001, ANN202
+        return {mn.DRAM_READ_BANDWIDTH: 26.15 * float(c.option("-gpgpu_n_mem"))}
+
+    seen: list[tuple[int, int, str, int]] = []
+
+    def read(device, n_bytes):  # noqa: ANN001, ANN202
+        opts = {**device.setup_options(cardcheck.bandwidth.Setup.MEMORY_SLICE),
+                **device.overrides}
+        k = device.memory_slice_channels
+        seen.append((k, device.active_sms, opts["-gpgpu_memory_partition_indexing"], n_bytes))
+        cycles = (whole if k == device.memory_scale else slice_)[n_bytes]
+        per_clk = n_bytes * k / cycles
+        scale = device.memory_scale / k
+        return Measurement(mn.DRAM_READ_BANDWIDTH, per_clk * scale * 1.132, "GB/s", {
+            "slice_cycles": cycles, "footprint_bytes": n_bytes * k, "slice_bytes_per_clk": per_clk,
+            "bytes_per_clk": per_clk * scale, "sm_clock_mhz": 1132.0})
+
+    monkeypatch.setattr(cardcheck, "FOOTPRINT_PER_CHANNEL", 256 << 10)
+    monkeypatch.setattr(evaluators.CandidateRunner, "evaluate", evaluate)
+    monkeypatch.setattr(cardcheck.bandwidth, "dram_read_slice", read)
+    src = json.loads((DATA / "microbench" / "gpgpusim" / "SM7_QV100.microbench.json")
+                     .read_text())
+    for m in src["measurements"]:  # a whole GPU's measurements: no simulated slice
+        for key in ("sms_simulated", "mem_channels_simulated"):
+            m["params"].pop(key, None)
+    path = tmp_path / "v100.json"
+    path.write_text(json.dumps(src))
+    lines: list[str] = []
+    kw.setdefault("only", ("mem_channels",))
+    result = search.tune_on_simulator(
+        path, base=ACCEL / "SM7_QV100.gpgpusim.config", build=object(), workers=1,
+        say=lines.append, **kw)
+    _tune.seen, _tune.lines = seen, lines
+    return result
+
+
+def test_the_tuned_card_streams_on_every_sm_and_channel_with_its_own_indexing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole card runs on its 80 SMs and 32 channels with its IPOLY indexing, the slice
+    on 2 channels and 5 SMs, linear, each at two footprints; replayed from the simulator's
+    cycles, the slopes agree (not flagged) where one pass would put the whole card 15 %
+    low. A whole card whose longer pass takes 20 % more cycles beyond the same start is
+    flagged in the report and on the console."""
+    from hilsim.simmodel.tuner import report  # noqa: PLC0415
+
+    result = _tune(monkeypatch, tmp_path, QV100_WHOLE, QV100_SLICE, card_check=True)
+    assert sorted(_tune.seen) == [(2, 5, "0", 256 << 10), (2, 5, "0", 512 << 10),
+                                  (32, 80, "2", 256 << 10), (32, 80, "2", 512 << 10)]
+    doc = report.report(result)["whole_card_streaming"]
+    assert doc["ratio"] == pytest.approx((22426 - 12072) / (26547 - 16202))
+    assert not doc["flagged"] and abs(doc["ratio"] - 1) < 0.001
+    assert (doc["channels"], doc["sms"], doc["indexing_name"]) == (32, 80, "IPOLY")
+    assert doc["measured_whole_gpu"] is True
+    assert doc["slice_gbps"] == pytest.approx(32 * (256 << 10) / (22426 - 12072) * 1.132)
+
+    slow = {256 << 10: 16202.0, 512 << 10: 16202.0 + 1.2 * (26547 - 16202)}
+    result = _tune(monkeypatch, tmp_path, slow, QV100_SLICE, card_check=True)
+    doc = report.report(result)["whole_card_streaming"]
+    assert doc["flagged"] and doc["ratio"] == pytest.approx(1 / 1.2, rel=1e-3)
+    line = next(x for x in report.summary(result) if "whole card: streaming read" in x)
+    assert "-16.6% of the" in line and "OFF by more than 5%" in line, line
+    assert any(x.startswith("whole card: streaming read") for x in _tune.lines)
+
+
+def test_a_whole_card_within_tolerance_is_not_flagged_and_the_check_runs_only_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """4 % under the slice is within the 5 %; without ``card_check``, or with no channel
+    search, nothing runs."""
+    near = {256 << 10: 16202.0, 512 << 10: 16202.0 + (22426 - 12072) / 0.96}
+    result = _tune(monkeypatch, tmp_path, near, QV100_SLICE, card_check=True)
+    assert result.whole_card_streaming["flagged"] is False
+    assert "OFF" not in result.whole_card_streaming["line"]
+    result = _tune(monkeypatch, tmp_path, QV100_WHOLE, QV100_SLICE)
+    assert result.whole_card_streaming is None and _tune.seen == []
+    result = _tune(monkeypatch, tmp_path, QV100_WHOLE, QV100_SLICE, card_check=True,
+                   only=("l1_latency",))
+    assert result.whole_card_streaming is None and _tune.seen == []
