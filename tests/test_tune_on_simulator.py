@@ -218,7 +218,8 @@ def test_the_silicon_ffma_chain_takes_the_register_file_ports(tmp_path: Path) ->
     got = {st.knob.key: st for st in result.knobs}
     assert got["fp_mad_latency"].value == 1
     assert 5.2 < result.final["fp32_latency"] < 5.4
-    assert "floor" in got["fp_mad_latency"].note
+    note = got["fp_mad_latency"].note
+    assert "floor" in note and "at 4 register-file ports" in note, note
 
 
 @pytest.mark.gpgpusim

@@ -628,10 +628,10 @@ def finish(s: Search, say: Callable[[str], None]) -> LoopResult:
             if trial is not None and st.note:
                 ports = s.port_trial["taken"] or s.port_trial["base"]
                 most = str(s.port_trial["trials"][-1])
-                st.note += (f"; the simulator's floor: {ports} register-file ports "
-                            f"(-gpgpu_reg_file_port_throughput), {most} give "
+                st.note += (f"; at {ports} register-file ports "
+                            f"(-gpgpu_reg_file_port_throughput; {most} give "
                             f"{trial['chain_by_ports'].get(most, float('nan')):.4g} at "
-                            f"latency {trial['option_value']}")
+                            f"latency {trial['option_value']}: more ports do not lower it)")
             say(f"unreachable: {st.knob.option}"
                 f"{f' entry {st.knob.entry}' if st.knob.entry is not None else ''} "
                 f"({', '.join(st.knob.inputs)}): {st.note}")
