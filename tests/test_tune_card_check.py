@@ -5,7 +5,6 @@ the report and the console say. The simulator tier runs it on GPGPU-Sim
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from hilsim.simmodel.tuner import cardcheck
 
 from hilsim.core import measurement_names as mn
 from hilsim.core.measurement import Measurement
+from tests.tunefiles import whole_gpu_file
 
 DATA = Path(__file__).parent / "data"
 ACCEL = DATA / "accelsim"
@@ -53,13 +53,7 @@ def _tune(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, whole: dict[int, floa
     monkeypatch.setattr(cardcheck, "FOOTPRINT_PER_CHANNEL", 256 << 10)
     monkeypatch.setattr(evaluators.CandidateRunner, "evaluate", evaluate)
     monkeypatch.setattr(cardcheck.bandwidth, "dram_read_slice", read)
-    src = json.loads((DATA / "microbench" / "gpgpusim" / "SM7_QV100.microbench.json")
-                     .read_text())
-    for m in src["measurements"]:  # a whole GPU's measurements: no simulated slice
-        for key in ("sms_simulated", "mem_channels_simulated"):
-            m["params"].pop(key, None)
-    path = tmp_path / "v100.json"
-    path.write_text(json.dumps(src))
+    path = whole_gpu_file(tmp_path)
     lines: list[str] = []
     kw.setdefault("only", ("mem_channels",))
     result = search.tune_on_simulator(

@@ -9,7 +9,6 @@ a V100's or RTX 2060's 2.5 (-20 %), 1 for an A100's 0.42 (+137 %).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -19,6 +18,7 @@ from hilsim.simmodel.tuner.memslice import MemorySlice, choose_slice
 from hilsim.core import measurement_names as mn
 from hilsim.core.errors import HilsimError
 from hilsim.core.measurement import Measurement
+from tests.tunefiles import whole_gpu_file
 
 DATA = Path(__file__).parent / "data"
 ACCEL = DATA / "accelsim"
@@ -114,13 +114,7 @@ def test_the_loop_runs_the_bandwidth_on_the_slice_and_reports_it(
         return {mn.DRAM_READ_BANDWIDTH: 26.15 * float(c.option("-gpgpu_n_mem"))}
 
     monkeypatch.setattr(evaluators.CandidateRunner, "evaluate", evaluate)
-    src = json.loads((DATA / "microbench" / "gpgpusim" / "SM7_QV100.microbench.json")
-                     .read_text())
-    for m in src["measurements"]:  # a whole GPU's measurements: no simulated slice
-        for key in ("sms_simulated", "mem_channels_simulated"):
-            m["params"].pop(key, None)
-    path = tmp_path / "v100.json"
-    path.write_text(json.dumps(src))
+    path = whole_gpu_file(tmp_path)
     lines: list[str] = []
     result = search.tune_on_simulator(
         path, base=ACCEL / "SM7_QV100.gpgpusim.config", build=object(), workers=1,

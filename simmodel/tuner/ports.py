@@ -22,14 +22,25 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from hilsim.simmodel.tuner.candidate import KnobState, assemble, options_of
+from hilsim.simmodel.tuner.candidate import KnobState, Structure, assemble, options_of
 from hilsim.simmodel.tuner.card import Setting
-from hilsim.simmodel.tuner.rule import Slot
+from hilsim.simmodel.tuner.evaluators import CandidateRunner
+from hilsim.simmodel.tuner.rule import SearchContext, Slot
 
-if TYPE_CHECKING:
-    from hilsim.simmodel.tuner.search import Search
+
+class Search(Protocol):
+    """What the port step reads and moves of the on-simulator search
+    (:class:`hilsim.simmodel.tuner.search.Search`)."""
+
+    structure: Structure
+    states: list[KnobState]
+    runner: CandidateRunner
+    ctx: SearchContext
+    last_run: dict[str, dict[str, str]]
+    tried_joint: set[tuple[str, int, int]]
+    port_trial: dict[str, Any] | None
 
 PORT_OPTION = "-gpgpu_reg_file_port_throughput"
 #: port counts simulated beside the base's (GPGPU-Sim reads at most this many operands per

@@ -611,7 +611,6 @@ def whole_card_check(s: Search, say: Callable[[str], None]) -> None:
     say(check.line())
 
 
-
 def finish(s: Search, say: Callable[[str], None]) -> LoopResult:
     """Each knob's settled value (the unreachable ones said why) and the tuned card's
     settings."""
