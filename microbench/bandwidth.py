@@ -283,6 +283,13 @@ def _grid_dims(device: Device) -> tuple[int, int]:
     return device.active_sms * max(1, device.threads_per_sm // block), block
 
 
+def grid_stride_bytes(device: Device) -> int:
+    """Bytes one pass of the whole grid's 16-byte loads covers: a grid read's footprint is
+    a whole number of these (at least one)."""
+    grid, block = _grid_dims(device)
+    return grid * block * 16
+
+
 def _grid_read_program(
     device: Device, op: str, n_bytes: int, reps: int, warm: bool
 ) -> tuple[Program, int, int]:

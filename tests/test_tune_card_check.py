@@ -106,3 +106,43 @@ def test_a_whole_card_within_tolerance_is_not_flagged_and_the_check_runs_only_wh
     result = _tune(monkeypatch, tmp_path, QV100_WHOLE, QV100_SLICE, card_check=True,
                    only=("l1_latency",))
     assert result.whole_card_streaming is None and _tune.seen == []
+
+
+def test_passes_hold_whole_grid_strides_on_a_card_with_many_sms_per_channel(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A read covers whole strides of its grid (111 SMs x 1024 threads x 16 B = 1.8 MB on a
+    drawn RTX 2060-structure card of 12 channels), so passes of 128 and 256 KiB per
+    channel (1.5 and 3 MB) both read one stride; the passes are sized to one and two
+    strides per channel instead, and passes that still read as much end in one line, not
+    a division by zero."""
+    from hilsim.simmodel.gpgpusim.cards import card_config  # noqa: PLC0415
+    from hilsim.simmodel.tuner.memslice import choose_slice  # noqa: PLC0415
+
+    from hilsim.core.errors import HilsimError  # noqa: PLC0415
+
+    card = card_config(ACCEL / "SM75_RTX2060.gpgpusim.config").with_options(
+        {"-gpgpu_n_clusters": "111"})
+    asked: list[int] = []
+
+    def read(device, n_bytes):  # noqa: ANN001, ANN202
+        asked.append(n_bytes)
+        k, stride = device.memory_slice_channels, cardcheck.bandwidth.grid_stride_bytes(device)
+        footprint = max(stride, n_bytes * k // stride * stride)
+        cycles = 4000.0 + footprint / (32.0 * k)
+        per_clk = footprint / cycles
+        return Measurement(mn.DRAM_READ_BANDWIDTH, 1.0, "GB/s", {
+            "slice_cycles": cycles, "footprint_bytes": footprint, "slice_bytes_per_clk": per_clk,
+            "bytes_per_clk": per_clk * device.memory_scale / k, "sm_clock_mhz": 1000.0})
+
+    monkeypatch.setattr(cardcheck.bandwidth, "dram_read_slice", read)
+    check = cardcheck.streaming_check(card, choose_slice(111, 12, 1), None)
+    assert check.bytes_per_channel[0] >= 111 * 1024 * 16 / 12
+    assert check.ratio == pytest.approx(1.0) and check.whole_gbps == pytest.approx(32 * 12)
+
+    def same(device, n_bytes):  # noqa: ANN001, ANN202
+        return read(device, check.bytes_per_channel[0])
+
+    monkeypatch.setattr(cardcheck.bandwidth, "dram_read_slice", same)
+    with pytest.raises(HilsimError, match="no rate between them"):
+        cardcheck.streaming_check(card, choose_slice(111, 12, 1), None)

@@ -107,8 +107,13 @@ def _slope_gbps(first: Measurement, second: Measurement) -> float:
     """GB/s of the whole card between two passes: the extra bytes over the extra cycles
     (the pass's fixed start and drain cancel), scaled as each pass's figure is."""
     p, q = first.params, second.params
-    per_clk = (q["footprint_bytes"] - p["footprint_bytes"]) / (q["slice_cycles"]
-                                                               - p["slice_cycles"])
+    extra_cycles = q["slice_cycles"] - p["slice_cycles"]
+    if q["footprint_bytes"] <= p["footprint_bytes"] or extra_cycles <= 0:
+        raise HilsimError(
+            "tune --on-simulator: whole-card streaming check: the longer pass read "
+            f"{q['footprint_bytes']} B in {q['slice_cycles']} cycles, the shorter "
+            f"{p['footprint_bytes']} B in {p['slice_cycles']}: no rate between them")
+    per_clk = (q["footprint_bytes"] - p["footprint_bytes"]) / extra_cycles
     scale = p["bytes_per_clk"] / p["slice_bytes_per_clk"]  # the card's channels / the run's
     return per_clk * scale * p["sm_clock_mhz"] / 1e3
 
@@ -123,13 +128,13 @@ def streaming_check(
     runs: list[dict[str, Any]] | None = None,
 ) -> StreamingCheck:
     """The streaming rate of the whole ``card`` and of ``memory_slice`` of it: each read
-    at ``bytes_per_channel`` (default :data:`FOOTPRINT_PER_CHANNEL`) and twice that, the
-    four simulator processes two at a time; each simulator run is appended to ``runs``."""
-    bytes_per_channel = bytes_per_channel or FOOTPRINT_PER_CHANNEL
+    at ``bytes_per_channel`` (default :data:`FOOTPRINT_PER_CHANNEL`; at least one stride
+    of the whole card's grid per channel, as a read covers whole strides) and twice that,
+    the four simulator processes two at a time; each simulator run is appended to
+    ``runs``."""
     channels = int(float(card.option("-gpgpu_n_mem", "1").split()[0]))
     indexing = card.option("-gpgpu_memory_partition_indexing", "0").split()[0]
     facts = card_device_facts(card)
-    sizes = (bytes_per_channel, 2 * bytes_per_channel)
 
     def device(whole: bool) -> GpgpusimDevice:
         if whole:
@@ -139,6 +144,11 @@ def streaming_check(
         return GpgpusimDevice(card, facts=facts, build=build, throughput_sms=memory_slice.sms,
                               memory_slice_channels=memory_slice.channels)
 
+    # a read covers whole strides of the grid: the shorter pass holds at least one on the
+    # whole card, the longer at least two
+    stride = -(-bandwidth.grid_stride_bytes(device(whole=True)) // channels)
+    first = max(bytes_per_channel or FOOTPRINT_PER_CHANNEL, stride)
+    sizes = (first, 2 * first)
     jobs = [(device(whole), n) for whole in (True, False) for n in sizes]
 
     def one(job: tuple[GpgpusimDevice, int]) -> Measurement:
