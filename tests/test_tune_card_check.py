@@ -5,6 +5,7 @@ the report and the console say. The simulator tier runs it on GPGPU-Sim
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -146,3 +147,84 @@ def test_passes_hold_whole_grid_strides_on_a_card_with_many_sms_per_channel(
     monkeypatch.setattr(cardcheck.bandwidth, "dram_read_slice", same)
     with pytest.raises(HilsimError, match="no rate between them"):
         cardcheck.streaming_check(card, choose_slice(111, 12, 1), None)
+
+
+#: GPGPU-Sim 667834c, SM7_QV100 with its interconnect and L2 clocks at 1x and 2x its core
+#: clock (1132 MHz): the suite's L2 bandwidth (bytes/clk) on the 2-channel, 5-SM slice and
+#: on the whole card (80 SMs, 32 channels, IPOLY)
+QV100_L2_SLICE = {1.0: 1081.4, 2.0: 1624.6}
+QV100_L2_WHOLE = {1.0: 905.0, 2.0: 1604.4}
+
+
+def _tune_l2(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, measured: float, whole,  # noqa: ANN001
+             path: Path | None = None):  # noqa: ANN202 - the tuner's result
+    """The L2 clock alone, on a stand-in simulator whose slice follows the QV100's figures
+    (linear in the clock ratio between and beyond its two points); the whole-card kernel
+    answers ``whole(ratio)`` and records its device in ``_tune_l2.seen``."""
+    from hilsim.simmodel.tuner import evaluators, search  # noqa: PLC0415 (under test)
+
+    def slope(points: dict[float, float], ratio: float) -> float:
+        (a, fa), (b, fb) = sorted(points.items())
+        return fa + (fb - fa) * (ratio - a) / (b - a)
+
+    def ratio_of(c) -> float:  # noqa: ANN001
+        core, _icnt, l2, _dram = c.clock_domains_mhz
+        return l2 / core
+
+    def evaluate(self, evs, c):  # noqa: ANN001, ANN202
+        return {mn.L2_BANDWIDTH: slope(QV100_L2_SLICE, ratio_of(c))}
+
+    seen: list[tuple[int, int, str]] = []
+
+    def l2(device):  # noqa: ANN001, ANN202
+        opts = {**device.setup_options(cardcheck.bandwidth.Setup.MEMORY_SLICE),
+                **device.overrides}
+        seen.append((device.memory_slice_channels, device.active_sms,
+                     opts["-gpgpu_memory_partition_indexing"]))
+        return [Measurement(mn.L2_BANDWIDTH, whole(ratio_of(device.card)), "bytes/clk",
+                            {"slice_cycles": 1000.0})]
+
+    monkeypatch.setattr(evaluators.CandidateRunner, "evaluate", evaluate)
+    monkeypatch.setattr(cardcheck.bandwidth, "l2", l2)
+    if path is None:
+        path = whole_gpu_file(tmp_path)
+        doc = json.loads(path.read_text())
+        for m in doc["measurements"]:
+            if m["name"] == mn.L2_BANDWIDTH:
+                m["value"] = measured
+        path.write_text(json.dumps(doc))
+    result = search.tune_on_simulator(
+        path, base=ACCEL / "SM7_QV100.gpgpusim.config", build=object(), workers=1,
+        only=("l2_clock",), card_check=True)
+    _tune_l2.seen = seen
+    return result
+
+
+def test_a_whole_gpus_l2_bandwidth_is_checked_on_the_whole_tuned_card(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A card whose L2 and interconnect run at 2x its clock (the whole card measures
+    1,604.4 bytes/clk): the slice's search takes 2x (1,624.6), and the whole tuned card
+    (its 80 SMs, 32 channels, IPOLY) gives the measured figure: not flagged. A whole card
+    that falls short of its slice (0.7 of it at any clock) is flagged."""
+    result = _tune_l2(monkeypatch, tmp_path, QV100_L2_WHOLE[2.0],
+                      lambda r: QV100_L2_WHOLE[2.0] if r == 2.0 else 0.0)
+    assert _tune_l2.seen == [(32, 80, "2")]
+    doc = result.whole_card_l2
+    assert doc["l2_mhz"] == pytest.approx(2 * 1132) and not doc["flagged"], doc
+    assert doc["relative"] == pytest.approx(0.0)
+
+    result = _tune_l2(monkeypatch, tmp_path, QV100_L2_WHOLE[2.0],
+                      lambda r: 0.7 * (QV100_L2_SLICE[1.0] + 543.2 * (r - 1.0)))
+    doc = result.whole_card_l2
+    assert doc["flagged"] and doc["relative"] < -0.25 and "OFF by more than 3%" in doc["line"]
+
+
+def test_no_whole_card_l2_run_for_a_slices_measurement(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The committed simulated file's L2 bandwidth was taken on a slice: the L2 clock is
+    not searched from it, and nothing runs on the whole card."""
+    result = _tune_l2(monkeypatch, tmp_path, 0.0, lambda r: 1.0,
+                      path=DATA / "microbench" / "gpgpusim" / "SM7_QV100.microbench.json")
+    assert result.whole_card_l2 is None and _tune_l2.seen == []

@@ -47,9 +47,10 @@ from hilsim.simmodel.tuner import (
 @click.option("--workers", type=click.IntRange(1, 256),
               help="--on-simulator: simulator processes at a time (default: CPU count).")
 @click.option("--card-check/--no-card-check", default=True, show_default=True,
-              help="--on-simulator: once the channel count is tuned, stream on the whole "
-              "tuned card (every SM and channel, its partition indexing) against the memory "
-              "slice it was tuned on, and flag a difference over 5%.")
+              help="--on-simulator: run the tuned card whole (every SM and channel, its "
+              "partition indexing): its streaming read against the memory slice the "
+              "channels were tuned on (flagged over 5%), and its L2 bandwidth against a "
+              "whole GPU's (flagged over 3%).")
 @output_option("Output folder (written atomically).", required=True)
 @force_option("Replace an existing output folder.")
 def tune_cmd(microbench: Path | None, accelsim_output: Path | None, device_facts: Path | None,

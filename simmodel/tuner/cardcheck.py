@@ -17,6 +17,15 @@ channels) takes ~4,100 cycles longer than on its 2-channel, 5-SM slice at 256 Ki
 the whole card 25 % or 15 % below the slice by footprint alone, while the slopes agree
 within 0.1 %. A whole card's rate off the slice's by more than :data:`TOLERANCE` is
 flagged, with the measured target beside both.
+
+Where the L2 clock was searched from a whole GPU's L2 bandwidth, the suite's L2 kernel
+(:func:`~hilsim.microbench.bandwidth.l2`: a warm pass, then eight over a quarter of the
+L2) runs once more on the whole tuned card (:func:`l2_check`), and a figure off the
+measured one by more than the search's own 3 % is flagged: the slice's crossbar carries
+a few SMs and channels, the card's every one, and the interconnect and L2 clocks bind
+them differently (SM7_QV100, L2 and interconnect at 1x / 2x its clock: the 2-channel,
+5-SM slice 1,081 / 1,625 bytes/clk, the whole card 905 / 1,604), and the slice's linear
+indexing never shows the card's hash.
 """
 
 from __future__ import annotations
@@ -37,6 +46,9 @@ from hilsim.core.measurement import Measurement
 
 #: the whole card's streaming bandwidth may differ from its slice's by this fraction
 TOLERANCE = 0.05
+#: the whole card's L2 bandwidth may differ from the measured one by this fraction (the L2
+#: clock search's own tolerance)
+L2_TOLERANCE = 0.03
 #: bytes read per channel by the shorter pass (the longer reads twice as many): a whole
 #: card's pass costs about its channels x the slice's per channel, so a fraction of the
 #: tuner's 2 MiB keeps a 40-channel card to minutes
@@ -182,3 +194,68 @@ def streaming_check(
         (float(w1.params["slice_cycles"]), float(w2.params["slice_cycles"])),
         (float(s1.params["slice_cycles"]), float(s2.params["slice_cycles"])),
         round(time.monotonic() - t0, 1), measured_gbps, measured_whole_gpu)
+
+
+@dataclass(frozen=True)
+class L2Check:
+    """The whole tuned card's L2 bandwidth (bytes/clk) against a whole GPU's measurement."""
+
+    whole_bpc: float
+    measured_bpc: float
+    channels: int
+    sms: int
+    l2_mhz: float
+    cycles: float
+    wall_s: float
+
+    @property
+    def relative(self) -> float:
+        """Whole card over measured, minus one."""
+        return self.whole_bpc / self.measured_bpc - 1.0
+
+    @property
+    def flagged(self) -> bool:
+        """Off the measured figure by more than :data:`L2_TOLERANCE`."""
+        return abs(self.relative) > L2_TOLERANCE
+
+    def line(self) -> str:
+        """The console's line."""
+        text = (f"whole card: L2 bandwidth {self.whole_bpc:.1f} bytes/clk on {self.channels} "
+                f"channels and {self.sms} SMs at L2 {self.l2_mhz:g} MHz, "
+                f"{self.relative:+.1%} of the measured {self.measured_bpc:.1f}")
+        if self.flagged:
+            text += (f": OFF by more than {L2_TOLERANCE:.0%}: the L2 clock was searched on "
+                     "the memory slice, whose L2 bandwidth the whole card does not reach")
+        return text
+
+    def as_dict(self) -> dict[str, Any]:
+        """``tune-report.json``'s ``whole_card_l2``."""
+        return {**asdict(self), "relative": self.relative, "flagged": self.flagged,
+                "tolerance": L2_TOLERANCE, "line": self.line()}
+
+
+def l2_check(card: CardConfig, build: Any, measured_bpc: float,
+             runs: list[dict[str, Any]] | None = None) -> L2Check:
+    """The suite's L2 bandwidth on every SM and channel of ``card`` (its own partition
+    indexing) against a whole GPU's ``measured_bpc``."""
+    channels = int(float(card.option("-gpgpu_n_mem", "1").split()[0]))
+    indexing = card.option("-gpgpu_memory_partition_indexing", "0").split()[0]
+    device = GpgpusimDevice(card, facts=card_device_facts(card), build=build,
+                            throughput_sms=card.sm_count, memory_slice_channels=channels,
+                            overrides={"-gpgpu_memory_partition_indexing": indexing})
+    t0 = time.monotonic()
+    with simulations_interruptible():
+        try:
+            m = bandwidth.l2(device)[0]
+        except HilsimError as exc:
+            raise HilsimError(f"tune --on-simulator: whole-card L2 check: {exc}") from None
+    for r in device.runs:
+        r["evaluator"] = "whole_card_l2"
+    if runs is not None:
+        runs.extend(device.runs)
+    if not m.valid or not m.value:
+        raise HilsimError(f"tune --on-simulator: whole-card L2 check: the read is invalid "
+                          f"({m.note or 'no value'})")
+    return L2Check(float(m.value), float(measured_bpc), channels, device.active_sms,
+                   float(card.clock_domains_mhz[2]), float(m.params["slice_cycles"]),
+                   round(time.monotonic() - t0, 1))

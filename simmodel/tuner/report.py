@@ -105,6 +105,7 @@ def report(result: LoopResult) -> dict[str, Any]:
         "notes": result.notes,
         "register_file_ports": result.port_trial,
         "whole_card_streaming": result.whole_card_streaming,
+        "whole_card_l2": result.whole_card_l2,
         "runs": result.runs,
     }
 
@@ -176,8 +177,9 @@ def summary(result: LoopResult) -> list[str]:
                      f"{100 * off['tolerance_relative']:.1f}%)")
         lines.append(f"  {where} = {row['value']} (base {row['base_value']}): measured "
                      f"{row['measured']:.4g}, simulated {row['simulated']:.4g}{flag}")
-    if result.whole_card_streaming is not None:
-        lines.append("  " + result.whole_card_streaming["line"])
+    for check in (result.whole_card_l2, result.whole_card_streaming):
+        if check is not None:
+            lines.append("  " + check["line"])
     off = [row["knob"] for row in _knob_rows(result) if row["off_target"]]
     if off:
         lines.append(f"  {len(off)} target(s) OFF TARGET by more than their tolerance: "

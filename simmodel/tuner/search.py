@@ -63,7 +63,7 @@ from hilsim.simmodel.tuner.card import (
     l2_bank,
     valid_channel_counts,
 )
-from hilsim.simmodel.tuner.cardcheck import streaming_check
+from hilsim.simmodel.tuner.cardcheck import l2_check, streaming_check
 from hilsim.simmodel.tuner.evaluators import EVALUATORS, CandidateRunner, cpu_seconds
 from hilsim.simmodel.tuner.inputs import check_device_facts, check_measurement_value
 from hilsim.simmodel.tuner.intsolve import IntSearch
@@ -134,6 +134,9 @@ class LoopResult:
     #: the whole tuned card's streaming read against its slice
     #: (:func:`~hilsim.simmodel.tuner.cardcheck.streaming_check`), if run
     whole_card_streaming: dict[str, Any] | None = None
+    #: the whole tuned card's L2 bandwidth against a whole GPU's measurement
+    #: (:func:`~hilsim.simmodel.tuner.cardcheck.l2_check`), if run
+    whole_card_l2: dict[str, Any] | None = None
 
     @property
     def unreachable(self) -> list[KnobState]:
@@ -172,6 +175,8 @@ class Search:
     port_trial: dict[str, Any] | None = None
     #: the whole-card streaming check (None: not run)
     whole_card_streaming: dict[str, Any] | None = None
+    #: the whole-card L2 bandwidth check (None: not run)
+    whole_card_l2: dict[str, Any] | None = None
 
     @property
     def by_key(self) -> dict[str, KnobState]:
@@ -594,11 +599,19 @@ def one_round(s: Search, index: int, say: Callable[[str], None]) -> bool:
 
 
 def whole_card_check(s: Search, say: Callable[[str], None]) -> None:
-    """The settled card's streaming read on every SM and channel against its memory slice
-    (:mod:`~hilsim.simmodel.tuner.cardcheck`), where the channel count was searched."""
-    if not any(st.knob.slot is Slot.CHANNELS and not st.frozen for st in s.states):
-        return
+    """The settled card on every SM and channel (:mod:`~hilsim.simmodel.tuner.cardcheck`):
+    its streaming read against its memory slice, where the channel count was searched;
+    its L2 bandwidth against a whole GPU's, where the L2 clock was searched from one."""
+    searched = {st.knob.slot for st in s.states if not st.frozen}
     tuned = candidate(s.structure, s.states, {st.knob.key: st.value for st in s.states})
+    l2 = s.by_name.get(mn.L2_BANDWIDTH)
+    if Slot.L2_CLOCK in searched and l2 is not None and not l2.params.get("sms_simulated"):
+        say("whole card: the L2 bandwidth kernel on every SM and channel ...")
+        l2c = l2_check(tuned, s.runner.build, float(l2.value), runs=s.runner.runs)
+        s.whole_card_l2 = l2c.as_dict()
+        say(l2c.line())
+    if Slot.CHANNELS not in searched:
+        return
     m = s.by_name.get(mn.DRAM_READ_BANDWIDTH)
     say("whole card: streaming read on every SM and channel (the tuned card's partition "
         "indexing) and on its slice ...")
@@ -641,6 +654,7 @@ def finish(s: Search, say: Callable[[str], None]) -> LoopResult:
         s.states, settings, s.rounds, s.runner.runs, s.skipped, s.notes, s.final_sim,
         cpu_seconds() - s.cpu0, time.monotonic() - s.started, s.runner.workers,
         s.runner.memory_slice, s.ctx, entries, s.port_trial, s.whole_card_streaming,
+        s.whole_card_l2,
     )
 
 
@@ -661,7 +675,7 @@ def tune_on_simulator(
     ``only``: the knob keys to tune (:data:`~hilsim.simmodel.tuner.knobs.KNOBS`); the
     others keep the base card's values (the tests' bounded runs). ``device_facts`` (an
     ``agent probe`` file's) win over the file's device block. ``card_check``: once the
-    channel count is tuned, stream on the whole tuned card against its slice
+    channel count or the L2 clock is tuned, run the tuned card whole
     (:func:`whole_card_check`).
     """
     say = say or (lambda _text: None)
