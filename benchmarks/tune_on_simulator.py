@@ -4,7 +4,7 @@ not a test; docs/tuner.md's tables come from here).
 
     python benchmarks/tune_on_simulator.py [--cases held-out,drawn,h100,silicon,remeasure]
         [--seeds 3] [--workers 2] [--out DIR] [--base CARD (h100 only)]
-        [--structures SM7_QV100,... (remeasure only)]
+        [--structures SM7_QV100[:SEED],... (remeasure only)]
 
 * held-out: GPGPU-Sim's SM7_GV100, SM7_TITANV, SM75_RTX2060_S, measured by the suite
   with its unit probes (tests/data/microbench/tuner/heldout/), tuned with every knob,
@@ -183,8 +183,9 @@ def _agree(name: str, unit: str, true: float, tuned: float) -> bool:
 def remeasure(build: Any, workers: int, seeds: int, structures: list[str],
               out: Path) -> dict[str, Any]:
     res: dict[str, Any] = {}
-    for structure in structures:
-        for seed in range(seeds):
+    for spec in structures:
+        structure, _, only_seed = spec.partition(":")
+        for seed in ([int(only_seed)] if only_seed else range(seeds)):
             tag = f"{structure}-seed{seed}"
             card = draw_card(seed, card_config(structure, build), out / f"drawn-{tag}")
             true = card_config(card.folder)
@@ -280,7 +281,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--structures", default="SM7_QV100,SM75_RTX2060,SM7_TITANV,SM75_RTX2060_S",
                     help="remeasure case: the GPGPU-Sim cards whose structure the drawn cards "
-                    "take")
+                    "take (CARD:SEED: that seed only, else seeds 0..--seeds-1)")
     ap.add_argument("--base", default=None,
                     help="h100 case: tune from this base card only (default: its own and "
                     "SM86_RTX3070)")
