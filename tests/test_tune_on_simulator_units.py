@@ -235,9 +235,15 @@ def test_an_a100_or_h100_l2_fits_any_base(base: str, mib: int) -> None:
         assert "set index P cannot index 256 sets: linear (L)" in note
 
 
-def test_partition_indexing_is_the_base_unless_it_cannot_hash_the_channels() -> None:
-    qv = card("SM7_QV100")  # IPOLY (2)
-    assert partition_indexing(24, qv) == ("2", "base card")  # 32 x 2 = 64 banks hashed
+def test_partition_indexing_is_the_base_unless_it_cannot_hash_the_channels_evenly() -> None:
+    """IPOLY only where the channels x sub-partitions are a power of two GPGPU-Sim hashes
+    (16, 32, 64); at 24 channels it would fold a 64-slice hash modulo 48 (the whole-card
+    check measures a quarter less streaming than the slice)."""
+    qv = card("SM7_QV100")  # IPOLY (2), 2 sub-partitions per channel
+    assert partition_indexing(32, qv) == ("2", "base card")
+    assert partition_indexing(16, qv) == ("2", "base card")
+    idx, why = partition_indexing(24, qv)  # 24 x 2 = 48 slices
+    assert idx == "0" and "not 24 x 2" in why, why
     assert partition_indexing(40, qv)[0] == "0"  # 64 x 2 = 128: not hashable
     assert partition_indexing(40, card("SM90_H100")) == ("0", "base card")
 
