@@ -223,8 +223,11 @@ def test_a_whole_gpus_l2_bandwidth_is_checked_on_the_whole_tuned_card(
 def test_no_whole_card_l2_run_for_a_slices_measurement(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The committed simulated file's L2 bandwidth was taken on a slice: the L2 clock is
-    not searched from it, and nothing runs on the whole card."""
+    """The committed simulated file's L2 bandwidth was taken on a 2-SM slice of one
+    channel: the L2 clock is searched on that slice (the QV100's slice moves with it),
+    and nothing runs on the whole card."""
     result = _tune_l2(monkeypatch, tmp_path, 0.0, lambda r: 1.0,
                       path=DATA / "microbench" / "gpgpusim" / "SM7_QV100.microbench.json")
     assert result.whole_card_l2 is None and _tune_l2.seen == []
+    assert [st.knob.key for st in result.knobs] == ["l2_clock"]
+    assert mn.L2_BANDWIDTH not in result.skipped

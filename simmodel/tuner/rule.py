@@ -230,7 +230,7 @@ class Knob:
     the latency knob of the same list entry, which bounds this initiation interval since
     an interval above its latency crashes GPGPU-Sim), and what the report says when the
     base card's value is kept (``target_range`` with ``out_of_range``, ``missing_note``,
-    ``simulated_slice_note``, ``insensitive_note``: templates filled by the search).
+    ``insensitive_note``: templates filled by the search).
     """
 
     key: str
@@ -260,9 +260,6 @@ class Knob:
     out_of_range: str = ""
     #: the report's note for a measurement the file lacks (empty: none)
     missing_note: str = ""
-    #: the base card's value kept when the input was measured on a simulated slice
-    #: (filled with ``sms``, the slice's SMs)
-    simulated_slice_note: str = ""
     #: two simulated values 10 % apart giving under 1 % difference keep the base card's
     #: value (filled with ``lo``, ``lo_q``, ``hi``, ``hi_q``, ``target``); empty: no check
     insensitive_note: str = ""

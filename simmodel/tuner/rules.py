@@ -333,10 +333,6 @@ L2_CLOCK_KNOB = Knob(
     # once the L1, L2 and DRAM latencies and the channels are settled
     depends_on=("mem_channels",),
     waits_for=("mem_channels", "l1_latency", "l2_rop_latency", "dram_latency"),
-    simulated_slice_note="measured on a simulated {sms}-SM slice of {channels} channel(s), "
-    "where the SMs' requests in flight bound it (not the L2 clock: on SM90_H100's slice it "
-    "is the same at L2 = 1x and 2x the core clock): the base card's L2 and interconnect "
-    "clocks (as ratios to the core clock) kept",
     insensitive_note="the simulated L2 bandwidth does not move with the L2 clock on this "
     "slice ({lo_q:.4g} at {lo} MHz, {hi_q:.4g} at {hi} MHz; target {target:.4g}): the base "
     "card's ratio to the core clock kept",

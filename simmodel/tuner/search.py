@@ -288,13 +288,6 @@ def _searched(
     the core clock); ``only``: the keys to keep."""
     knobs = []
     for knob in KNOBS:
-        slice_run = next((by_name[n] for n in knob.inputs if n in by_name
-                          and by_name[n].params.get("sms_simulated")), None)
-        if knob.simulated_slice_note and slice_run is not None:
-            skipped[slice_run.name] = knob.simulated_slice_note.format(
-                sms=slice_run.params["sms_simulated"],
-                channels=slice_run.params.get("mem_channels_simulated") or 1)
-            continue
         if not applicable(knob, measured):
             continue
         if knob.slot is Slot.CHANNELS:
