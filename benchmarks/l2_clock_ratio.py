@@ -27,8 +27,9 @@ from typing import Any
 from hilsim.microbench import bandwidth
 from hilsim.simmodel.gpgpusim.build import find_build
 from hilsim.simmodel.gpgpusim.cards import CONFIG_NAME, CardConfig, card_config
-from hilsim.simmodel.gpgpusim.simdevice import GpgpusimDevice, card_device_facts
+from hilsim.simmodel.gpgpusim.simdevice import card_device_facts
 from hilsim.simmodel.tuner import report as tunereport
+from hilsim.simmodel.tuner.cardcheck import whole_card_device
 from hilsim.simmodel.tuner.search import tune_on_simulator
 
 from hilsim.core.measurement import write_microbench_json
@@ -45,11 +46,7 @@ def write_card(card: CardConfig, folder: Path) -> CardConfig:
 
 def whole_l2(card: CardConfig, build: Any) -> tuple[Any, float]:
     """The suite's L2 bandwidth on every SM and channel of ``card`` (its own indexing)."""
-    channels = int(float(card.option("-gpgpu_n_mem")))
-    indexing = card.option("-gpgpu_memory_partition_indexing", "0").split()[0]
-    device = GpgpusimDevice(card, build=build, throughput_sms=card.sm_count,
-                            memory_slice_channels=channels,
-                            overrides={"-gpgpu_memory_partition_indexing": indexing})
+    device = whole_card_device(card, build)
     t0 = time.monotonic()
     m = bandwidth.l2(device)[0]
     return m, time.monotonic() - t0

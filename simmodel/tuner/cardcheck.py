@@ -115,6 +115,16 @@ class StreamingCheck:
                 "indexing_name": INDEXING_NAMES.get(self.indexing, self.indexing)}
 
 
+def whole_card_device(card: CardConfig, build: Any) -> GpgpusimDevice:
+    """``card`` as a memory-slice device of every SM and channel, with the card's own
+    partition indexing (a slice's is linear)."""
+    channels = int(float(card.option("-gpgpu_n_mem", "1").split()[0]))
+    indexing = card.option("-gpgpu_memory_partition_indexing", "0").split()[0]
+    return GpgpusimDevice(card, facts=card_device_facts(card), build=build,
+                          throughput_sms=card.sm_count, memory_slice_channels=channels,
+                          overrides={"-gpgpu_memory_partition_indexing": indexing})
+
+
 def _slope_gbps(first: Measurement, second: Measurement) -> float:
     """GB/s of the whole card between two passes: the extra bytes over the extra cycles
     (the pass's fixed start and drain cancel), scaled as each pass's figure is."""
@@ -150,9 +160,7 @@ def streaming_check(
 
     def device(whole: bool) -> GpgpusimDevice:
         if whole:
-            return GpgpusimDevice(card, facts=facts, build=build, throughput_sms=card.sm_count,
-                                  memory_slice_channels=channels,
-                                  overrides={"-gpgpu_memory_partition_indexing": indexing})
+            return whole_card_device(card, build)
         return GpgpusimDevice(card, facts=facts, build=build, throughput_sms=memory_slice.sms,
                               memory_slice_channels=memory_slice.channels)
 
@@ -238,11 +246,7 @@ def l2_check(card: CardConfig, build: Any, measured_bpc: float,
              runs: list[dict[str, Any]] | None = None) -> L2Check:
     """The suite's L2 bandwidth on every SM and channel of ``card`` (its own partition
     indexing) against a whole GPU's ``measured_bpc``."""
-    channels = int(float(card.option("-gpgpu_n_mem", "1").split()[0]))
-    indexing = card.option("-gpgpu_memory_partition_indexing", "0").split()[0]
-    device = GpgpusimDevice(card, facts=card_device_facts(card), build=build,
-                            throughput_sms=card.sm_count, memory_slice_channels=channels,
-                            overrides={"-gpgpu_memory_partition_indexing": indexing})
+    device = whole_card_device(card, build)
     t0 = time.monotonic()
     with simulations_interruptible():
         try:
@@ -256,6 +260,7 @@ def l2_check(card: CardConfig, build: Any, measured_bpc: float,
     if not m.valid or not m.value:
         raise HilsimError(f"tune --on-simulator: whole-card L2 check: the read is invalid "
                           f"({m.note or 'no value'})")
-    return L2Check(float(m.value), float(measured_bpc), channels, device.active_sms,
+    return L2Check(float(m.value), float(measured_bpc), device.memory_slice_channels,
+                   device.active_sms,
                    float(card.clock_domains_mhz[2]), float(m.params["slice_cycles"]),
                    round(time.monotonic() - t0, 1))
