@@ -42,6 +42,7 @@ class Search(Protocol):
     tried_joint: set[tuple[str, int, int]]
     port_trial: dict[str, Any] | None
 
+
 PORT_OPTION = "-gpgpu_reg_file_port_throughput"
 #: port counts simulated beside the base's (GPGPU-Sim reads at most this many operands per
 #: bank and cycle; the largest shows whether the floor moved further)
