@@ -26,21 +26,21 @@ from typing import Any
 
 from hilsim.microbench import bandwidth
 from hilsim.simmodel.gpgpusim.build import find_build
-from hilsim.simmodel.gpgpusim.cards import CONFIG_NAME, CardConfig, card_config
+from hilsim.simmodel.gpgpusim.cards import CardConfig, card_config
 from hilsim.simmodel.gpgpusim.simdevice import card_device_facts
 from hilsim.simmodel.tuner import report as tunereport
+from hilsim.simmodel.tuner.card import write_card
 from hilsim.simmodel.tuner.cardcheck import whole_card_device
 from hilsim.simmodel.tuner.search import tune_on_simulator
 
 from hilsim.core.measurement import write_microbench_json
 
 
-def write_card(card: CardConfig, folder: Path) -> CardConfig:
-    """``card`` as a folder (its config and the files it names), read back."""
+def card_folder(card: CardConfig, folder: Path) -> CardConfig:
+    """``card`` written as a folder (:func:`hilsim.simmodel.tuner.card.write_card`), read
+    back."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / CONFIG_NAME).write_text(card.config_text(), encoding="utf-8")
-    for src in card.referenced_files().values():
-        shutil.copyfile(src, folder / src.name)
+    write_card(folder, card, card.config_text(), None)
     return card_config(folder)
 
 
@@ -55,7 +55,7 @@ def whole_l2(card: CardConfig, build: Any) -> tuple[Any, float]:
 def one(name: str, factor: float, build: Any, workers: int, out: Path) -> dict[str, Any]:
     base = card_config(name, build)
     core, icnt, l2, dram = base.clock_domains_mhz
-    true = write_card(base.with_options(
+    true = card_folder(base.with_options(
         {"-gpgpu_clock_domains": f"{core:g}:{icnt * factor:g}:{l2 * factor:g}:{dram:g}"}),
         out / f"true-{name}")
     m, wall_true = whole_l2(true, build)

@@ -154,22 +154,24 @@ def streaming_check(
     of the whole card's grid per channel, as a read covers whole strides) and twice that,
     the four simulator processes two at a time; each simulator run is appended to
     ``runs``."""
-    channels = int(float(card.option("-gpgpu_n_mem", "1").split()[0]))
-    indexing = card.option("-gpgpu_memory_partition_indexing", "0").split()[0]
-    facts = card_device_facts(card)
-
     def device(whole: bool) -> GpgpusimDevice:
         if whole:
             return whole_card_device(card, build)
-        return GpgpusimDevice(card, facts=facts, build=build, throughput_sms=memory_slice.sms,
+        return GpgpusimDevice(card, facts=card_device_facts(card), build=build,
+                              throughput_sms=memory_slice.sms,
                               memory_slice_channels=memory_slice.channels)
 
+    # one device per pass (each logs its own runs; the passes run in parallel)
+    devices = [device(whole) for whole in (True, True, False, False)]
+    whole = devices[0]
+    channels = whole.memory_slice_channels
+    indexing = whole.overrides["-gpgpu_memory_partition_indexing"]
     # a read covers whole strides of the grid: the shorter pass holds at least one on the
     # whole card, the longer at least two
-    stride = -(-bandwidth.grid_stride_bytes(device(whole=True)) // channels)
+    stride = -(-bandwidth.grid_stride_bytes(whole) // channels)
     first = max(bytes_per_channel or FOOTPRINT_PER_CHANNEL, stride)
     sizes = (first, 2 * first)
-    jobs = [(device(whole), n) for whole in (True, False) for n in sizes]
+    jobs = list(zip(devices, (*sizes, *sizes), strict=True))
 
     def one(job: tuple[GpgpusimDevice, int]) -> Measurement:
         dev, n = job
@@ -197,8 +199,8 @@ def streaming_check(
         if runs is not None:
             runs.extend(dev.runs)
     return StreamingCheck(
-        _slope_gbps(w1, w2), _slope_gbps(s1, s2), channels, jobs[0][0].active_sms, indexing,
-        memory_slice.channels, jobs[2][0].active_sms, sizes,
+        _slope_gbps(w1, w2), _slope_gbps(s1, s2), channels, whole.active_sms, indexing,
+        memory_slice.channels, devices[2].active_sms, sizes,
         (float(w1.params["slice_cycles"]), float(w2.params["slice_cycles"])),
         (float(s1.params["slice_cycles"]), float(s2.params["slice_cycles"])),
         round(time.monotonic() - t0, 1), measured_gbps, measured_whole_gpu)

@@ -24,7 +24,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from hilsim.simmodel.tuner.candidate import KnobState, Structure, assemble, options_of
+from hilsim.simmodel.tuner.candidate import KnobState, Structure, candidate
 from hilsim.simmodel.tuner.card import Setting
 from hilsim.simmodel.tuner.evaluators import CandidateRunner
 from hilsim.simmodel.tuner.rule import SearchContext, Slot
@@ -80,11 +80,10 @@ def port_step(search: Search, say: Callable[[str], None]) -> bool:
     trials = [p for p in TRIAL_PORTS if p > ports]
     if not below or not trials or search.port_trial is not None:
         return False
-    values = {st.knob.key: st.value for st in search.states}
-    options = options_of(assemble(search.structure, search.states, values)[0])
+    settled = candidate(search.structure, search.states,
+                        {st.knob.key: st.value for st in search.states})
     evaluators = sorted({st.knob.evaluator for st in below})
-    cards = [(evaluators, search.structure.base.with_options({**options, PORT_OPTION: str(p)}))
-             for p in trials]
+    cards = [(evaluators, settled.with_options({PORT_OPTION: str(p)})) for p in trials]
     simulated = search.runner.evaluate_many(cards)
     rows: dict[str, dict[str, Any]] = {}
     for st in below:
