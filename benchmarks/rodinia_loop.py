@@ -85,11 +85,14 @@ def silicon_card(spec: str, work: Path) -> tuple[str, tuple[str, ...]]:
 
 
 def profile(exe: Path, argv: tuple[str, ...], card: str, card_options: tuple[str, ...],
-            out: Path) -> dict[str, Any]:
-    """The full run on ``card`` as a bundle; its launches, cycles and CPU seconds."""
+            out: Path, keep_raw: Path | None = None) -> dict[str, Any]:
+    """The full run on ``card`` as a bundle (the simulator's log kept as
+    ``keep_raw/sim.log`` when given); its launches, cycles and CPU seconds."""
     if not (out / "manifest.json").exists():
+        raw = ("--keep-raw", str(keep_raw)) if keep_raw is not None else ()
         hilsim("agent", "profile", "--backend", "gpgpusim", "--card", card,
-               *overrides(card_options), "-o", str(out), "--force", "--", str(exe), *argv)
+               *overrides(card_options), *raw, "-o", str(out), "--force", "--", str(exe),
+               *argv)
     manifest = json.loads((out / "manifest.json").read_text())
     prof = manifest["profilers"][0]
     import pandas as pd
@@ -103,10 +106,11 @@ def profile(exe: Path, argv: tuple[str, ...], card: str, card_options: tuple[str
 
 
 def sampled(plan: Path, exe: Path, argv: tuple[str, ...], card: str, full: dict[str, Any],
-            plan_profile: Path, out: Path) -> dict[str, Any]:
+            plan_profile: Path, out: Path,
+            card_options: tuple[str, ...] = REDUCED) -> dict[str, Any]:
     """One sampled simulation of ``plan`` (``--warmup auto``) against the full run."""
     if not (out / "simulate.json").exists():
-        hilsim("simulate", str(plan), "--card", card, *overrides(REDUCED), "-o", str(out),
+        hilsim("simulate", str(plan), "--card", card, *overrides(card_options), "-o", str(out),
                "--force", "--warmup", "auto", "--profile", str(plan_profile),
                "--full-cycles", f"{full['cycles']:.0f}", "--", str(exe), *argv)
     s = json.loads((out / "simulate.json").read_text())

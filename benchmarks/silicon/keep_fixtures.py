@@ -1,6 +1,7 @@
 """Keep what a silicon session measured as test fixtures (runs here, no GPU).
 
 ``python benchmarks/silicon/keep_fixtures.py GPU1_DIR [GPU2_DIR] -o tests/data/silicon/H100``
+``python benchmarks/silicon/keep_fixtures.py LOOP_DIR [NATIVE_DIR] -o tests/data/silicon/H100/loop``
 
 ``UNPACKED_GPUn`` is a ``/tmp/hilsim-gpuN`` folder unpacked from the tarballs that
 ``run_on_device.sh`` returned. Kept, small enough for the repository:
@@ -16,6 +17,13 @@
   number keeps its digits);
 * ``ncu-metrics-sm90.txt.gz``: the first column (metric base names) of
   ``ncu --query-metrics`` on the device.
+
+From the ``loop`` and ``native`` stages (:func:`keep_loop`): the quick suite's
+``microbench.json``, ``paths-STAGE.tsv`` and every log; every bundle whole (the native
+programs' ``loop-NAME`` with ncu on every launch, the CuPy workload's ``cupy-ncu-none`` /
+``cupy-ncu-all``, the transformer loop's); ``overhead-*.json``; the disassembled cubins
+(``cubins/``: index, SASS text and cubins, gzip); and per profiled run its raw files
+gzipped under ``raw/`` (CUPTI records, ncu's CSV) for the importers' tests.
 """
 
 from __future__ import annotations
@@ -66,23 +74,70 @@ def cut_kineto(source: Path, target: Path, steps: int) -> int:
     return len(kept)
 
 
+def _logs(run: Path, stage: str, out: Path) -> None:
+    shutil.copy2(run / "paths.tsv", out / f"paths-{stage}.tsv")
+    for log in sorted((run / "logs").glob("*.log")):
+        target = out / "logs" / stage / log.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(log, target)
+
+
+#: raw files of a profiled run worth replaying, gzipped under raw/NAME.<file>.gz
+RAW_FILES = ("light.cupti.jsonl", "detailed.csv", "injection.cupti.jsonl.gz")
+
+
+def keep_loop(runs: list[Path], out: Path) -> None:
+    """The ``loop`` / ``native`` stages' results (module doc) into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    for run in runs:
+        stage = run.name.removeprefix("hilsim-")
+        _logs(run, stage, out)
+        for name in ("microbench.json", "probe.json"):
+            if (run / name).is_file():
+                shutil.copy2(run / name, out / name)
+        for result in sorted(run.glob("overhead-*.json")):
+            shutil.copy2(result, out / result.name)
+        for bundle in sorted(p for p in run.iterdir() if (p / "manifest.json").is_file()):
+            target = out / "bundles" / bundle.name
+            if target.exists():
+                shutil.rmtree(target)
+            shutil.copytree(bundle, target)
+        for raw in sorted(run.glob("*-raw")):
+            for name in RAW_FILES:
+                source = raw / name
+                if not source.is_file():
+                    continue
+                target = out / "raw" / f"{raw.name.removesuffix('-raw')}.{name}"
+                if name.endswith(".gz"):
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(source, target)
+                else:
+                    _gzip(source, target.with_name(target.name + ".gz"))
+        cubins = run / "cubins"
+        if cubins.is_dir():
+            shutil.copy2(cubins / "index.json", out / "cubins-index.json")
+            for path in sorted(cubins.glob("*.sass")) + sorted(cubins.glob("*.cubin")):
+                _gzip(path, out / "cubins" / f"{path.name}.gz")
+    print(f"kept in {out}: {sorted(p.name for p in (out / 'bundles').iterdir())}"
+          if (out / "bundles").is_dir() else f"kept in {out}: no bundles")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", type=Path)
     parser.add_argument("-o", "--output", type=Path, required=True)
     args = parser.parse_args()
     out: Path = args.output
+    if args.runs[0].name in ("hilsim-loop", "hilsim-native"):
+        keep_loop(args.runs, out)
+        return
     out.mkdir(parents=True, exist_ok=True)
     gpu1 = args.runs[0]
     for name in ("probe.json", "microbench.json"):
         shutil.copy2(gpu1 / name, out / name)
     for run in args.runs:
         stage = run.name.removeprefix("hilsim-")
-        shutil.copy2(run / "paths.tsv", out / f"paths-{stage}.tsv")
-        for log in sorted((run / "logs").glob("*.log")):
-            target = out / "logs" / stage / log.name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(log, target)
+        _logs(run, stage, out)
         for bundle in sorted(p for p in run.iterdir() if (p / "manifest.json").is_file()):
             name = bundle.name if stage == "gpu1" else f"{bundle.name}-{stage}"
             if bundle.name in BUNDLES and not (out / "bundles" / bundle.name).exists():

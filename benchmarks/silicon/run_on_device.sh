@@ -1,21 +1,31 @@
 #!/usr/bin/env bash
 # Silicon session: every GPU path of hilsim on a lent GPU, in at most two `run` calls.
 #
+#   run(command="HILSIM_KIT_BUDGET_S=420 bash benchmarks/silicon/run_on_device.sh loop",
+#       carry=[".whl", ".native"], timeout_s=480)
+#   run(command="HILSIM_KIT_BUDGET_S=200 bash benchmarks/silicon/run_on_device.sh native",
+#       carry=[".whl", ".native"], timeout_s=240)
 #   run(command="bash benchmarks/silicon/run_on_device.sh gpu1", carry=[".whl"], timeout_s=480)
 #   run(command="bash benchmarks/silicon/run_on_device.sh gpu2 STEP...", carry=[".whl"])
-#   run(command="HILSIM_KIT_BUDGET_S=260 bash benchmarks/silicon/run_on_device.sh native",
-#       carry=[".whl", ".native"], timeout_s=330)
+#
+# loop: what the silicon-vs-sampled-simulation report needs: the microbenchmark suite
+#       without its sweeps (CuPy's cache kept: the cubins disassembled by the host's
+#       nvdisasm), the native programs of native/programs.tsv (built here for sm_90 and
+#       carried, or built there when those do not run) each under the CUPTI injection
+#       profiler with its bare run and ncu on every launch (--cache-control none, the
+#       counters the warm-state placement reads), and the CuPy workload's first 200
+#       launches under ncu with --cache-control none and all (the flush's effect).
 #
 # gpu1: versions and clocks, probe, the whole microbenchmark suite, the CuPy workload and
 #       the transformer training loop under cupti (+ ncu for the first 200 launches,
 #       + the bare run for the overhead ratio) and torch, auto and nsys, second runs for
 #       the run-to-run check, then ResNet-50 while the budget lasts.
 # gpu2: the steps named on the command line (a rerun after a fix), same budget rules.
-# native: the CUPTI injection library (the cupti backend for native programs): built on the
-#       device, its overhead against warm bare runs (overhead.py: medians of 5 runs) on
-#       launch_loop built here with CUDA 11.8 (.native/, carried) and there with CUDA 13,
-#       on the CuPy workload (+ one in-process run), the simulator's native workloads
-#       profiled, and the transformer loop's NVTX steps through the injection library.
+# native: the CUPTI injection library's overhead against warm bare runs (overhead.py:
+#       medians of 5 runs) on launch_loop (.native/, carried) and on the CuPy workload
+#       (+ one in-process run), and the transformer loop's NVTX steps in process and
+#       through the injection library (each step also by name after gpu2: native-build,
+#       overhead-native-cuda13, native-transformer-cupti, ...).
 #
 # Every step runs under its own time limit (SIGINT first: the agent keeps what it
 # captured) and is skipped once the stage's budget (HILSIM_KIT_BUDGET_S, default 380 s)
@@ -132,6 +142,38 @@ profile() {  # profile NAME LIMIT_S BACKEND [agent options] -- CMD...
     --backend "$backend" --force "$@"
 }
 
+#: the counters of the loop's programs, every launch (ncu --cache-control none): time and
+#: cycles, the DRAM reads and L2 misses the warm-state placement reads, the L2 reads, shape
+LOOP_METRICS=gpu__time_duration.sum,gpu__cycles_elapsed.max,sm__cycles_active.avg,\
+dram__sectors_read.sum,lts__t_sectors_lookup_miss.sum,lts__t_sectors_op_read.sum,\
+launch__grid_size,launch__block_size
+native_dir() {  # the folder of the native programs that run here (native-check's choice)
+  if [ -s "$R/native-dir" ]; then cat "$R/native-dir"; else echo "$N"; fi
+}
+native_check() {  # the carried CUDA 11.8 builds if they run here, else the same built here
+  if "$N/launch_loop_sm90" --launches 10 && "$N/gaussian_sm90" -s 4 >/dev/null; then
+    echo "$N" >"$R/native-dir"; echo "carried builds run: $N"; return 0
+  fi
+  echo "carried builds do not run here: building with $(command -v nvcc)"
+  bash "$ROOT/benchmarks/silicon/native/build.sh" /tmp/hilsim-native || return 2
+  python3 "$ROOT/benchmarks/silicon/native/programs.py" rodinia --tree "$N/rodinia-src" \
+    --out /tmp/hilsim-native || return 2
+  echo /tmp/hilsim-native >"$R/native-dir"
+}
+loop_program() {  # one program of programs.tsv on silicon: CUPTI (+ bare run), ncu on all
+  local name=$1 args
+  args=$(python3 "$ROOT/benchmarks/silicon/native/programs.py" list | awk -F'\t' -v n="$name" \
+    '$1 == n {print $2}')
+  [ -n "$args" ] || { echo "loop-$name: not in programs.tsv" >&2
+    printf '%s\tunknown\t0\n' "loop-$name" >>"$R/paths.tsv"; return; }
+  mkdir -p "$R/run-$name"  # the program's own output files land here
+  # shellcheck disable=SC2086  # the arguments are words
+  step "loop-$name" 120 env -C "$R/run-$name" python3 -m hilsim.cli.main agent profile \
+    -o "$R/loop-$name" --backend cupti --force --measure-overhead --detailed-all \
+    --detailed-cache-control none --metrics "$LOOP_METRICS" --detailed-timeout 90 \
+    --keep-raw "$R/loop-$name-raw" -- "$(native_dir)/${name}_sm90" $args
+}
+
 run_step() {  # the named step of the kit
   case $1 in
   versions) step versions 60 versions ;;
@@ -180,12 +222,23 @@ run_step() {  # the named step of the kit
       python3 -m hilsim.cli.main agent profile -o "$R/transformer-cupti-inject" --backend cupti \
       --force --measure-overhead --keep-raw "$R/transformer-cupti-inject-raw" \
       -- python3 "$W/transformer_train.py" ;;
+  native-check) step native-check 200 native_check ;;
+  cubins) step cubins 60 python3 "$ROOT/benchmarks/silicon/cubins.py" "$R/cupy-cache" \
+      -o "$R/cubins" ;;
+  microbench-quick) step microbench-quick 150 env CUPY_CACHE_DIR="$R/cupy-cache" \
+      python3 -m hilsim.cli.main agent microbench --no-lock-clocks --quick \
+      -o "$R/microbench.json" ;;
+  loop-*) loop_program "${1#loop-}" ;;
+  cupy-ncu-all|cupy-ncu-none) profile "$1" 90 cupti --detailed-first 200 \
+      --detailed-cache-control "${1#cupy-ncu-}" --metrics "$LOOP_METRICS" \
+      --detailed-timeout 75 --keep-raw "$R/$1-raw" -- python3 "$W/cupy_mix.py" --iterations 200 ;;
   *) echo "unknown step $1" >&2; printf '%s\tunknown\t0\n' "$1" >>"$R/paths.tsv" ;;
   esac
 }
 
 export R
-export -f versions clocks ncu_metrics
+export -f versions clocks ncu_metrics native_check
+export ROOT N
 
 case $stage in
 gpu1)
@@ -193,9 +246,14 @@ gpu1)
          cupy-cupti transformer-cupti cupy-torch transformer-torch cupy-auto cupy-nsys
          cupy-cupti-run2 transformer-cupti-run2 clocks-end resnet-cupti resnet-torch) ;;
 native)
-  steps=(versions clocks-start cupti-build native-build overhead-native overhead-native-cuda13
-         overhead-cupy native-transformer-cupti native-pipeline-cupti transformer-cupti-inject
-         clocks-end) ;;
+  steps=(versions clocks-start cupti-build overhead-native overhead-cupy transformer-cupti-light
+         transformer-cupti-inject clocks-end) ;;
+loop)
+  mapfile -t loop_steps < <(python3 "$ROOT/benchmarks/silicon/native/programs.py" list \
+    | cut -f1 | sed 's/^/loop-/')
+  [ ${#loop_steps[@]} -gt 0 ] || echo "loop: programs.py list gave no programs" >&2
+  steps=(versions clocks-start probe cupti-build native-check microbench-quick cubins
+         "${loop_steps[@]}" clocks-mid cupy-ncu-none cupy-ncu-all clocks-end) ;;
 gpu2)
   [ $# -gt 0 ] || { echo "gpu2 needs the steps to run" >&2; exit 2; }
   steps=(clocks-start "$@" clocks-end) ;;
