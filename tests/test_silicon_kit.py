@@ -151,3 +151,56 @@ def test_keep_fixtures_keeps_the_loop_stage_whole(tmp_path):
     assert (out / "paths-loop.tsv").is_file() and (out / "microbench.json").is_file()
     assert (out / "logs" / "loop" / "loop-transformer_step.log").is_file()
     assert (out / "cubins-index.json").is_file() and (out / "cubins" / "a.sass.gz").is_file()
+
+
+def _sass_text(cubin: bytes) -> str:
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "k.cubin"
+        path.write_bytes(cubin)
+        return subprocess.run([sass.find_nvdisasm(90), "-hex", "-c", str(path)],
+                              capture_output=True, text=True, check=True).stdout
+
+
+def test_sass_diff_finds_no_difference_in_the_same_build_and_names_a_changed_one(tmp_path,
+                                                                               capsys):
+    """The same NVRTC build is ``same`` kernel by kernel; a build of the same source with
+    device debug (``-G``: other instructions, other scheduling) is named with its counts;
+    a kernel that is not the suite's is listed as such."""
+    import gzip
+
+    cubin = _cubin_sm90("latency.chase")
+    diff = _module(KIT / "sass_diff.py", "silicon_sass_diff")
+    kept = tmp_path / "same"
+    kept.mkdir()
+    (kept / "a.sass").write_text(_sass_text(cubin))
+    result = diff.diff_folder(kept, 90)
+    suite = [r for r in result["kernels"].values() if r["suite"]]
+    assert suite and all(r["same"] for r in suite)
+
+    debug = sass.nvrtc_compile(all_sources()["latency.chase"], [*sass.cupy_options(90), "-G"],
+                               "latency.chase.cu", "CUBIN")
+    foreign = sass.compile_cubin('extern "C" __global__ void not_ours(float* x) { x[0] = 1; }',
+                                 90, "other.cu")
+    changed = tmp_path / "changed"
+    changed.mkdir()
+    (changed / "a.sass.gz").write_bytes(gzip.compress(_sass_text(debug).encode()))
+    (changed / "b.sass").write_text(_sass_text(foreign))
+    assert diff.main([str(changed), "--json", str(tmp_path / "d.json")]) == 0
+    result = json.loads((tmp_path / "d.json").read_text())
+    rows = result["kernels"]
+    assert rows["not_ours"] == {"file": "b.sass", "suite": False}
+    differing = [r for r in rows.values() if r["suite"] and not r["same"]]
+    assert differing and all(r["source"] == "latency.chase" for r in differing)
+    assert any(r["instructions"][0] != r["instructions"][1] for r in differing)
+    out = capsys.readouterr().out
+    assert "not_ours: not a kernel of the suite" in out and "instructions" in out
+
+
+def test_sass_diff_without_files_is_one_line(tmp_path, capsys):
+    diff = _module(KIT / "sass_diff.py", "silicon_sass_diff")
+    assert diff.main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no .sass files" in err[0]

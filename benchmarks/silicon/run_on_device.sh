@@ -3,7 +3,8 @@
 #
 #   run(command="HILSIM_KIT_BUDGET_S=420 bash benchmarks/silicon/run_on_device.sh loop",
 #       carry=[".whl", ".native"], timeout_s=480)
-#   run(command="HILSIM_KIT_BUDGET_S=200 bash benchmarks/silicon/run_on_device.sh native",
+#   run(kind=OTHER, command="HILSIM_KIT_BUDGET_S=200 bash benchmarks/silicon/run_on_device.sh \
+#       gpu2 versions probe cupti-build native-check loop-transformer_step ...",
 #       carry=[".whl", ".native"], timeout_s=240)
 #   run(command="bash benchmarks/silicon/run_on_device.sh gpu1", carry=[".whl"], timeout_s=480)
 #   run(command="bash benchmarks/silicon/run_on_device.sh gpu2 STEP...", carry=[".whl"])
@@ -14,7 +15,9 @@
 #       carried, or built there when those do not run) each under the CUPTI injection
 #       profiler with its bare run and ncu on every launch (--cache-control none, the
 #       counters the warm-state placement reads), and the CuPy workload's first 200
-#       launches under ncu with --cache-control none and all (the flush's effect).
+#       launches under ncu with --cache-control none and all (the flush's effect); then,
+#       while the budget lasts, the injection library's overhead (launch_loop, cupy_mix)
+#       and the transformer loop's NVTX steps.
 #
 # gpu1: versions and clocks, probe, the whole microbenchmark suite, the CuPy workload and
 #       the transformer training loop under cupti (+ ncu for the first 200 launches,
@@ -253,7 +256,8 @@ loop)
     | cut -f1 | sed 's/^/loop-/')
   [ ${#loop_steps[@]} -gt 0 ] || echo "loop: programs.py list gave no programs" >&2
   steps=(versions clocks-start probe cupti-build native-check microbench-quick cubins
-         "${loop_steps[@]}" clocks-mid cupy-ncu-none cupy-ncu-all clocks-end) ;;
+         "${loop_steps[@]}" clocks-mid cupy-ncu-none cupy-ncu-all overhead-native overhead-cupy
+         transformer-cupti-light clocks-end) ;;
 gpu2)
   [ $# -gt 0 ] || { echo "gpu2 needs the steps to run" >&2; exit 2; }
   steps=(clocks-start "$@" clocks-end) ;;
