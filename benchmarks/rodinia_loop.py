@@ -34,11 +34,13 @@ a silicon card the total error against it. Nothing here is timed by the test sui
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -195,6 +197,24 @@ def loop_app(name: str, command: tuple[Path, tuple[str, ...]], work: Path, seeds
     return row
 
 
+def collect_rows(jobs: dict[str, Callable[[], dict[str, Any]]],
+                 json_path: Path | None) -> list[dict[str, Any]]:
+    """Each job's row, in turn: a job that fails is one line on stderr and no row; each
+    row is printed as JSON on stderr, and every row so far rewritten to ``json_path``
+    after each job (an interrupted run keeps what it finished)."""
+    rows: list[dict[str, Any]] = []
+    for name, job in jobs.items():
+        try:
+            rows.append(job())
+        except HilsimError as exc:
+            print(f"{name}: {exc}", file=sys.stderr)
+            continue
+        print(json.dumps(rows[-1]), file=sys.stderr)
+        if json_path is not None:
+            json_path.write_text(json.dumps(rows, indent=1) + "\n")
+    return rows
+
+
 def print_rows(rows: list[dict[str, Any]]) -> None:
     """The table of ``docs/validation.md`` (markdown)."""
     print("| app | launches | full CPU-s | sampled CPU-s (ff / warm-up / sample / host) | "
@@ -236,7 +256,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
     silicon = silicon_card(args.silicon_card, args.work) if args.silicon_card else None
-    rows = []
     commands: dict[str, Any] = {}
     for spec in args.program:
         name, _, line = spec.partition("=")
@@ -248,16 +267,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.bin is None:
             parser.error("Rodinia apps need --bin (benchmarks/rodinia.py build --out)")
         commands[name] = None
-    for name, command in commands.items():
-        try:
-            command = command or rodinia_command(name, args.bin)
-            rows.append(loop_app(name, command, args.work, args.seeds, args.card, silicon))
-        except HilsimError as exc:
-            print(f"{name}: {exc}", file=sys.stderr)
-            continue
-        print(json.dumps(rows[-1]), file=sys.stderr)
-        if args.json is not None:
-            args.json.write_text(json.dumps(rows, indent=1) + "\n")
+    def job(name: str, command: tuple[Path, tuple[str, ...]] | None) -> dict[str, Any]:
+        return loop_app(name, command or rodinia_command(name, args.bin), args.work,
+                        args.seeds, args.card, silicon)
+
+    rows = collect_rows({name: functools.partial(job, name, command)
+                         for name, command in commands.items()}, args.json)
     print_rows(rows)
     return 0 if rows else 2
 

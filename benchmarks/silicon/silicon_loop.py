@@ -35,7 +35,7 @@ time: the GPU's and the card's clocks differ. Nothing here is timed by the test 
 from __future__ import annotations
 
 import argparse
-import json
+import functools
 import sys
 import time
 from pathlib import Path
@@ -48,7 +48,7 @@ sys.path.insert(0, str(HERE.parent))  # benchmarks/: the Rodinia loop's steps
 sys.path.insert(0, str(HERE / "native"))
 
 from programs import NativeProgram, programs  # noqa: E402
-from rodinia_loop import clopper_pearson, hilsim, profile, sampled  # noqa: E402
+from rodinia_loop import clopper_pearson, collect_rows, hilsim, profile, sampled  # noqa: E402
 
 from hilsim.core.errors import HilsimError  # noqa: E402
 
@@ -186,21 +186,15 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"not in programs.tsv: {', '.join(unknown)}")
     args.work.mkdir(parents=True, exist_ok=True)
-    rows = []
+    jobs = {}
     for program in listed:
         bundle = args.silicon / f"loop-{program.name}"
         if not (bundle / "manifest.json").is_file():
             print(f"{program.name}: no silicon bundle {bundle}", file=sys.stderr)
             continue
-        try:
-            rows.append(loop_program(program, bundle, card, args.work, args.seeds,
-                                     args.rodinia_bin))
-        except HilsimError as exc:
-            print(f"{program.name}: {exc}", file=sys.stderr)
-            continue
-        print(json.dumps(rows[-1]), file=sys.stderr)
-        if args.json is not None:
-            args.json.write_text(json.dumps(rows, indent=1) + "\n")
+        jobs[program.name] = functools.partial(loop_program, program, bundle, card, args.work,
+                                               args.seeds, args.rodinia_bin)
+    rows = collect_rows(jobs, args.json)
     print_rows(rows)
     return 0 if rows else 2
 
