@@ -70,7 +70,7 @@ def extract(cache: Path, out: Path, tool: str) -> dict[str, Any]:
             entry["skipped"] = "no ELF image (PTX or another tool's file)"
             entries.append(entry)
             continue
-        stem = path.name.replace("/", "_")
+        stem = str(path.relative_to(cache)).replace("/", "_")  # unique, flat
         (out / f"{stem}.cubin").write_bytes(cubin)
         entry["cubin"] = f"{stem}.cubin"
         entry["sha256"] = hashlib.sha256(cubin).hexdigest()
