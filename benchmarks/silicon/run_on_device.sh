@@ -211,7 +211,8 @@ run_step() {  # the named step of the kit
   native-build) step native-build 150 bash "$ROOT/benchmarks/silicon/native/build.sh" \
       /tmp/hilsim-nvcc13 _cuda13 ;;
   overhead-native) step overhead-native 90 python3 "$OVERHEAD" -o "$R/overhead-native.json" \
-      --runs 5 --keep-raw "$R/overhead-native-raw" -- "$N/launch_loop_sm90" --launches 60000 ;;
+      --runs 5 --keep-raw "$R/overhead-native-raw" -- "$(native_dir)/launch_loop_sm90" \
+      --launches 60000 ;;
   overhead-native-cuda13) step overhead-native-cuda13 60 python3 "$OVERHEAD" \
       -o "$R/overhead-native-cuda13.json" --runs 5 -- /tmp/hilsim-nvcc13/launch_loop_sm90_cuda13 \
       --launches 60000 ;;
