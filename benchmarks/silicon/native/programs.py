@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -36,6 +37,8 @@ HERE = Path(__file__).resolve().parent
 PROGRAMS_TSV = HERE / "programs.tsv"
 #: the GPU target of the silicon builds
 GENCODE = "arch=compute_90,code=sm_90"
+#: the runtime API CUDA 13 removed and the apps use, put back (forced include)
+CUDA13_COMPAT = HERE / "cuda13_compat.h"
 
 
 @dataclass(frozen=True)
@@ -90,19 +93,30 @@ def copy_sources(source: Path, tree: Path, names: list[str]) -> Path:
     return tree
 
 
+def nvcc_release(nvcc: str) -> tuple[int, int]:
+    """(major, minor) of ``nvcc --version``'s ``release X.Y``."""
+    done = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=False)
+    found = re.search(r"release (\d+)\.(\d+)", done.stdout)
+    if found is None:
+        raise RuntimeError(f"{nvcc} --version: no release line")
+    return int(found.group(1)), int(found.group(2))
+
+
 def build_rodinia(tree: Path, out: Path, names: list[str], suffix: str = "") -> list[Path]:
-    """Each app of ``names`` compiled from ``tree`` for sm_90 into ``out/<app>_sm90<suffix>``."""
+    """Each app of ``names`` compiled from ``tree`` for sm_90 into ``out/<app>_sm90<suffix>``;
+    with CUDA 13 or later, through ``cuda13_compat.h`` (what CUDA 13 removed, put back)."""
     apps = rodinia_apps()
     nvcc = os.environ.get("NVCC", "nvcc")
     if shutil.which(nvcc) is None:
         raise FileNotFoundError(f"{nvcc} not found")
+    compat = ["-include", str(CUDA13_COMPAT)] if nvcc_release(nvcc) >= (13, 0) else []
     out.mkdir(parents=True, exist_ok=True)
     built = []
     for name in names:
         app = apps[name]
         cuda = tree / "cuda"
         exe = out / f"{name}_sm90{suffix}"
-        argv = [nvcc, "-O2", "-gencode", GENCODE,
+        argv = [nvcc, "-O2", "-gencode", GENCODE, *compat,
                 *(f"-I{cuda / inc}" for inc in app.includes), *app.defines,
                 *(str(cuda / s) for s in app.sources), "-o", str(exe)]
         done = subprocess.run(argv, capture_output=True, text=True, check=False)
