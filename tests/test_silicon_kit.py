@@ -204,3 +204,28 @@ def test_sass_diff_without_files_is_one_line(tmp_path, capsys):
     assert diff.main([str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no .sass files" in err[0]
+
+
+@pytest.mark.parametrize(("release", "shim"), [("11.8", False), ("13.0", True)])
+def test_rodinia_builds_take_the_cuda13_shim_only_from_cuda13(tmp_path, monkeypatch, release,
+                                                              shim):
+    """CUDA 13 removed runtime API the apps use (cudaThreadSynchronize, two cudaDeviceProp
+    fields): its builds force-include the shim that puts them back; older ones, whose
+    headers still declare them, must not (a second definition)."""
+    nvcc = tmp_path / "nvcc"
+    calls = tmp_path / "calls.txt"
+    nvcc.write_text("#!/bin/sh\n"
+                    f'if [ "$1" = --version ]; then echo "Cuda compilation tools, release '
+                    f'{release}, V{release}.1"; exit 0; fi\n'
+                    f'echo "$@" >> {calls}\n'
+                    'while [ $# -gt 1 ]; do [ "$1" = -o ] && touch "$2"; shift; done\n')
+    nvcc.chmod(0o755)
+    monkeypatch.setenv("NVCC", str(nvcc))
+    native = _module(KIT / "native" / "programs.py", "silicon_programs")
+    built = native.build_rodinia(tmp_path / "tree", tmp_path / "out", ["gaussian", "srad_v2"])
+    assert [p.name for p in built] == ["gaussian_sm90", "srad_v2_sm90"]
+    lines = calls.read_text().splitlines()
+    assert len(lines) == 2
+    for line in lines:
+        assert ("-include " + str(native.CUDA13_COMPAT) in line) is shim
+        assert "-gencode arch=compute_90,code=sm_90" in line
