@@ -2,6 +2,7 @@
 
 ``python benchmarks/silicon/keep_fixtures.py GPU1_DIR [GPU2_DIR] -o tests/data/silicon/H100``
 ``python benchmarks/silicon/keep_fixtures.py LOOP_DIR [NATIVE_DIR] -o tests/data/silicon/H100/loop``
+``python benchmarks/silicon/keep_fixtures.py --loop GPU2_DIR -o tests/data/silicon/H200/loop``
 
 ``UNPACKED_GPUn`` is a ``/tmp/hilsim-gpuN`` folder unpacked from the tarballs that
 ``run_on_device.sh`` returned. Kept, small enough for the repository:
@@ -126,9 +127,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", type=Path)
     parser.add_argument("-o", "--output", type=Path, required=True)
+    parser.add_argument("--loop", action="store_true",
+                        help="keep as the loop stage does (a gpu2 run of loop-* steps, e.g. "
+                             "on the second lent kind); implied for hilsim-loop/-native")
     args = parser.parse_args()
     out: Path = args.output
-    if args.runs[0].name in ("hilsim-loop", "hilsim-native"):
+    if args.loop or args.runs[0].name in ("hilsim-loop", "hilsim-native"):
         keep_loop(args.runs, out)
         return
     out.mkdir(parents=True, exist_ok=True)
