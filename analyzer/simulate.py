@@ -65,6 +65,8 @@ from hilsim.analyzer.warmstate import (
     profiled_misses,
     warmer_than_profile,
 )
+from hilsim.simmodel.gpgpusim.build import find_build
+from hilsim.simmodel.gpgpusim.cards import card_config
 from hilsim.simmodel.gpgpusim.datacheck import (
     ProgramOutputs,
     digests_from_record,
@@ -341,7 +343,9 @@ def simulate_plan(
         raise HilsimError(f"{plan_path}: the plan has no samples")
     bundle = _profile_bundle(profile, plan, plan_path)
     names = bundle.launches["name"].astype(str).to_numpy() if bundle is not None else None
-    found = profiled_misses(bundle, ids) if bundle is not None else None
+    counts_dram = card_counts_dram(card, options or {})
+    found = (profiled_misses(bundle, ids, card_counts_dram=counts_dram)
+             if bundle is not None else None)
     metric, miss_column, misses = found if found is not None else (None, "l2_misses", None)
     runner = ListRunner(command, card, options or {}, timeout_s, names, progress,
                         launch_mode, workers, scheduler, cpu_factor, run_to_end,
@@ -362,6 +366,10 @@ def simulate_plan(
         result.workers, result.scheduler = workers, scheduler
         result.processes = sum(len(r.logs) or 1 for r in runner.runs)
         result.notes = card_notes(bundle, card, runner.runs[0].run.overrides)
+        if not counts_dram and metric is not None:
+            result.notes.append(
+                f"the card's simple DRAM model counts no DRAM reads: each sample's state "
+                f"is judged by its L2 misses ({metric}) against the profile's")
         _write_outputs(out_dir, plan, spec, k, warm, cold, placement, result, force)
     except HilsimError:
         runner.cleanup(keep_logs=True)  # a failed run's log stays: the error names it
@@ -551,6 +559,16 @@ def _skip_path_check(runner: ListRunner, bundle: Bundle | None) -> dict[str, Any
         checked += len(common)
     return {"reference": "profile (instructions per launch)", "runs": len(runner.runs),
             "copies": 0, "launches": checked}
+
+
+def card_counts_dram(card: str, options: Mapping[str, str]) -> bool:
+    """Whether ``card`` (with ``options``) counts DRAM reads in its log
+    (:attr:`hilsim.simmodel.gpgpusim.cards.CardConfig.counts_dram_reads`). A card that
+    cannot be read here is taken to count them: its runs then say what is wrong with it."""
+    try:
+        return card_config(card, find_build(), options).counts_dram_reads
+    except HilsimError:
+        return True
 
 
 def card_notes(bundle: Bundle | None, card: str, overrides: Mapping[str, str]) -> list[str]:

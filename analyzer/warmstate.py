@@ -106,9 +106,13 @@ SAMPLE_COLUMNS = ("launch_id", "weight", "cluster", "kernel", "cycles", "cycles_
                   "misses_warm", "misses_cold")
 
 
-def profiled_misses(bundle: Bundle, launch_ids: np.ndarray) -> tuple[str, str, np.ndarray] | None:
+def profiled_misses(bundle: Bundle, launch_ids: np.ndarray, *,
+                    card_counts_dram: bool = True) -> tuple[str, str, np.ndarray] | None:
     """(metric, simulator column, values at ``launch_ids``) of the first of
-    :data:`MISS_METRICS` the bundle holds for every one of those launches; None if none."""
+    :data:`MISS_METRICS` the bundle holds for every one of those launches; None if none.
+    ``card_counts_dram`` False (a simulated card whose log counts no DRAM reads: its simple
+    DRAM model) leaves the DRAM reads out: against a column that always reads 0 they would
+    show every warm run as warm as the profile, and no cold run colder."""
     metrics = bundle.metrics
     if metrics is None:
         return None
@@ -119,6 +123,8 @@ def profiled_misses(bundle: Bundle, launch_ids: np.ndarray) -> tuple[str, str, n
         return None
     rows = row_of.loc[ids].to_numpy()
     for metric, column in MISS_METRICS:
+        if column == "dram_read_sectors" and not card_counts_dram:
+            continue
         if metric in metrics.columns:
             values = metrics[metric].to_numpy(np.float64)[rows]
             if np.isfinite(values).all():

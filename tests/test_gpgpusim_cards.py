@@ -6,6 +6,7 @@ tests/data/gpgpusim/config_turing_islip.icnt (see tests/data/gpgpusim/README.md)
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -200,3 +201,43 @@ def test_project_h100_differs_from_the_published_card_in_the_documented_lines_on
     assert (H100_README / "config_hopper_islip.icnt").read_bytes() == (
         DATA / "gpgpusim" / "SM90_H100.upstream.config_hopper_islip.icnt").read_bytes()
     assert "Redistribution and use" in (H100_README / "COPYRIGHT").read_text()
+
+
+def test_only_a_card_without_the_simple_dram_model_counts_dram_reads(build: FakeBuild) -> None:
+    """GPGPU-Sim's simple DRAM model (the project's SM90_H100) serves L2 misses past the
+    DRAM model whose counters the log's ``total dram reads`` sums: its DRAM reads read 0."""
+    assert card_config("SM7_QV100", build).counts_dram_reads
+    assert not card_config("SM90_H100", build).counts_dram_reads
+    assert card_config("SM90_H100", build, {"-gpgpu_simple_dram_model": "0"}).counts_dram_reads
+    assert not card_config("SM7_QV100", build,
+                           {"-gpgpu_simple_dram_model": "1"}).counts_dram_reads
+
+
+def test_the_crossbar_is_fitted_to_the_cards_nodes(tmp_path: Path) -> None:
+    """A one-stage booksim fly of radix k holds k nodes (SM clusters + L2
+    sub-partitions): raised only when the card has more; other topologies untouched."""
+    from hilsim.simmodel.gpgpusim.cards import fit_interconnect
+
+    icnt = (DATA / "gpgpusim" / "SM90_H100.upstream.config_hopper_islip.icnt").read_text()
+    assert fit_interconnect(icnt, 212) == icnt
+    assert fit_interconnect(icnt, 100) == icnt
+    raised = fit_interconnect(icnt, 214)
+    assert re.findall(r"^k = (\d+);", raised, re.M) == ["214"]
+    changed = [(a, b) for a, b in zip(icnt.splitlines(), raised.splitlines(), strict=True)
+               if a != b]
+    assert changed == [("k = 212;", "k = 214;  // hilsim: raised from 212: 214 nodes "
+                        "(SM clusters + L2 sub-partitions)")]
+    two_stage = icnt.replace("n = 1;", "n = 2;")
+    assert re.findall(r"^k = (\d+);", fit_interconnect(two_stage, 214), re.M) == ["212"]
+    assert re.findall(r"^k = (\d+);", fit_interconnect(two_stage.replace("k = 212;", "k = 8;"),
+                                                        214), re.M) == ["15"]
+    mesh = icnt.replace("topology = fly;", "topology = mesh;")
+    assert fit_interconnect(mesh, 400) == mesh
+
+    h100 = card_config("SM90_H100", None, {"-gpgpu_n_mem": "41"})
+    assert h100.interconnect_nodes == 132 + 82
+    h100.write(tmp_path / "run")
+    assert re.findall(r"^k = (\d+);", (tmp_path / "run" / "config_hopper_islip.icnt")
+                      .read_text(), re.M) == ["214"]
+    card_config("SM90_H100", None).write(tmp_path / "base")
+    assert (tmp_path / "base" / "config_hopper_islip.icnt").read_text() == icnt

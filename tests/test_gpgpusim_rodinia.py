@@ -125,6 +125,33 @@ def test_srad_goes_through_profile_plan_simulate_and_validate_unmodified(sim, sr
     assert "total error" in report
 
 
+def test_on_a_card_that_counts_no_dram_reads_the_warm_up_follows_the_l2_misses(
+        sim, srad, tmp_path) -> None:
+    """SM90_H100 (4 SMs) simulates DRAM with its simple model, so its logs count no DRAM
+    reads: against them the profile's DRAM reads (0 here: the data fit in the L2) say every
+    sample is warm. srad_cuda_2 reads what srad_cuda_1 wrote just before it; with no
+    warm-up those reads miss the L2 and both samples ran 20% slow (STEM seed 0:
+    +20.00%, the interval missing the full run). ``auto`` judges them by their L2 misses
+    on such a card, takes one launch of warm-up, and the estimate is within 1%."""
+    import json
+
+    reduced = ["-O", "-gpgpu_n_clusters=4", "-O", "-gpgpu_kernel_launch_latency=0"]
+    program = ["--", str(srad["gpu"]), *ARGS]
+    bundle, plan, out = tmp_path / "srad.bundle", tmp_path / "stem.plan.json", tmp_path / "sim"
+    _cli("agent", "profile", "--backend", "gpgpusim", "--card", "SM90_H100", *reduced,
+         "-o", str(bundle), *program)
+    _cli("plan", str(bundle), "-m", "stem", "-p", "seed=0", "-o", str(plan))
+    printed = _cli("simulate", str(plan), "--card", "SM90_H100", *reduced, "-o", str(out),
+                   "--warmup", "auto", *program)
+    assert "simple DRAM model counts no DRAM reads" in printed
+    summary = json.loads((out / "simulate.json").read_text())
+    assert summary["warmup"]["preceding"] >= 1
+    assert abs(summary["estimate_error_signed"]) < 0.01, summary["estimate_error_signed"]
+    lo, hi = summary["interval_cycles"]
+    full = summary["full_cycles"]
+    assert lo <= full <= hi
+
+
 def test_a_timing_dependent_program_is_named_by_the_data_check(sim, tmp_path,
                                                                capsys) -> None:
     """ffchain with `clock` adds the simulated clock into its data after launch 5: run

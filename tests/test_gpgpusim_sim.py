@@ -64,6 +64,22 @@ def test_vecadd_and_clock_chase_on_qv100(sim, programs, tmp_path: Path) -> None:
     assert all(c > 0 for _, c in kernels)
 
 
+def test_the_h100_card_with_more_channels_than_its_crossbar_had_ports_runs(
+        sim, programs, tmp_path: Path) -> None:
+    """SM90_H100's booksim crossbar has k = 212 ports: its 132 SMs and 80 L2
+    sub-partitions. A card tuned to 41 channels (82 sub-partitions, as the on-simulator
+    tuner made from the H100's own suite) killed the simulator with SIGSEGV before its
+    first launch; the run folder's crossbar is now fitted to the card's nodes."""
+    from hilsim.simmodel.gpgpusim.run import run_program
+
+    run = run_program([programs["vecadd_chase"], "1024"], "SM90_H100", tmp_path / "run",
+                      options={"-gpgpu_n_mem": "41", "-gpgpu_perf_sim_memcpy": "0"},
+                      timeout_s=600, build=sim)
+    assert "vecadd n=1024 mismatches=0" in run.stdout
+    icnt = (tmp_path / "run" / "config_hopper_islip.icnt").read_text()
+    assert re.search(r"^k = 214;", icnt, re.M)
+
+
 def test_card_by_path_runs_like_the_name_through_the_cli(sim, programs, tmp_path: Path,
                                                           capsys) -> None:
     from hilsim.simmodel.gpgpusim.run import run_program

@@ -333,6 +333,8 @@ def test_profiled_misses_prefers_dram_reads_then_l2_misses() -> None:
     metrics["dram__sectors_read.sum"] = [1.0, 2.0]
     assert profiled_misses(b, np.array([1]))[0] == "dram__sectors_read.sum"
     assert profiled_misses(b, np.array([5])) is None  # a sample without a metrics row
+    # a card whose log counts no DRAM reads (its simple DRAM model): the L2 misses
+    assert profiled_misses(b, np.array([0, 1]), card_counts_dram=False)[1] == "l2_misses"
 
 
 def test_placement_of_the_shipped_warm_and_cold_runs() -> None:

@@ -205,6 +205,15 @@ class CardConfig:
         return self.clock_domains_mhz[0]
 
     @property
+    def counts_dram_reads(self) -> bool:
+        """Whether the card's log counts DRAM reads. The simple DRAM model
+        (``-gpgpu_simple_dram_model 1``: a fixed latency, ``simple_dram_model_cycle`` in
+        ``l2cache.cc``) serves L2 misses without the DRAM model whose counters the log's
+        ``total dram reads`` sums, so it stays 0 on such a card (SM90_H100) while its L2
+        misses are counted."""
+        return self.option("-gpgpu_simple_dram_model", "0").strip() != "1"
+
+    @property
     def sm_count(self) -> int:
         """``-gpgpu_n_clusters`` x ``-gpgpu_n_cores_per_cluster``."""
         return self._int("-gpgpu_n_clusters") * self._int("-gpgpu_n_cores_per_cluster", "1")
@@ -248,6 +257,15 @@ class CardConfig:
                 out[key] = self._int(name)
         return out
 
+    @property
+    def interconnect_nodes(self) -> int:
+        """Nodes on the interconnect: one per SM cluster and one per L2 sub-partition
+        (``InterconnectInterface::_CreateNodeMap``: ``n_shader + n_mem``)."""
+        return self._int("-gpgpu_n_clusters") + self.l2_banks
+
+    def _booksim(self) -> bool:
+        return self.option("-network_mode", "1").strip() == "1"
+
     # --- files -----------------------------------------------------------------------
     def referenced_files(self) -> dict[str, Path]:
         """Option name -> existing input file it names (relative to the config's folder)."""
@@ -283,13 +301,19 @@ class CardConfig:
         A referenced file lands under its own base name; when that differs from what the
         option says, an override line points the option at the copy. Integer latency lists
         shorter than the simulator reads get their tail (:func:`completed_int_options`).
+        The interconnect's config (booksim, ``-network_mode 1``) is fitted to the card's
+        node count (:func:`fit_interconnect`).
         """
         run = Path(run_dir)
         run.mkdir(parents=True, exist_ok=True)
         extra: dict[str, str] = {}
         for name, src in self.referenced_files().items():
             dst = run / src.name
-            if src != dst.resolve():
+            if name == "-inter_config_file" and self._booksim():
+                fitted = fit_interconnect(read_text(src), self.interconnect_nodes)
+                if src != dst.resolve() or fitted != read_text(src):
+                    write_text_atomic(dst, fitted)
+            elif src != dst.resolve():
                 shutil.copyfile(src, dst)
             if self.options().get(name) != src.name and name in self.options():
                 extra[name] = src.name
@@ -297,6 +321,35 @@ class CardConfig:
         target = run / CONFIG_NAME
         write_text_atomic(target, self.config_text(extra))
         return target
+
+
+_BOOKSIM_INT = r"^(\s*{}\s*=\s*)(\d+)(\s*;)"
+
+
+def fit_interconnect(text: str, nodes: int) -> str:
+    """A booksim config (``-inter_config_file``) whose network holds ``nodes`` nodes.
+
+    A ``fly`` network of ``n`` stages of radix ``k`` has ``k ** n`` nodes, and GPGPU-Sim's
+    interconnect puts an SM cluster or an L2 sub-partition on each
+    (:attr:`CardConfig.interconnect_nodes`); with more of them than nodes it indexes past
+    its tables and the simulator dies with SIGSEGV before the first launch (SM90_H100's
+    ``k = 212`` is its 132 SMs and 80 sub-partitions: 41 channels crash it). ``k`` is
+    raised to the smallest radix that holds them (a line says so); a config that holds
+    them already, or of another topology, is returned as it is."""
+    topology = re.search(r"^\s*topology\s*=\s*(\w+)\s*;", text, re.M)
+    k_found = re.search(_BOOKSIM_INT.format("k"), text, re.M)
+    n_found = re.search(_BOOKSIM_INT.format("n"), text, re.M)
+    if topology is None or topology.group(1) != "fly" or k_found is None or n_found is None:
+        return text
+    k, stages = int(k_found.group(2)), max(int(n_found.group(2)), 1)
+    if k ** stages >= nodes:
+        return text
+    radix = k
+    while radix ** stages < nodes:
+        radix += 1
+    line = (f"{k_found.group(1)}{radix}{k_found.group(3)}  // hilsim: raised from {k}: "
+            f"{nodes} nodes (SM clusters + L2 sub-partitions)")
+    return text[:k_found.start()] + line + text[k_found.end():]
 
 
 def _resolve(card: str | os.PathLike[str], build: Any) -> tuple[str, Path]:
