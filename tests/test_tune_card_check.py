@@ -12,6 +12,7 @@ import pytest
 from hilsim.simmodel.tuner import cardcheck
 
 from hilsim.core import measurement_names as mn
+from hilsim.core.errors import HilsimError
 from hilsim.core.measurement import Measurement
 from tests.tunefiles import whole_gpu_file
 
@@ -231,3 +232,36 @@ def test_no_whole_card_l2_run_for_a_slices_measurement(
     assert result.whole_card_l2 is None and _tune_l2.seen == []
     assert [st.knob.key for st in result.knobs] == ["l2_clock"]
     assert mn.L2_BANDWIDTH not in result.skipped
+
+
+def test_a_whole_card_check_that_cannot_run_is_said_and_the_card_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checks only report on the settled card: a simulator that dies on the whole card
+    (SM90_H100 tuned to 41 channels overran its crossbar: SIGSEGV after a 44-minute tune)
+    leaves the tuned values, the error in the report and on the console."""
+    from hilsim.simmodel.tuner import report  # noqa: PLC0415
+
+    def crash(device):  # noqa: ANN001, ANN202
+        raise HilsimError("prog on tuned: simulator killed by SIGSEGV")
+
+    result = _tune_l2(monkeypatch, tmp_path, QV100_L2_WHOLE[2.0], lambda r: 0.0)
+    tuned = {st.knob.key: st.value for st in result.knobs}
+    monkeypatch.setattr(cardcheck.bandwidth, "l2", crash)
+    path = whole_gpu_file(tmp_path)
+    doc = json.loads(path.read_text())
+    for m in doc["measurements"]:
+        if m["name"] == mn.L2_BANDWIDTH:
+            m["value"] = QV100_L2_WHOLE[2.0]
+    path.write_text(json.dumps(doc))
+    from hilsim.simmodel.tuner import search  # noqa: PLC0415 (under test)
+
+    lines: list[str] = []
+    result = search.tune_on_simulator(
+        path, base=ACCEL / "SM7_QV100.gpgpusim.config", build=object(), workers=1,
+        only=("l2_clock",), card_check=True, say=lines.append)
+    assert {st.knob.key: st.value for st in result.knobs} == tuned
+    check = report.report(result)["whole_card_l2"]
+    assert check["error"].endswith("prog on tuned: simulator killed by SIGSEGV")
+    assert any("L2 bandwidth check could not run" in x for x in lines)
+    assert any("could not run" in x for x in report.summary(result))
