@@ -194,10 +194,11 @@ def _tune_l2(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, measured: float, w
             if m["name"] == mn.L2_BANDWIDTH:
                 m["value"] = measured
         path.write_text(json.dumps(doc))
+    lines: list[str] = []
     result = search.tune_on_simulator(
         path, base=ACCEL / "SM7_QV100.gpgpusim.config", build=object(), workers=1,
-        only=("l2_clock",), card_check=True)
-    _tune_l2.seen = seen
+        only=("l2_clock",), card_check=True, say=lines.append)
+    _tune_l2.seen, _tune_l2.lines = seen, lines
     return result
 
 
@@ -242,26 +243,14 @@ def test_a_whole_card_check_that_cannot_run_is_said_and_the_card_kept(
     leaves the tuned values, the error in the report and on the console."""
     from hilsim.simmodel.tuner import report  # noqa: PLC0415
 
-    def crash(device):  # noqa: ANN001, ANN202
+    def crash(ratio: float) -> float:
         raise HilsimError("prog on tuned: simulator killed by SIGSEGV")
 
-    result = _tune_l2(monkeypatch, tmp_path, QV100_L2_WHOLE[2.0], lambda r: 0.0)
-    tuned = {st.knob.key: st.value for st in result.knobs}
-    monkeypatch.setattr(cardcheck.bandwidth, "l2", crash)
-    path = whole_gpu_file(tmp_path)
-    doc = json.loads(path.read_text())
-    for m in doc["measurements"]:
-        if m["name"] == mn.L2_BANDWIDTH:
-            m["value"] = QV100_L2_WHOLE[2.0]
-    path.write_text(json.dumps(doc))
-    from hilsim.simmodel.tuner import search  # noqa: PLC0415 (under test)
-
-    lines: list[str] = []
-    result = search.tune_on_simulator(
-        path, base=ACCEL / "SM7_QV100.gpgpusim.config", build=object(), workers=1,
-        only=("l2_clock",), card_check=True, say=lines.append)
-    assert {st.knob.key: st.value for st in result.knobs} == tuned
+    checked = _tune_l2(monkeypatch, tmp_path, QV100_L2_WHOLE[2.0], lambda r: 0.0)
+    result = _tune_l2(monkeypatch, tmp_path, QV100_L2_WHOLE[2.0], crash)
+    assert ({st.knob.key: st.value for st in result.knobs}
+            == {st.knob.key: st.value for st in checked.knobs})
     check = report.report(result)["whole_card_l2"]
     assert check["error"].endswith("prog on tuned: simulator killed by SIGSEGV")
-    assert any("L2 bandwidth check could not run" in x for x in lines)
+    assert any("L2 bandwidth check could not run" in x for x in _tune_l2.lines)
     assert any("could not run" in x for x in report.summary(result))

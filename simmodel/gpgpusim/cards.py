@@ -310,8 +310,9 @@ class CardConfig:
         for name, src in self.referenced_files().items():
             dst = run / src.name
             if name == "-inter_config_file" and self._booksim():
-                fitted = fit_interconnect(read_text(src), self.interconnect_nodes)
-                if src != dst.resolve() or fitted != read_text(src):
+                text = read_text(src)
+                fitted = fit_interconnect(text, self.interconnect_nodes)
+                if src != dst.resolve() or fitted != text:
                     write_text_atomic(dst, fitted)
             elif src != dst.resolve():
                 shutil.copyfile(src, dst)

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from hilsim.simmodel.gpgpusim.toolchain import nvcc_version
 
 from hilsim.core.errors import HilsimError
 
@@ -93,15 +94,6 @@ def copy_sources(source: Path, tree: Path, names: list[str]) -> Path:
     return tree
 
 
-def nvcc_release(nvcc: str) -> tuple[int, int]:
-    """(major, minor) of ``nvcc --version``'s ``release X.Y``."""
-    done = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=False)
-    found = re.search(r"release (\d+)\.(\d+)", done.stdout)
-    if found is None:
-        raise RuntimeError(f"{nvcc} --version: no release line")
-    return int(found.group(1)), int(found.group(2))
-
-
 def build_rodinia(tree: Path, out: Path, names: list[str], suffix: str = "") -> list[Path]:
     """Each app of ``names`` compiled from ``tree`` for sm_90 into ``out/<app>_sm90<suffix>``;
     with CUDA 13 or later, through ``cuda13_compat.h`` (what CUDA 13 removed, put back)."""
@@ -109,7 +101,10 @@ def build_rodinia(tree: Path, out: Path, names: list[str], suffix: str = "") -> 
     nvcc = os.environ.get("NVCC", "nvcc")
     if shutil.which(nvcc) is None:
         raise FileNotFoundError(f"{nvcc} not found")
-    compat = ["-include", str(CUDA13_COMPAT)] if nvcc_release(nvcc) >= (13, 0) else []
+    release = nvcc_version(Path(shutil.which(nvcc) or nvcc))
+    if release is None:
+        raise RuntimeError(f"{nvcc} --version: no release line")
+    compat = ["-include", str(CUDA13_COMPAT)] if release >= (13, 0) else []
     out.mkdir(parents=True, exist_ok=True)
     built = []
     for name in names:
